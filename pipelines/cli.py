@@ -1,0 +1,54 @@
+"""The `sciga` command line. Each subcommand is one module in pipelines/ (composition
+only); unknown flags are handed to Apache Beam (``--runner DataflowRunner ...``)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Optional, Sequence
+
+
+def _build(args, rest):
+    from sciga.pipelines import manifest as mf
+    from sciga.pipelines.build import run_build
+
+    result = run_build(args, rest)
+    print(mf.summary_text(result.counts, result.out_dir, result.seconds))
+    return 0 if result.counts.reconciled else 1
+
+
+def make_parser() -> argparse.ArgumentParser:
+    from sciga import __version__
+    from sciga.pipelines.build import add_build_arguments
+
+    ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
+    ap.add_argument("--version", action="version", version=f"sciga-builder {__version__}")
+    ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
+    add_build_arguments(b)
+    b.set_defaults(func=_build, beam_flags=True)
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = make_parser()
+    args, rest = ap.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 2
+    if rest and not getattr(args, "beam_flags", False):
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return int(args.func(args, rest) or 0)
+    except FileNotFoundError as e:
+        print(f"sciga {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"sciga {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,260 @@
+"""Arrow schemas of the published configs and the record -> row conversion.
+
+Records become Arrow only here, at the writer. Each config's schema carries the schema
+version in its metadata so a shard read on its own still says what contract it follows.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from sciga.schemas.records import DeadLetter, FigureRow, MentionRow, Paper
+from sciga.schemas.version import SCHEMA_VERSION
+
+CONFIGS = ("papers", "figures", "mentions", "dead_letter")
+
+_str = pa.string()
+_strs = pa.list_(pa.string())
+
+REF_SPAN = pa.struct([("start", pa.int32()), ("end", pa.int32()), ("text", _str), ("ref_id", _str)])
+PARAGRAPH = pa.struct([("text", _str), ("html_id", _str), ("ref_spans", pa.list_(REF_SPAN))])
+SECTION = pa.struct(
+    [
+        ("id", _str),
+        ("parent_id", _str),
+        ("level", pa.int16()),
+        ("number", _str),
+        ("title", _str),
+        ("body", _str),
+        ("paragraphs", pa.list_(PARAGRAPH)),
+        ("figure_ids", _strs),
+        ("html_id", _str),
+    ]
+)
+IMAGE = pa.struct(
+    [
+        ("path", _str),
+        ("url", _str),
+        ("kind", _str),
+        ("width", pa.int32()),
+        ("height", pa.int32()),
+        ("html_id", _str),
+        ("source", _str),
+    ]
+)
+SUBFIGURE = pa.struct(
+    [
+        ("id", _str),
+        ("html_id", _str),
+        ("label", _str),
+        ("caption", _str),
+        ("images", pa.list_(IMAGE)),
+        ("caption_source", _str),
+    ]
+)
+FIGURE = pa.struct(
+    [
+        ("id", _str),
+        ("html_id", _str),
+        ("index", pa.int32()),
+        ("number", _str),
+        ("label", _str),
+        ("caption", _str),
+        ("images", pa.list_(IMAGE)),
+        ("subfigures", pa.list_(SUBFIGURE)),
+        ("section_id", _str),
+        ("is_teaser", pa.bool_()),
+    ]
+)
+TABLE = pa.struct(
+    [
+        ("id", _str),
+        ("html_id", _str),
+        ("index", pa.int32()),
+        ("number", _str),
+        ("caption", _str),
+        ("section_id", _str),
+    ]
+)
+GRAPHICAL_ABSTRACT = pa.struct(
+    [
+        ("id", _str),
+        ("type", _str),
+        ("paths", _strs),
+        ("components", _strs),
+        ("caption", _str),
+        ("de_facto", pa.bool_()),
+        ("source", _str),
+    ]
+)
+PROVENANCE = pa.struct(
+    [
+        ("source", _str),
+        ("url", _str),
+        ("input_uri", _str),
+        ("content_sha256", _str),
+        ("generator", _str),
+        ("generator_version", _str),
+        ("builder_version", _str),
+        ("schema_version", _str),
+        ("decode_errors", pa.int32()),
+        ("id_source", _str),
+    ]
+)
+
+
+def _with_version(schema: pa.Schema, config: str) -> pa.Schema:
+    return schema.with_metadata({b"sciga.schema_version": SCHEMA_VERSION.encode(), b"sciga.config": config.encode()})
+
+
+PAPERS = _with_version(
+    pa.schema(
+        [
+            ("id", _str),
+            ("version", _str),
+            ("title", _str),
+            ("authors", pa.list_(pa.struct([("name", _str), ("affiliations", _strs)]))),
+            ("published", _str),
+            ("updated", _str),
+            ("subjects", pa.struct([("arxiv", _strs), ("acm", _strs), ("msc", _strs)])),
+            ("primary_category", _str),
+            ("comment", _str),
+            ("journal_ref", _str),
+            ("conference", pa.struct([("venue", _str), ("year", pa.int16()), ("track", _str)])),
+            ("dois", _strs),
+            ("license", _str),
+            ("abstract", _str),
+            ("sections", pa.list_(SECTION)),
+            ("figures", pa.list_(FIGURE)),
+            ("tables", pa.list_(TABLE)),
+            ("teaser", _strs),
+            ("graphical_abstract", GRAPHICAL_ABSTRACT),
+            ("provenance", PROVENANCE),
+        ]
+    ),
+    "papers",
+)
+
+MEDICAL = pa.struct(
+    [
+        ("keyword_hits", _strs),
+        ("classifier_run", pa.bool_()),
+        ("topk_labels", _strs),
+        ("topk_scores", pa.list_(pa.float32())),
+        ("is_medical", pa.bool_()),
+    ]
+)
+
+FIGURES = _with_version(
+    pa.schema(
+        [
+            ("id", _str),
+            ("paper_id", _str),
+            ("parent_id", _str),
+            ("kind", _str),
+            ("index", pa.int32()),
+            ("number", _str),
+            ("label", _str),
+            ("caption", _str),
+            ("subcaption", _str),
+            ("subcaption_source", _str),
+            # The Hugging Face `datasets` Image convention: struct<bytes, path>.
+            ("image", pa.struct([("bytes", pa.binary()), ("path", _str)])),
+            ("image_paths", _strs),
+            ("image_kind", _str),
+            ("image_source", _str),
+            ("image_url", _str),
+            ("width", pa.int32()),
+            ("height", pa.int32()),
+            ("phash", _str),
+            ("image_error", _str),
+            ("section_id", _str),
+            ("html_id", _str),
+            ("is_teaser", pa.bool_()),
+            ("ga_role", _str),
+            ("medical", MEDICAL),
+        ]
+    ),
+    "figures",
+)
+
+MENTIONS = _with_version(
+    pa.schema(
+        [
+            ("paper_id", _str),
+            ("figure_id", _str),
+            ("section_id", _str),
+            ("paragraph_index", pa.int32()),
+            ("char_start", pa.int32()),
+            ("char_end", pa.int32()),
+            ("surface", _str),
+            ("sentence", _str),
+            ("sentence_start", pa.int32()),
+            ("resolution", _str),
+        ]
+    ),
+    "mentions",
+)
+
+DEAD_LETTER = _with_version(
+    pa.schema(
+        [
+            ("paper_id", _str),
+            ("stage", _str),
+            ("error_type", _str),
+            ("message", _str),
+            ("input_uri", _str),
+        ]
+    ),
+    "dead_letter",
+)
+
+SCHEMAS = {"papers": PAPERS, "figures": FIGURES, "mentions": MENTIONS, "dead_letter": DEAD_LETTER}
+
+
+def _plain(obj: Any) -> Any:
+    """Dataclass tree -> dicts/lists, faster than dataclasses.asdict (no deep copies)."""
+    if hasattr(obj, "__dataclass_fields__"):
+        return {k: _plain(v) for k, v in obj.__dict__.items()}
+    if isinstance(obj, list):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def paper_row(paper: Paper) -> dict:
+    return _plain(paper)
+
+
+def figure_row(row: FigureRow) -> dict:
+    d = _plain(row)
+    d["image"] = None if (d["image_bytes"] is None and d["image_path"] is None) else {
+        "bytes": d.pop("image_bytes"),
+        "path": d.pop("image_path"),
+    }
+    d.pop("image_bytes", None)
+    d.pop("image_path", None)
+    return d
+
+
+def mention_row(row: MentionRow) -> dict:
+    return _plain(row)
+
+
+def dead_letter_row(row: DeadLetter) -> dict:
+    return _plain(row)
+
+
+TO_ROW = {"papers": paper_row, "figures": figure_row, "mentions": mention_row, "dead_letter": dead_letter_row}
+
+# The key that orders rows inside a shard (and assigns shards): stable and unique.
+SORT_KEY = {
+    "papers": lambda r: (r["id"],),
+    "figures": lambda r: (r["paper_id"], r["index"], r["kind"] != "figure", r["id"]),
+    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r["paragraph_index"], r["char_start"], r["figure_id"]),
+    "dead_letter": lambda r: (r["paper_id"] or "", r["stage"], r["input_uri"] or "", r["message"]),
+}
+
+
+def to_table(config: str, rows: Iterable[dict]) -> pa.Table:
+    return pa.Table.from_pylist(list(rows), schema=SCHEMAS[config])

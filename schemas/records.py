@@ -1,0 +1,268 @@
+"""Record types that flow through the pipeline (one shape, from parser to writer).
+
+They are plain dataclasses: picklable for Beam, cheap to build in the parser, and turned
+into Arrow rows only at the writer (``schemas.arrow``). Field names follow SciGA's Listing 1
+where it has one, lower-cased.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+
+@dataclass
+class Author:
+    name: str
+    affiliations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Subjects:
+    arxiv: list[str] = field(default_factory=list)
+    acm: list[str] = field(default_factory=list)
+    msc: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Conference:
+    venue: Optional[str] = None
+    year: Optional[int] = None
+    track: Optional[str] = None  # "main" | "workshop"
+
+
+@dataclass
+class RefSpan:
+    """S2ORC-style span of a figure reference inside a paragraph's text."""
+
+    start: int
+    end: int
+    text: str
+    ref_id: str  # our figure or subfigure id
+
+
+@dataclass
+class Paragraph:
+    text: str
+    html_id: Optional[str] = None
+    ref_spans: list[RefSpan] = field(default_factory=list)
+
+
+@dataclass
+class Section:
+    id: str
+    parent_id: Optional[str]
+    level: int
+    number: Optional[str]
+    title: str  # "<TAG> 2.1 </TAG> Method" as SciGA writes it
+    body: str  # paragraphs joined by a blank line
+    paragraphs: list[Paragraph] = field(default_factory=list)
+    figure_ids: list[str] = field(default_factory=list)
+    html_id: Optional[str] = None
+
+
+# Image kinds: a file we can fetch ("raster" or "svg"), SVG drawn inline in the page
+# ("inline_svg", no file), a placeholder for a graphic LaTeXML could not find ("missing"),
+# or a picture LaTeXML failed to render (raw TeX left in the page: "unrendered").
+IMAGE_KINDS = ("raster", "svg", "inline_svg", "missing", "unrendered")
+
+
+@dataclass
+class Image:
+    path: Optional[str]  # normalized path relative to the paper's asset root
+    url: Optional[str] = None  # absolute URL when the page's location is known
+    kind: str = "raster"
+    width: Optional[int] = None  # as written in the HTML (display size)
+    height: Optional[int] = None
+    html_id: Optional[str] = None
+    source: str = "html"  # "html" | "tex"
+
+
+@dataclass
+class Subfigure:
+    id: str
+    html_id: Optional[str]
+    label: Optional[str]  # "(a)"
+    caption: str  # "<TAG> (a) </TAG> Input image", "" when the panel has none
+    images: list[Image] = field(default_factory=list)
+    caption_source: str = "html"  # "html" | "none" | "split_parent" (linking stage)
+
+
+@dataclass
+class Figure:
+    id: str
+    html_id: Optional[str]
+    index: int  # 1-based order of appearance among figures
+    number: Optional[str]  # printed number: "3", "3.2", "S1"; None when uncaptioned
+    label: Optional[str]  # printed tag without tokens: "Figure 3:"
+    caption: str  # "<TAG> Figure 3: </TAG> Caption text"
+    images: list[Image] = field(default_factory=list)  # all images, subfigures' included
+    subfigures: list[Subfigure] = field(default_factory=list)
+    section_id: Optional[str] = None
+    is_teaser: bool = False
+
+
+@dataclass
+class Table:
+    id: str
+    html_id: Optional[str]
+    index: int
+    number: Optional[str]
+    caption: str
+    section_id: Optional[str] = None
+
+
+@dataclass
+class GraphicalAbstract:
+    id: str
+    type: Optional[str] = None  # "Original" | "Reused" | "Modified"
+    paths: list[str] = field(default_factory=list)
+    components: list[str] = field(default_factory=list)
+    caption: Optional[str] = None
+    de_facto: bool = False  # teaser / first-referenced figure standing in for a GA
+    source: Optional[str] = None
+
+
+@dataclass
+class Provenance:
+    source: str  # "ar5iv" | "arxiv_html" | "local" | "sample" | "ar5iv_dump" ...
+    url: Optional[str] = None
+    input_uri: Optional[str] = None
+    content_sha256: Optional[str] = None
+    generator: Optional[str] = None  # "LaTeXML" | "LaTeXML oxide"
+    generator_version: Optional[str] = None
+    builder_version: Optional[str] = None
+    schema_version: Optional[str] = None
+    decode_errors: int = 0  # bytes replaced while decoding the page
+    id_source: Optional[str] = None  # "metadata" | "page" | "filename" | "stem" (not an arXiv id)
+
+
+@dataclass
+class Paper:
+    id: str
+    title: str
+    abstract: str
+    version: Optional[str] = None
+    authors: list[Author] = field(default_factory=list)
+    published: Optional[str] = None
+    updated: Optional[str] = None
+    subjects: Subjects = field(default_factory=Subjects)
+    primary_category: Optional[str] = None
+    comment: Optional[str] = None
+    journal_ref: Optional[str] = None
+    conference: Conference = field(default_factory=Conference)
+    dois: list[str] = field(default_factory=list)
+    license: Optional[str] = None
+    sections: list[Section] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    teaser: list[str] = field(default_factory=list)
+    graphical_abstract: Optional[GraphicalAbstract] = None
+    provenance: Provenance = field(default_factory=lambda: Provenance(source="unknown"))
+
+
+@dataclass
+class PaperMeta:
+    """Metadata known before parsing (arXiv API, a sidecar file, the fetch cache)."""
+
+    id: Optional[str] = None
+    version: Optional[str] = None
+    title: Optional[str] = None
+    authors: list[Author] = field(default_factory=list)
+    published: Optional[str] = None
+    updated: Optional[str] = None
+    categories: list[str] = field(default_factory=list)
+    primary_category: Optional[str] = None
+    comment: Optional[str] = None
+    journal_ref: Optional[str] = None
+    dois: list[str] = field(default_factory=list)
+    license: Optional[str] = None
+    abstract: Optional[str] = None
+    acm_classes: list[str] = field(default_factory=list)
+    msc_classes: list[str] = field(default_factory=list)
+    conference: Optional[Conference] = None
+    source: Optional[str] = None
+    url: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PaperMeta":
+        d = dict(d)
+        authors = []
+        for a in d.pop("authors", None) or []:
+            if isinstance(a, str):
+                authors.append(Author(name=a))
+            else:
+                authors.append(Author(name=a.get("name", ""), affiliations=list(a.get("affiliations") or [])))
+        conf = d.pop("conference", None)
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        meta = cls(**known)
+        meta.authors = authors
+        if isinstance(conf, dict):
+            meta.conference = Conference(**{k: conf.get(k) for k in ("venue", "year", "track")})
+        return meta
+
+
+@dataclass
+class Medical:
+    """MedICaT-style medical filter result for one figure image."""
+
+    keyword_hits: list[str] = field(default_factory=list)
+    classifier_run: bool = False
+    topk_labels: list[str] = field(default_factory=list)
+    topk_scores: list[float] = field(default_factory=list)
+    is_medical: Optional[bool] = None  # None: not decided (classifier not run, no keywords)
+
+
+@dataclass
+class FigureRow:
+    """One row of the ``figures`` config: a figure or a subfigure with its image."""
+
+    id: str
+    paper_id: str
+    parent_id: Optional[str]
+    kind: str  # "figure" | "subfigure"
+    index: int
+    number: Optional[str]
+    label: Optional[str]
+    caption: str  # the figure's caption (parent caption for subfigures)
+    subcaption: Optional[str]
+    subcaption_source: Optional[str]
+    image_bytes: Optional[bytes]
+    image_path: Optional[str]
+    image_paths: list[str]
+    image_kind: Optional[str]
+    image_source: Optional[str]
+    image_url: Optional[str] = None
+    width: Optional[int] = None  # decoded pixel size (None until decoded)
+    height: Optional[int] = None
+    phash: Optional[str] = None
+    image_error: Optional[str] = None
+    section_id: Optional[str] = None
+    html_id: Optional[str] = None
+    is_teaser: bool = False
+    ga_role: Optional[str] = None
+    medical: Medical = field(default_factory=Medical)
+
+
+@dataclass
+class MentionRow:
+    """One inline reference to a figure in the body text."""
+
+    paper_id: str
+    figure_id: str
+    section_id: Optional[str]
+    paragraph_index: int
+    char_start: int
+    char_end: int
+    surface: str
+    sentence: Optional[str] = None
+    sentence_start: Optional[int] = None
+    resolution: str = "anchor"  # "anchor" | "label" | "text"
+
+
+@dataclass
+class DeadLetter:
+    paper_id: Optional[str]
+    stage: str
+    error_type: str
+    message: str
+    input_uri: Optional[str] = None

@@ -1,0 +1,10 @@
+"""Versions stamped into every build.
+
+SCHEMA_VERSION changes whenever a column is added, removed, renamed or changes meaning:
+a new schema version is a new dataset version, never a silent edit of an old one.
+"""
+from sciga import __version__ as BUILDER_VERSION
+
+SCHEMA_VERSION = "1.0.0"
+
+__all__ = ["SCHEMA_VERSION", "BUILDER_VERSION"]

@@ -1,0 +1,81 @@
+"""sciga-builder: one distribution, console script ``sciga``.
+
+The code lives in top-level folders (pipelines/, transforms/, schemas/, quality/,
+training/, samples/) and installs as subpackages of ``sciga``. This file also ships the
+code to Dataflow workers (``--setup_file ./setup.py``).
+"""
+import os
+
+from setuptools import setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP_LEVEL = ["pipelines", "transforms", "schemas", "quality", "training", "samples"]
+
+
+def _packages():
+    pkgs, dirs = ["sciga"], {"sciga": "sciga"}
+    for top in TOP_LEVEL:
+        for root, subdirs, files in os.walk(os.path.join(HERE, top)):
+            subdirs[:] = sorted(d for d in subdirs if not d.startswith((".", "__")))
+            if "__init__.py" not in files:
+                continue
+            rel = os.path.relpath(root, HERE)
+            name = "sciga." + rel.replace(os.sep, ".")
+            pkgs.append(name)
+            dirs[name] = rel
+    return pkgs, dirs
+
+
+PACKAGES, PACKAGE_DIR = _packages()
+
+CORE = [
+    "apache-beam>=2.77,<2.78",
+    "pyarrow>=15,<26",
+    "lxml>=5",
+    "duckdb>=1.1",
+    "great_expectations>=1.0,<2",
+    "huggingface_hub>=0.26",
+    "fsspec>=2024.1",
+    "pillow>=10,<13",
+    "numpy>=1.24,<2",
+    "arxiv>=2.1",
+    "requests>=2.31",
+    "tqdm>=4.66",
+    "pyyaml>=6",
+    "spacy>=3.7,<4",
+    "scispacy>=0.5.4",
+    "pysbd>=0.3.4",
+    "matplotlib>=3.8",
+]
+EXTRAS = {
+    # Exact pins: these two lie on the build machines' disk; other versions download GBs.
+    "vision": ["torch==2.14.1", "torchvision==0.29.1"],
+    "train": ["bm25s>=0.2", "rouge-score>=0.1.2"],
+    "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
+    "publish": ["datasets>=2.19"],
+    "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
+    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12"],
+}
+EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
+
+setup(
+    name="sciga-builder",
+    version="0.1.0",
+    description="Open, reproducible dataset builder for scientific figures in context (SciGA-style).",
+    long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read() if os.path.exists(os.path.join(HERE, "README.md")) else "",
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
+    include_package_data=True,
+    package_data={
+        "sciga.samples": ["html/*/*", "html/*/*/*", "meta/*.json", "tex/*/*", "tex/*/*/*", "*.md", "*.sh", "*.py"],
+        "sciga.quality": ["*.json", "*.yaml"],
+        "sciga.pipelines": ["sql/*.sql"],
+        "sciga.transforms": ["**/*.txt", "**/*.json"],
+    },
+    install_requires=CORE,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["sciga=sciga.pipelines.cli:main"]},
+)

@@ -1,0 +1,1 @@
+"""The pipeline's steps, grouped by concern: sources -> parse -> link -> vision."""

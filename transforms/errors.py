@@ -1,0 +1,20 @@
+"""The one exception type a pipeline step raises for a bad input.
+
+A step raises ``StageError`` with a short machine-readable ``error_type`` and a one-sentence
+``message`` that names the input, what was wrong and what to do; the Beam wrapper turns it
+into a dead-letter row. Anything else escaping a pure function is a bug: it is dead-lettered
+with error_type ``internal`` so that a run never dies on one paper.
+"""
+from __future__ import annotations
+
+
+class StageError(Exception):
+    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None):
+        super().__init__(message)
+        self.stage = stage
+        self.error_type = error_type
+        self.message = message
+        self.paper_id = paper_id
+
+    def __reduce__(self):  # keep picklable across Beam workers
+        return (type(self), (self.stage, self.error_type, self.message, self.paper_id))

@@ -1,0 +1,1 @@
+"""Linking: figure references in the text (S2ORC-style spans), sentences, TeX<->HTML."""

@@ -1,0 +1,100 @@
+"""Raw bytes -> checked, decoded HTML text, or a ParseError that says what is wrong.
+
+Every check here exists because the input really happens: empty files from interrupted
+downloads, PDFs saved as .html, error pages that are not LaTeXML, truncated transfers,
+pages in a legacy encoding, and gzip-compressed dumps.
+"""
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import re
+
+from sciga.transforms.parse.errors import ParseError
+
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024  # a 50 MB page is fine; a 10 GB one is an attack
+_CHARSET_RE = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_\-:.]+)""", re.I)
+_MAX_BAD_FRACTION = 0.001
+
+
+def gunzip_limited(data: bytes, max_bytes: int, uri: str) -> bytes:
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            while True:
+                chunk = gz.read(1 << 20)
+                if not chunk:
+                    break
+                out.write(chunk)
+                if out.tell() > max_bytes:
+                    raise ParseError(
+                        "too_large",
+                        f"{uri} decompresses to more than {max_bytes // (1 << 20)} MiB; "
+                        "raise --max-page-mb if the page is genuine.",
+                    )
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise ParseError("bad_gzip", f"{uri} is not a readable gzip file ({e}); refetch it.") from None
+    return out.getvalue()
+
+
+def sniff_encoding(data: bytes) -> tuple[str, int]:
+    """(encoding, bytes to skip) from a BOM or a <meta charset>, default UTF-8."""
+    for bom, enc in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if data.startswith(bom):
+            return enc, len(bom)
+    m = _CHARSET_RE.search(data[:4096])
+    if m:
+        enc = m.group(1).decode("ascii", "ignore").lower()
+        try:
+            return codecs.lookup(enc).name, 0
+        except LookupError:
+            pass
+    return "utf-8", 0
+
+
+def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, int]:
+    """Return (text, number of undecodable bytes replaced)."""
+    if data[:2] == b"\x1f\x8b":
+        data = gunzip_limited(data, max_bytes, uri)
+    if not data.strip():
+        raise ParseError("empty", f"{uri} is empty; refetch it or remove it from the input.")
+    if len(data) > max_bytes:
+        raise ParseError(
+            "too_large",
+            f"{uri} is {len(data) // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB page limit; "
+            "raise --max-page-mb if the page is genuine.",
+        )
+    head = data[:1024].lstrip()
+    if head.startswith(b"%PDF"):
+        raise ParseError("not_html", f"{uri} is a PDF, not an HTML page; use the paper's ar5iv/arXiv HTML instead.")
+    enc, skip = sniff_encoding(data)
+    if not enc.startswith("utf-16") and b"\x00" in data[:8192]:
+        raise ParseError("not_html", f"{uri} is binary data, not an HTML page; check that the right file was given.")
+    body = data[skip:]
+    try:
+        text = body.decode(enc)
+        bad = 0
+    except UnicodeDecodeError:
+        text = body.decode(enc, errors="replace")
+        already = body.count(b"\xef\xbf\xbd") if enc == "utf-8" else 0  # U+FFFD present in the source
+        bad = max(1, text.count("\ufffd") - already)
+        if bad > max(16, _MAX_BAD_FRACTION * len(text)):
+            raise ParseError(
+                "bad_encoding",
+                f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
+            )
+    except LookupError:
+        text, bad = body.decode("utf-8", errors="replace"), 0
+    probe = text[:65536].lower()
+    if "<html" not in probe and "<body" not in probe and "<article" not in probe and "<div" not in probe:
+        raise ParseError("not_html", f"{uri} does not look like an HTML page; check that the right file was given.")
+    if "ltx_" not in text and "latexml" not in probe:
+        raise ParseError(
+            "not_latexml",
+            f"{uri} is HTML but not LaTeXML output (no ltx_ markup); only ar5iv / arXiv HTML / latexmlc pages are supported.",
+        )
+    tail = text[-4096:].lower()
+    if "</html>" not in tail and "</body>" not in tail:
+        raise ParseError("truncated", f"{uri} ends before </html>: the page is truncated; refetch it.")
+    return text, bad

@@ -1,0 +1,299 @@
+"""Figure and table floats -> Figure / Table records.
+
+Constructs handled (all seen in LaTeXML 0.8.x and oxide output):
+- a plain ``figure.ltx_figure`` with one graphic and one ``figcaption``;
+- subfigures: 0.8.7 subcaption/subfig child figures (``S4.F4.sf1`` with a ``(a)`` caption),
+  0.8.8 flex panels (``figure.ltx_figure_panel``, ``S3.F6.1``, often uncaptioned);
+- several graphics and no subfigure elements (a tabular or minipage grid): each graphic
+  becomes an uncaptioned panel, as LaTeXML 0.8.8 itself would emit panels;
+- one element holding several numbered captions (two minipages in one ``figure``): split
+  into one Figure per caption, graphics grouped by the caption that shares their
+  container, else by order;
+- a caption-only figure whose graphic sits in the preceding paragraph (CVPR teaser strip);
+- tables (``ltx_table``) become Table records, never figures; algorithm / listing floats
+  are neither.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sciga.schemas import ids
+from sciga.schemas.records import Figure, Image, Subfigure, Table
+from sciga.transforms.parse.images import collect_graphics, image_from_element, is_graphic
+from sciga.transforms.parse.text import RenderOptions, TextBuilder, plain_text, render_into
+
+_NUMBER_RE = re.compile(r"([A-Z]{0,2}\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)\W*$")
+
+
+def classes(el) -> tuple:
+    c = el.get("class")
+    return tuple(c.split()) if c else ()
+
+
+def float_kind(el) -> Optional[str]:
+    """'figure', 'table', 'float' (algorithm, listing...) or None for a non-float."""
+    tag = el.tag
+    if not isinstance(tag, str):
+        return None
+    c = el.get("class")
+    if c and "ltx_" in c:
+        # Substring tests on the raw attribute first: this runs on every element.
+        if "ltx_table" in c or "ltx_figure" in c or "ltx_float" in c or "ltx_teaserfigure" in c:
+            cls = c.split()
+            if "ltx_table" in cls:
+                return "table"
+            if "ltx_figure" in cls or "ltx_teaserfigure" in cls or "ltx_figure_panel" in cls:
+                return "figure"
+            for t in cls:
+                if t.startswith("ltx_float_figure"):
+                    return "figure"
+            if "ltx_float" in cls:
+                return "float"
+    if tag == "figure":
+        return "figure"
+    return None
+
+
+def is_caption(el) -> bool:
+    return el.tag == "figcaption" or "ltx_caption" in classes(el)
+
+
+@dataclass
+class Caption:
+    element: object
+    text: str  # tokenized
+    label: Optional[str]  # tag as printed, e.g. "Figure 3:"
+    number: Optional[str]
+
+
+def read_caption(el) -> Caption:
+    tb = TextBuilder()
+    render_into(el, tb, RenderOptions(skip_floats=False))
+    text = tb.text()
+    label = number = None
+    for sub in el.iter():
+        if isinstance(sub.tag, str) and "ltx_tag" in classes(sub):
+            label = plain_text(sub) or None
+            break
+    if label:
+        m = _NUMBER_RE.search(label.rstrip(":.) "))
+        number = m.group(1) if m else None
+        if number is None and label.startswith("("):
+            number = None
+    return Caption(element=el, text=text, label=label, number=number)
+
+
+def _nearest_float(el, stop):
+    """The closest float element strictly between ``el`` and ``stop`` (None if none)."""
+    p = el.getparent()
+    while p is not None and p is not stop:
+        if float_kind(p) is not None:
+            return p
+        p = p.getparent()
+    return None
+
+
+def _direct(fig_el):
+    """Captions and subfigure elements of a float, not entering nested floats."""
+    caps, subs = [], []
+    for el in fig_el.iter("figcaption", "figure", "div", "span"):
+        if el is fig_el:
+            continue
+        tag = el.tag
+        if tag in ("div", "span"):
+            c = el.get("class")
+            if not c or ("ltx_caption" not in c and "ltx_figure" not in c):
+                continue
+        if _nearest_float(el, fig_el) is not None:
+            continue
+        if is_caption(el):
+            caps.append(el)
+        elif float_kind(el) == "figure":
+            subs.append(el)
+    return caps, subs
+
+
+def _units(fig_el, subs: list) -> list:
+    """Subfigure elements and loose graphics, in document order."""
+    graphics: list = []
+    collect_graphics(fig_el, graphics, skip_subfigures=True)
+    units = [(el, "graphic") for el in graphics]
+    if subs:
+        units += [(el, "subfigure") for el in subs]
+        order = {el: i for i, el in enumerate(fig_el.iter())}
+        units.sort(key=lambda u: order.get(u[0], 0))
+    return units
+
+
+def _ancestors(el, stop) -> list:
+    out = []
+    p = el.getparent()
+    while p is not None and p is not stop:
+        out.append(p)
+        p = p.getparent()
+    return out
+
+
+def _group_by_caption(fig_el, caps: list, units: list) -> list[list]:
+    """Split a multi-caption float: units that share a container with exactly one caption
+    go to it; the rest are dealt out in order."""
+    groups: list[list] = [[] for _ in caps]
+    unit_anc = [set(map(id, _ancestors(u[0], fig_el))) for u in units]
+    cap_anc = [_ancestors(c, fig_el) for c in caps]
+    taken = [False] * len(units)
+    for ci, chain in enumerate(cap_anc):
+        for anc in chain:
+            others = [cj for cj, ch in enumerate(cap_anc) if cj != ci and anc in ch]
+            if others:
+                break
+            inside = [ui for ui, a in enumerate(unit_anc) if id(anc) in a and not taken[ui]]
+            if inside:
+                for ui in inside:
+                    groups[ci].append(units[ui])
+                    taken[ui] = True
+                break
+    rest = [u for ui, u in enumerate(units) if not taken[ui]]
+    empty = [ci for ci, g in enumerate(groups) if not g]
+    if rest and empty:
+        if len(rest) == len(empty):
+            for ci, u in zip(empty, rest):
+                groups[ci].append(u)
+        else:
+            # Deal in order: each caption gets an equal run, the last takes the remainder.
+            per = max(1, len(rest) // len(empty))
+            for k, ci in enumerate(empty):
+                chunk = rest[k * per:(k + 1) * per] if k < len(empty) - 1 else rest[k * per:]
+                groups[ci].extend(chunk)
+    elif rest:
+        groups[-1].extend(rest)
+    return groups
+
+
+@dataclass
+class FloatContext:
+    paper_id: str
+    base_url: Optional[str]
+    figures: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    by_html_id: dict = field(default_factory=dict)  # LaTeXML id -> [our ids]
+    consumed: set = field(default_factory=set)  # elements whose graphics a figure adopted
+
+
+def _graphic_images(els, ctx: FloatContext) -> list[Image]:
+    return [image_from_element(g, ctx.base_url) for g in els]
+
+
+def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
+    caps, nested = _direct(sub_el)
+    graphics: list = []
+    collect_graphics(sub_el, graphics, skip_subfigures=False)
+    cap = read_caption(caps[0]) if caps else None
+    sid = ids.subfigure_id(fig_id, k)
+    html_id = sub_el.get("id")
+    if html_id:
+        ctx.by_html_id.setdefault(html_id, []).append(sid)
+    return Subfigure(
+        id=sid,
+        html_id=html_id,
+        label=cap.label if cap else None,
+        caption=cap.text if cap else "",
+        images=_graphic_images(graphics, ctx),
+        caption_source="html" if cap and cap.text else "none",
+    )
+
+
+def _adopt_preceding_graphics(fig_el, ctx: FloatContext) -> list:
+    """CVPR teaser strips: the image sits in the paragraph right before a caption-only
+    figure. Adopt it when that paragraph holds graphics and next to no text."""
+    prev = fig_el.getprevious()
+    while prev is not None and not isinstance(prev.tag, str):
+        prev = prev.getprevious()
+    if prev is None or float_kind(prev) is not None:
+        return []
+    graphics: list = []
+    if is_graphic(prev):
+        graphics = [prev]
+    else:
+        collect_graphics(prev, graphics, skip_subfigures=True)
+    if not graphics or len(plain_text(prev)) > 40:
+        return []
+    ctx.consumed.add(prev)
+    return graphics
+
+
+def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first_section: bool) -> None:
+    kind = float_kind(fig_el)
+    if kind == "table":
+        caps, _ = _direct(fig_el)
+        cap = read_caption(caps[0]) if caps else None
+        idx = len(ctx.tables) + 1
+        tid = ids.table_id(ctx.paper_id, idx)
+        if fig_el.get("id"):
+            ctx.by_html_id.setdefault(fig_el.get("id"), []).append(tid)
+        ctx.tables.append(
+            Table(id=tid, html_id=fig_el.get("id"), index=idx, number=cap.number if cap else None,
+                  caption=cap.text if cap else "", section_id=section_id)
+        )
+        return
+    if kind != "figure":
+        return
+    caps, subs = _direct(fig_el)
+    units = _units(fig_el, subs)
+    if not units:
+        adopted = _adopt_preceding_graphics(fig_el, ctx)
+        units = [(g, "graphic") for g in adopted]
+    captions = [read_caption(c) for c in caps]
+    groups = _group_by_caption(fig_el, caps, units) if len(captions) > 1 else [units]
+    if not captions:
+        captions = [None]
+    html_id = fig_el.get("id")
+    cls = classes(fig_el)
+    teaser = (
+        "ltx_teaserfigure" in cls
+        or bool(html_id and re.match(r"^(?:.*\.)?S0\.F\d+$", html_id))
+        or before_first_section
+    )
+    for cap, group in zip(captions, groups):
+        idx = len(ctx.figures) + 1
+        fid = ids.figure_id(ctx.paper_id, idx)
+        if html_id:
+            ctx.by_html_id.setdefault(html_id, []).append(fid)
+        subfigures: list[Subfigure] = []
+        images: list[Image] = []
+        graphics = [u[0] for u in group if u[1] == "graphic"]
+        sub_els = [u[0] for u in group if u[1] == "subfigure"]
+        if sub_els:
+            # Explicit subfigures; loose graphics beside them stay on the figure itself.
+            k = 0
+            for el, kind_ in group:
+                if kind_ == "subfigure":
+                    k += 1
+                    sf = _subfigure(el, fid, k, ctx)
+                    subfigures.append(sf)
+                    images.extend(sf.images)
+                else:
+                    images.append(image_from_element(el, ctx.base_url))
+        elif len(graphics) > 1:
+            for k, g in enumerate(graphics, 1):
+                img = image_from_element(g, ctx.base_url)
+                subfigures.append(Subfigure(id=ids.subfigure_id(fid, k), html_id=g.get("id"), label=None,
+                                            caption="", images=[img], caption_source="none"))
+                images.append(img)
+        else:
+            images = _graphic_images(graphics, ctx)
+        ctx.figures.append(
+            Figure(
+                id=fid,
+                html_id=html_id,
+                index=idx,
+                number=cap.number if cap else None,
+                label=cap.label if cap else None,
+                caption=cap.text if cap else "",
+                images=images,
+                subfigures=subfigures,
+                section_id=section_id,
+                is_teaser=teaser,
+            )
+        )

@@ -1,0 +1,146 @@
+"""``parse_latexml_html(html, meta) -> Paper``: the pure core of the build.
+
+Knows nothing of Beam, files or HTTP. Bytes in, one Paper out, or a ParseError whose
+message says what was wrong with the page.
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+from lxml import etree
+
+from sciga.schemas import ids
+from sciga.schemas.records import Conference, Paper, PaperMeta, Provenance, Subjects
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+from sciga.transforms.link.anchors import ref_spans
+from sciga.transforms.parse import front_matter
+from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
+from sciga.transforms.parse.errors import ParseError
+from sciga.transforms.parse.figures import FloatContext
+from sciga.transforms.parse.sections import DocumentWalker
+from sciga.transforms.parse.text import _classes
+
+_PARSER = None
+
+
+def _parser():
+    global _PARSER
+    if _PARSER is None:
+        # huge_tree: real pages reach 50 MB and deep MathML; comments are not needed
+        # (the generator stamp is read from the text).
+        _PARSER = etree.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True, no_network=True)
+    return _PARSER
+
+
+def _document_root(root):
+    """``article.ltx_document`` (bare article or inside ``div.ltx_page_main``)."""
+    fallback = None
+    for el in root.iter("article", "div", "body", "main"):
+        c = el.get("class") or ""
+        if "ltx_document" in c.split():
+            return el
+        if fallback is None and ("ltx_page_content" in c or "ltx_page_main" in c):
+            fallback = el
+    if fallback is not None:
+        return fallback
+    body = root.find("body")
+    return body if body is not None else root
+
+
+def parse_latexml_html(
+    html: bytes,
+    meta: Optional[PaperMeta] = None,
+    *,
+    input_uri: str = "<bytes>",
+    fallback_id: Optional[str] = None,
+    fallback_id_source: str = "filename",
+    source: Optional[str] = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Paper:
+    """Parse one LaTeXML page. ``meta`` (arXiv API, sidecar) wins over what the page says
+    about identity and bibliographic fields; the page gives the text and the figures.
+    ``fallback_id`` (e.g. from the file name) is used when neither names the paper."""
+    meta = meta or PaperMeta()
+    text, decode_errors = decode_page(html, input_uri, max_bytes)
+    generator, gen_version = front_matter.generator_of(text)
+    try:
+        root = etree.fromstring(text.encode("utf-8"), _parser())
+    except (etree.ParserError, ValueError) as e:
+        raise ParseError("unparseable", f"{input_uri} could not be parsed as HTML ({e}); refetch it.") from None
+    if root is None:
+        raise ParseError("unparseable", f"{input_uri} holds no HTML elements; refetch it.")
+    title_el = root.find(".//title")
+    html_title = title_el.text if title_el is not None else None
+    ident = front_matter.page_identity(root, html_title)
+
+    if meta.id:
+        paper_id, v = ids.split_version(meta.id)
+        version, id_source = meta.version or v or ident.version, "metadata"
+    elif ident.paper_id:
+        paper_id, version, id_source = ident.paper_id, ident.version, "page"
+    else:
+        paper_id, version, id_source = fallback_id, None, fallback_id_source
+    if not paper_id:
+        raise ParseError(
+            "no_paper_id",
+            f"{input_uri} does not say which arXiv paper it is (no canonical URL, <base href> or id in the file name); "
+            "name the file <arxiv_id>.html or pass metadata.",
+        )
+    doc = _document_root(root)
+    if "ltx_document" not in _classes(doc) and not doc.xpath(".//*[starts-with(@class, 'ltx_')]"):
+        raise ParseError("not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported.")
+
+    floats = FloatContext(paper_id=paper_id, base_url=ident.base_url)
+    walker = DocumentWalker(paper_id, floats)
+    try:
+        walker.walk(doc, None)
+    except RecursionError:
+        raise ParseError("too_deep", f"{input_uri} nests elements too deeply to be a real paper page; check the file.") from None
+    sections, paragraphs = walker.finish()
+
+    numbers = {f.id: f.number for f in floats.figures}
+    numbers.update({t.id: t.number for t in floats.tables})
+    for para, anchors in paragraphs:
+        if anchors:
+            para.ref_spans = ref_spans(para.text, anchors, floats.by_html_id, numbers, paper_id)
+
+    title = front_matter.document_title(doc, html_title)
+    abstract = front_matter.abstract_of(doc)
+    authors = meta.authors or front_matter.authors_of(doc)
+    if not title and not meta.title and not sections and not floats.figures:
+        raise ParseError("empty_document", f"{input_uri} is a LaTeXML page with no title, text or figures; "
+                         "the conversion probably failed upstream.")
+    provenance = Provenance(
+        source=source or meta.source or ident.source,
+        url=meta.url or ident.page_url,
+        input_uri=input_uri,
+        content_sha256=hashlib.sha256(html).hexdigest(),
+        generator=generator,
+        generator_version=gen_version,
+        builder_version=BUILDER_VERSION,
+        schema_version=SCHEMA_VERSION,
+        decode_errors=decode_errors,
+        id_source=id_source,
+    )
+    return Paper(
+        id=paper_id,
+        version=version,
+        title=meta.title or title,
+        abstract=abstract or (meta.abstract or ""),
+        authors=authors,
+        published=meta.published,
+        updated=meta.updated,
+        subjects=Subjects(arxiv=list(meta.categories), acm=list(meta.acm_classes), msc=list(meta.msc_classes)),
+        primary_category=meta.primary_category or (meta.categories[0] if meta.categories else None),
+        comment=meta.comment,
+        journal_ref=meta.journal_ref,
+        conference=meta.conference or Conference(),
+        dois=list(meta.dois),
+        license=meta.license,
+        sections=sections,
+        figures=floats.figures,
+        tables=floats.tables,
+        teaser=[f.id for f in floats.figures if f.is_teaser],
+        provenance=provenance,
+    )

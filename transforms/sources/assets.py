@@ -1,0 +1,48 @@
+"""Figure image files of a page on disk (or any fsspec path) next to the HTML.
+
+A local LaTeXML conversion writes images beside the page (``x1.png``, ``figs/a.png``);
+an ar5iv page saved with its assets keeps them under ``assets/``. Only files inside the
+page's folder are read: a path that climbs out of it is refused.
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import Optional
+
+import fsspec
+
+DEFAULT_MAX_IMAGE_BYTES = 64 * 1024 * 1024
+
+
+def candidate_paths(page_uri: str, image_path: str) -> list[str]:
+    base = posixpath.dirname(page_uri.replace("\\", "/"))
+    rel = posixpath.normpath(image_path)
+    if rel.startswith("../") or rel == ".." or rel.startswith("/"):
+        return []
+    cands = [posixpath.join(base, rel)]
+    name = posixpath.basename(rel)
+    if name != rel:
+        cands.append(posixpath.join(base, name))
+    return cands
+
+
+def read_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> tuple[Optional[bytes], Optional[str], Optional[str]]:
+    """(bytes, path read, error). Errors are reasons for the figure row, not the paper."""
+    if not image_path:
+        return None, None, None
+    cands = candidate_paths(page_uri, image_path)
+    if not cands:
+        return None, None, f"image path {image_path!r} leaves the page folder; refused"
+    for cand in cands:
+        fs, path = fsspec.core.url_to_fs(cand)
+        try:
+            if not fs.isfile(path):
+                continue
+            size = fs.size(path)
+            if size > max_bytes:
+                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit"
+            with fs.open(path, "rb") as f:
+                return f.read(), cand, None
+        except OSError as e:
+            return None, cand, f"image file {image_path} could not be read ({e})"
+    return None, None, f"image file {image_path} not found next to the page"

@@ -1,0 +1,129 @@
+"""Input listing and reading for HTML pages on any fsspec path (local, gs://, hf://).
+
+An input is a folder (searched recursively for ``*.html``, ``*.htm``, ``*.xhtml`` and their
+``.gz`` forms), a glob, or a single file. A page may have a metadata sidecar next to it,
+``<stem>.meta.json`` (written by ``sciga fetch`` and shipped with the samples).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import posixpath
+from typing import Iterable, Optional
+
+import fsspec
+
+from sciga.schemas import ids
+from sciga.schemas.records import PaperMeta
+from sciga.transforms.errors import StageError
+
+HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz", ".xhtml.gz")
+META_SUFFIX = ".meta.json"
+
+
+def _fs_and_path(uri: str):
+    fs, path = fsspec.core.url_to_fs(uri)
+    return fs, path
+
+
+def _join_protocol(fs, path: str) -> str:
+    proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
+    if proto in ("file", "local"):
+        return os.path.abspath(path)
+    return f"{proto}://{path}"
+
+
+def list_inputs(specs: Iterable[str]) -> list[str]:
+    """Every page the specs name, sorted and de-duplicated (deterministic order)."""
+    found: set[str] = set()
+    for spec in specs:
+        fs, path = _fs_and_path(spec)
+        if any(ch in path for ch in "*?["):
+            matches = fs.glob(path)
+        elif fs.isdir(path):
+            matches = [p for p in fs.find(path) if p.lower().endswith(HTML_SUFFIXES)]
+        elif fs.exists(path):
+            matches = [path]
+        else:
+            raise FileNotFoundError(f"input {spec} does not exist; give a folder, a glob or a file of .html pages.")
+        for m in matches:
+            if m.lower().endswith(HTML_SUFFIXES) and not fs.isdir(m):
+                found.add(_join_protocol(fs, m))
+    return sorted(found)
+
+
+def input_list_hash(uris: list[str]) -> str:
+    """Identifies the input set of a build (names and sizes, cheap to compute)."""
+    h = hashlib.sha256()
+    for u in uris:
+        fs, path = _fs_and_path(u)
+        try:
+            size = fs.size(path)
+        except OSError:
+            size = -1
+        h.update(f"{u}\t{size}\n".encode())
+    return h.hexdigest()
+
+
+def stem_of(uri: str) -> str:
+    name = posixpath.basename(uri.replace("\\", "/"))
+    for suf in sorted(HTML_SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suf):
+            return name[: -len(suf)]
+    return name.rsplit(".", 1)[0]
+
+
+def fallback_paper_id(uri: str) -> tuple[Optional[str], str]:
+    """(id, how) from the file name: an arXiv id (``2401.13641v1.html``,
+    ``astro-ph0601001.html``) -> "filename", else the sanitized stem -> "stem"."""
+    stem = stem_of(uri)
+    pid, _ = ids.paper_id_from_filename(stem)
+    if pid:
+        return pid, "filename"
+    return ids.local_id_from_stem(stem), "stem"
+
+
+def read_bytes(uri: str, max_bytes: int) -> bytes:
+    fs, path = _fs_and_path(uri)
+    try:
+        size = fs.size(path)
+    except FileNotFoundError:
+        raise StageError("read", "missing", f"{uri} disappeared before it could be read; check the input folder.") from None
+    except OSError as e:
+        raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
+    if size is not None and size > max_bytes:
+        raise StageError(
+            "read", "too_large",
+            f"{uri} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB page limit; "
+            "raise --max-page-mb if the page is genuine.",
+        )
+    try:
+        with fs.open(path, "rb") as f:
+            return f.read(max_bytes + 1)
+    except OSError as e:
+        raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
+
+
+def sidecar_uri(uri: str) -> str:
+    base = uri
+    for suf in sorted(HTML_SUFFIXES, key=len, reverse=True):
+        if base.lower().endswith(suf):
+            base = base[: -len(suf)]
+            break
+    return base + META_SUFFIX
+
+
+def read_sidecar(uri: str) -> Optional[PaperMeta]:
+    """Metadata sidecar of a page, if one exists. A broken sidecar is an error of the
+    paper (dead letter), not something to ignore silently."""
+    side = sidecar_uri(uri)
+    fs, path = _fs_and_path(side)
+    if not fs.exists(path):
+        return None
+    try:
+        with fs.open(path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+        return PaperMeta.from_dict(data)
+    except (ValueError, TypeError, UnicodeDecodeError) as e:
+        raise StageError("read", "bad_metadata", f"{side} is not valid metadata JSON ({e}); fix or delete it.") from None

@@ -1,0 +1,1 @@
+"""Writers at the edge: typed, sharded, deterministic Parquet."""
