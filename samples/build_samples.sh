@@ -12,9 +12,10 @@
 # (figs/*.png, same relative path as in the TeX source) or converts (x1.png)
 # next to it.  The HTML is LaTeXML's output untouched.  Byproducts
 # (LaTeXML.cache, logs) are removed; no CSS is written (--nodefaultresources).
-# The only post-processing is on converted PNGs: the tIME chunk and the
-# date:create/date:modify text chunks ImageMagick stamps into them are
-# dropped (pixel data untouched) so that rebuilds are byte-identical.
+# SOURCE_DATE_EPOCH keeps ImageMagick from stamping dates into converted PNGs;
+# as a safety net for ImageMagick builds that ignore it, any tIME chunk and
+# date:* text chunk in the output PNGs is dropped (pixel data untouched), so
+# rebuilds are byte-identical.  The HTML itself is never modified.
 set -euo pipefail
 
 SAMPLES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +27,7 @@ command -v latexmlc >/dev/null || { echo "latexmlc not found (apt-get install la
 # ImageMagick's system policy forbids reading PDF; a private policy under
 # XDG_CONFIG_HOME re-allows *reading* it (nothing in /etc is touched).
 export XDG_CONFIG_HOME="$SAMPLES/.imagemagick"
-# Deterministic \today (we also set \date explicitly in every paper).
+# Deterministic \today and no date chunks in ImageMagick's PNGs.
 export SOURCE_DATE_EPOCH=1762128000   # 2025-11-03T00:00:00Z
 
 echo "== figures"
