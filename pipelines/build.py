@@ -36,11 +36,12 @@ from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 log = logging.getLogger("sciga.build")
 
 
-def sample_dir() -> str:
-    """The embedded sample corpus (installed with the package, or in the checkout)."""
+def sample_dir(part: str = "html") -> str:
+    """The embedded sample corpus (installed with the package, or in the checkout):
+    ``html`` pages with their images, ``meta`` sidecars, ``tex`` sources."""
     import sciga.samples
 
-    return os.path.join(os.path.dirname(os.path.abspath(sciga.samples.__file__)), "html")
+    return os.path.join(os.path.dirname(os.path.abspath(sciga.samples.__file__)), part)
 
 
 def add_build_arguments(ap: argparse.ArgumentParser) -> None:
@@ -48,6 +49,8 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
                     help="folder, glob or file of LaTeXML .html / .html.gz pages (any fsspec path); repeatable")
     ap.add_argument("--output", required=True, metavar="DIR", help="build folder (local, gs://...)")
     ap.add_argument("--sample", action="store_true", help="build the embedded sample corpus (adds it to --input)")
+    ap.add_argument("--metadata", default=None, metavar="DIR",
+                    help="folder of <stem>.meta.json metadata sidecars (default: beside each page)")
     ap.add_argument("--max-page-mb", type=int, default=128, help="pages above this size are dead-lettered")
     ap.add_argument("--max-image-mb", type=int, default=64, help="image files above this size are not embedded")
     ap.add_argument("--papers-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["papers"])
@@ -68,7 +71,8 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
     max_bytes = args.max_page_mb * 1024 * 1024
     uris = p | "Inputs" >> beam.Create(list(inputs)) | "Spread" >> beam.Reshuffle()
 
-    parsed = uris | "Parse" >> beam.ParDo(ParsePage(max_bytes, args.source)).with_outputs(DEAD_LETTER_TAG, main="papers")
+    parse = ParsePage(max_bytes, args.source, args.metadata)
+    parsed = uris | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTER_TAG, main="papers")
     deduped = (
         parsed.papers
         | "KeyById" >> beam.Map(lambda paper: (paper.id, paper))
@@ -123,6 +127,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     specs = list(args.input)
     if args.sample:
         specs.append(sample_dir())
+        args.metadata = args.metadata or sample_dir("meta")
     if not specs:
         raise SystemExit("sciga build: give --input PATH_OR_GLOB (or --sample for the embedded corpus).")
     inputs = list_inputs(specs)

@@ -14,9 +14,10 @@ from sciga.transforms.sources.local_files import fallback_paper_id, read_bytes, 
 class ParsePage(beam.DoFn):
     """input URI -> Paper, or one dead-letter row (stage read or parse)."""
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, source: str | None = None):
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, source: str | None = None, metadata_dir: str | None = None):
         self.max_bytes = max_bytes
         self.source = source
+        self.metadata_dir = metadata_dir
         self.parsed = Metrics.counter("sciga", "papers_parsed")
         self.failed = Metrics.counter("sciga", "papers_dead_lettered_parse")
 
@@ -24,7 +25,7 @@ class ParsePage(beam.DoFn):
         stage = "read"
         try:
             data = read_bytes(uri, self.max_bytes)
-            meta = read_sidecar(uri)
+            meta = read_sidecar(uri, self.metadata_dir)
             stage = "parse"
             fid, how = fallback_paper_id(uri)
             paper = parse_latexml_html(data, meta, input_uri=uri, fallback_id=fid, fallback_id_source=how,

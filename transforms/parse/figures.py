@@ -245,6 +245,16 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
         adopted = _adopt_preceding_graphics(fig_el, ctx)
         units = [(g, "graphic") for g in adopted]
     captions = [read_caption(c) for c in caps]
+    if len(captions) > 1:
+        # LaTeXML 0.8.7's XSLT repeats a caption that has a panel after it: drop exact repeats.
+        seen, uniq, uniq_caps = set(), [], []
+        for cap, el in zip(captions, caps):
+            if (cap.label, cap.text) in seen:
+                continue
+            seen.add((cap.label, cap.text))
+            uniq.append(cap)
+            uniq_caps.append(el)
+        captions, caps = uniq, uniq_caps
     groups = _group_by_caption(fig_el, caps, units) if len(captions) > 1 else [units]
     if not captions:
         captions = [None]

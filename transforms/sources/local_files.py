@@ -114,11 +114,15 @@ def sidecar_uri(uri: str) -> str:
     return base + META_SUFFIX
 
 
-def read_sidecar(uri: str) -> Optional[PaperMeta]:
-    """Metadata sidecar of a page, if one exists. A broken sidecar is an error of the
-    paper (dead letter), not something to ignore silently."""
+def read_sidecar(uri: str, metadata_dir: Optional[str] = None) -> Optional[PaperMeta]:
+    """Metadata sidecar of a page, if one exists: ``<stem>.meta.json`` beside the page,
+    else in ``metadata_dir``. A broken sidecar is an error of the paper (dead letter),
+    not something to ignore silently."""
     side = sidecar_uri(uri)
     fs, path = _fs_and_path(side)
+    if not fs.exists(path) and metadata_dir:
+        side = posixpath.join(metadata_dir.rstrip("/"), stem_of(uri) + META_SUFFIX)
+        fs, path = _fs_and_path(side)
     if not fs.exists(path):
         return None
     try:
