@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
+import zlib
 import re
 
 from sciga.transforms.parse.errors import ParseError
@@ -33,7 +34,7 @@ def gunzip_limited(data: bytes, max_bytes: int, uri: str) -> bytes:
                         f"{uri} decompresses to more than {max_bytes // (1 << 20)} MiB; "
                         "raise --max-page-mb if the page is genuine.",
                     )
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
+    except (OSError, EOFError, zlib.error) as e:
         raise ParseError("bad_gzip", f"{uri} is not a readable gzip file ({e}); refetch it.") from None
     return out.getvalue()
 

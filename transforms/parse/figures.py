@@ -140,7 +140,9 @@ def _group_by_caption(fig_el, caps: list, units: list) -> list[list]:
     """Split a multi-caption float: units that share a container with exactly one caption
     go to it; the rest are dealt out in order."""
     groups: list[list] = [[] for _ in caps]
-    unit_anc = [set(map(id, _ancestors(u[0], fig_el))) for u in units]
+    # Sets of element proxies (not id()s): lxml keeps one proxy per node while it is
+    # referenced, so membership is node identity.
+    unit_anc = [set(_ancestors(u[0], fig_el)) for u in units]
     cap_anc = [_ancestors(c, fig_el) for c in caps]
     taken = [False] * len(units)
     for ci, chain in enumerate(cap_anc):
@@ -148,7 +150,7 @@ def _group_by_caption(fig_el, caps: list, units: list) -> list[list]:
             others = [cj for cj, ch in enumerate(cap_anc) if cj != ci and anc in ch]
             if others:
                 break
-            inside = [ui for ui, a in enumerate(unit_anc) if id(anc) in a and not taken[ui]]
+            inside = [ui for ui, a in enumerate(unit_anc) if anc in a and not taken[ui]]
             if inside:
                 for ui in inside:
                     groups[ci].append(units[ui])

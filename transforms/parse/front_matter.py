@@ -11,7 +11,7 @@ from sciga.schemas.records import Author
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, _classes, plain_text, render_into
 
 _GENERATOR_RE = re.compile(
-    r"Generated\s+(?:on\s+[^<>]*?\s+)?by\s+(LaTeXML(?:\s*oxide)?|latexml[-_ ]oxide)\s*\(?\s*(?:version\s*)?v?([0-9][0-9A-Za-z.\-]*)?",
+    r"Generated\s+(?:on\s+[^<>]*?\s+)?by\s+(LaTeXML(?:\s*oxide)?|latexml[-_ ]oxide)\s*\(?\s*(?:version\s*)?v?(\d+(?:\.\d+)*(?:-[A-Za-z0-9]+)?)?",
     re.I,
 )
 _ID_IN_URL_RE = re.compile(

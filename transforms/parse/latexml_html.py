@@ -29,7 +29,7 @@ def _parser():
     if _PARSER is None:
         # huge_tree: real pages reach 50 MB and deep MathML; comments are not needed
         # (the generator stamp is read from the text).
-        _PARSER = etree.HTMLParser(huge_tree=True, remove_comments=True, remove_pis=True, no_network=True)
+        _PARSER = etree.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True, no_network=True)
     return _PARSER
 
 

@@ -1,9 +1,9 @@
 """The document walk: section tree, paragraphs and floats in one pass over the page.
 
 Each direct child of a section that is not a heading, a float or a subsection is one
-paragraph (an ``ltx_para``, a theorem, a list, a display equation), S2ORC-style. Text found
-outside every section (papers written without sections) goes to a synthetic section
-``S0`` - LaTeXML's own prefix for "no section".
+paragraph (an ``ltx_para``, a theorem, a list, a display equation), S2ORC-style. Text of a paper
+written without sections goes to a synthetic section ``S0`` (LaTeXML's own prefix for "no
+section"); in a sectioned paper, blocks before the first section are front matter.
 """
 from __future__ import annotations
 
@@ -168,8 +168,13 @@ class DocumentWalker:
         """Attach paragraphs to sections, dropping blocks a figure adopted (teaser strips).
         Returns the sections and each kept paragraph with the anchors met inside it."""
         kept = []
+        has_sections = bool(self.result.sections)
         for item in self.result.pending:
             if item.element in self.floats.consumed:
+                continue
+            if item.section is None and has_sections:
+                # Before the first section of a sectioned paper sit front-matter leftovers
+                # (elsarticle affiliations, keywords, teaser strips), not body text.
                 continue
             sec = item.section if item.section is not None else self._front_section()
             sec.paragraphs.append(item.paragraph)

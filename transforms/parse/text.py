@@ -93,10 +93,10 @@ def math_alttext(el) -> str:
     if alt is None:
         for ann in el.iter("annotation"):
             if (ann.get("encoding") or "").endswith("tex"):
-                alt = ann.text_content()
+                alt = "".join(ann.itertext())
                 break
     if alt is None:
-        alt = el.text_content()
+        alt = "".join(el.itertext())
     return " ".join(alt.split())
 
 

@@ -38,19 +38,22 @@ class _WriteShard(beam.DoFn):
         yield path
 
 
-class _WriteEmptyShards(beam.DoFn):
-    """A config with no rows still gets one (empty, typed) shard: readers never guess."""
+class _WriteMissingShards(beam.DoFn):
+    """Shards no paper hashed into still exist, empty and typed: ``-of-M`` always means M
+    files, and a config with no rows at all still has one shard readers can open."""
 
     def __init__(self, config: str, out_dir: str):
         self.config = config
         self.out_dir = out_dir
 
-    def process(self, count, n_shards):
-        if count:
-            return
-        path = posixpath.join(self.out_dir, "data", self.config, shard_name(0, n_shards))
-        _write(path, empty_table_bytes(self.config))
-        yield path
+    def process(self, n_shards, present):
+        have = set(present)
+        for index in range(n_shards):
+            if index in have:
+                continue
+            path = posixpath.join(self.out_dir, "data", self.config, shard_name(index, n_shards))
+            _write(path, empty_table_bytes(self.config))
+            yield path
 
 
 class WriteShards(beam.PTransform):
@@ -64,14 +67,15 @@ class WriteShards(beam.PTransform):
 
     def expand(self, rows):
         config, rps = self.config, self.rows_per_shard
-        count = rows | "Count" >> beam.combiners.Count.Globally()
-        n = count | "Shards" >> beam.Map(shard_count, rps)
+        n = rows | "Count" >> beam.combiners.Count.Globally() | "Shards" >> beam.Map(shard_count, rps)
         n_side = beam.pvalue.AsSingleton(n)
-        written = (
+        grouped = (
             rows
             | "Key" >> beam.Map(lambda r, k: (shard_of(paper_key(config, r), k), r), k=n_side)
             | "Group" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShard(config, self.out_dir), n_shards=n_side)
         )
-        empty = count | "Empty" >> beam.ParDo(_WriteEmptyShards(config, self.out_dir), n_shards=n_side)
-        return (written, empty) | "Files" >> beam.Flatten()
+        written = grouped | "WriteShard" >> beam.ParDo(_WriteShard(config, self.out_dir), n_shards=n_side)
+        present = grouped | "Indices" >> beam.Keys() | "AllIndices" >> beam.combiners.ToList()
+        missing = n | "Missing" >> beam.ParDo(_WriteMissingShards(config, self.out_dir),
+                                             present=beam.pvalue.AsSingleton(present))
+        return (written, missing) | "Files" >> beam.Flatten()

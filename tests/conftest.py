@@ -1,0 +1,49 @@
+"""Shared test fixtures: repository paths, the shared corpus, the embedded sample."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def _corpus_dir() -> Path:
+    env = os.environ.get("SCIGA_CORPUS")
+    if env:
+        return Path(env)
+    for cand in (ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if cand.is_dir():
+            return cand
+    return ROOT.parent / "shared" / "corpus"
+
+
+CORPUS = _corpus_dir()
+SAMPLES = ROOT / "samples"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    assert CORPUS.is_dir(), f"the shared corpus is expected at {CORPUS} (set SCIGA_CORPUS)"
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    return SAMPLES
+
+
+def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
+    """Run `python -m sciga ...` from the repository root (works installed or not)."""
+    import subprocess
+
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    if env:
+        e.update(env)
+    return subprocess.run([sys.executable, "-m", "sciga", *args], cwd=str(ROOT), env=e, capture_output=True,
+                          text=True, timeout=timeout)
