@@ -54,8 +54,11 @@ def sniff_encoding(data: bytes) -> tuple[str, int]:
     return "utf-8", 0
 
 
-def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, int]:
-    """Return (text, number of undecodable bytes replaced)."""
+def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, int]:
+    """Return (the page as UTF-8 bytes, number of undecodable bytes replaced).
+
+    Checks run on bytes so that a UTF-8 page (nearly all of them) is validated once and
+    handed to lxml without a decode/encode round trip."""
     if data[:2] == b"\x1f\x8b":
         data = gunzip_limited(data, max_bytes, uri)
     if not data.strip():
@@ -72,30 +75,42 @@ def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tu
     enc, skip = sniff_encoding(data)
     if not enc.startswith("utf-16") and b"\x00" in data[:8192]:
         raise ParseError("not_html", f"{uri} is binary data, not an HTML page; check that the right file was given.")
-    body = data[skip:]
-    try:
-        text = body.decode(enc)
-        bad = 0
-    except UnicodeDecodeError:
-        text = body.decode(enc, errors="replace")
-        already = body.count(b"\xef\xbf\xbd") if enc == "utf-8" else 0  # U+FFFD present in the source
-        bad = max(1, text.count("\ufffd") - already)
-        if bad > max(16, _MAX_BAD_FRACTION * len(text)):
-            raise ParseError(
-                "bad_encoding",
-                f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
-            )
-    except LookupError:
-        text, bad = body.decode("utf-8", errors="replace"), 0
-    probe = text[:65536].lower()
-    if "<html" not in probe and "<body" not in probe and "<article" not in probe and "<div" not in probe:
+    body = data[skip:] if skip else data
+    bad = 0
+    if enc in ("utf-8", "ascii"):
+        try:
+            body.decode("utf-8")
+            utf8 = body
+        except UnicodeDecodeError:
+            text = body.decode("utf-8", errors="replace")
+            bad = max(1, text.count("\ufffd") - body.count(b"\xef\xbf\xbd"))  # U+FFFD already in the source
+            if bad > max(16, _MAX_BAD_FRACTION * len(text)):
+                raise ParseError(
+                    "bad_encoding",
+                    f"{uri} is not valid UTF-8 ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
+                ) from None
+            utf8 = text.encode("utf-8")
+    else:
+        try:
+            text = body.decode(enc)
+        except UnicodeDecodeError:
+            text = body.decode(enc, errors="replace")
+            bad = max(1, text.count("\ufffd"))
+            if bad > max(16, _MAX_BAD_FRACTION * len(text)):
+                raise ParseError(
+                    "bad_encoding",
+                    f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
+                ) from None
+        utf8 = text.encode("utf-8")
+    probe = utf8[:65536].lower()
+    if b"<html" not in probe and b"<body" not in probe and b"<article" not in probe and b"<div" not in probe:
         raise ParseError("not_html", f"{uri} does not look like an HTML page; check that the right file was given.")
-    if "ltx_" not in text and "latexml" not in probe:
+    if b"ltx_" not in utf8 and b"latexml" not in probe:
         raise ParseError(
             "not_latexml",
             f"{uri} is HTML but not LaTeXML output (no ltx_ markup); only ar5iv / arXiv HTML / latexmlc pages are supported.",
         )
-    tail = text[-4096:].lower()
-    if "</html>" not in tail and "</body>" not in tail:
+    tail = utf8[-4096:].lower()
+    if b"</html>" not in tail and b"</body>" not in tail:
         raise ParseError("truncated", f"{uri} ends before </html>: the page is truncated; refetch it.")
-    return text, bad
+    return utf8, bad

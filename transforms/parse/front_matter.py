@@ -30,8 +30,12 @@ class PageIdentity:
     source: str  # ar5iv | arxiv_html | local
 
 
-def generator_of(text: str) -> tuple[Optional[str], Optional[str]]:
-    """('LaTeXML' | 'LaTeXML oxide', version) from the generator stamp, or (None, None)."""
+def generator_of(text) -> tuple[Optional[str], Optional[str]]:
+    """('LaTeXML' | 'LaTeXML oxide', version) from the generator stamp, or (None, None).
+    The stamp sits in the head (and the footer): only the two ends are searched."""
+    if isinstance(text, bytes):
+        n = len(text)
+        text = (text[:200_000] + b"\n" + text[max(200_000, n - 200_000):]).decode("utf-8", "replace")
     m = _GENERATOR_RE.search(text, 0, 200_000) or _GENERATOR_RE.search(text, max(0, len(text) - 200_000))
     if not m:
         return None, None
@@ -135,7 +139,10 @@ def _lines(el) -> list[str]:
 
 def authors_of(doc) -> list[Author]:
     authors: list[Author] = []
-    for el in doc.iter("span", "div"):
+    # Authors live in div.ltx_authors near the top: find it first instead of testing
+    # every span of the document.
+    blocks = [el for el in doc.iter("div") if "ltx_authors" in (el.get("class") or "").split()][:1] or [doc]
+    for el in blocks[0].iter("span", "div"):
         cls = _classes(el)
         if "ltx_creator" not in cls or "ltx_role_author" not in cls:
             continue

@@ -62,10 +62,10 @@ def parse_latexml_html(
     about identity and bibliographic fields; the page gives the text and the figures.
     ``fallback_id`` (e.g. from the file name) is used when neither names the paper."""
     meta = meta or PaperMeta()
-    text, decode_errors = decode_page(html, input_uri, max_bytes)
-    generator, gen_version = front_matter.generator_of(text)
+    utf8, decode_errors = decode_page(html, input_uri, max_bytes)
+    generator, gen_version = front_matter.generator_of(utf8)
     try:
-        root = etree.fromstring(text.encode("utf-8"), _parser())
+        root = etree.fromstring(utf8, _parser())
     except (etree.ParserError, ValueError) as e:
         raise ParseError("unparseable", f"{input_uri} could not be parsed as HTML ({e}); refetch it.") from None
     if root is None:
