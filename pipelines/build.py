@@ -67,9 +67,25 @@ class BuildResult:
     seconds: float
 
 
+def _input_list_file(inputs: Sequence[str], staging: str) -> str:
+    """The input URIs as a text file in the staging folder: a million URIs inlined with
+    beam.Create would exceed Dataflow's job-graph size, a file scales."""
+    path = posixpath.join(staging, "inputs.txt")
+    fs, p = fsspec.core.url_to_fs(path)
+    fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    with fs.open(p, "w") as f:
+        f.write("\n".join(inputs) + "\n")
+    return path
+
+
 def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: argparse.Namespace) -> None:
     max_bytes = args.max_page_mb * 1024 * 1024
-    uris = p | "Inputs" >> beam.Create(list(inputs)) | "Spread" >> beam.Reshuffle()
+    uris = (
+        p
+        | "Inputs" >> beam.io.ReadFromText(_input_list_file(inputs, out_dir))
+        | "NonEmpty" >> beam.Filter(bool)
+        | "Spread" >> beam.Reshuffle()
+    )
 
     parse = ParsePage(max_bytes, args.source, args.metadata)
     parsed = uris | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTER_TAG, main="papers")
