@@ -132,6 +132,12 @@ def test_batch_forms_match_per_query_with_ties_and_padding():
         np.testing.assert_allclose(M.car_at_k_batch(s, g, k, valid=v), [M.car_at_k(a, b, k) for a, b in zip(lists, gts)], atol=1e-12)
         np.testing.assert_allclose(M.recall_at_k_batch(s, g, k, valid=v), [M.recall_at_k(a, b, k) for a, b in zip(lists, gts)])
     np.testing.assert_allclose(M.reciprocal_rank_batch(s, g, valid=v), [M.reciprocal_rank(a, b) for a, b in zip(lists, gts)])
+    summary = M.intra_summary(lists, gts)
+    cars = [M.car_at_k(a, b, 5) for a, b in zip(lists, gts)]
+    assert summary["CAR@5"] == pytest.approx(np.mean(cars), abs=1e-12)
+    assert summary["CAR@5>0.5"] == np.mean([c > 0.5 for c in cars])
+    assert summary["R@2"] == pytest.approx(np.mean([M.recall_at_k(a, b, 2) for a, b in zip(lists, gts)]))
+    assert summary["MRR"] == pytest.approx(np.mean([M.reciprocal_rank(a, b) for a, b in zip(lists, gts)]))
     # NaN marks padding too
     nan_padded = np.where(v, s, np.nan)
     np.testing.assert_allclose(M.car_at_k_batch(nan_padded, gt=gts), M.car_at_k_batch(s, g, valid=v))

@@ -21,6 +21,7 @@ chance:
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Iterable, Optional, Sequence, Union
 
@@ -60,6 +61,9 @@ def _check_k_alpha(k: int, alpha: float = 0.5) -> None:
         raise ValueError(f"alpha must lie in [0, 1], got {alpha}.")
 
 
+_UNIFORM_EPS = 1e-12
+
+
 def confidence_term(probs: np.ndarray, alpha: float = 0.5) -> float:
     """C(P, k) of SciGA Eq. (2) for a probability vector over the m = min(k, n) top
     candidates: 1 when H(P) <= h, falling linearly to 0.5 at H(P) = Hmax, where
@@ -73,6 +77,8 @@ def confidence_term(probs: np.ndarray, alpha: float = 0.5) -> float:
     entropy = float(-(pos * np.log(pos)).sum())
     if entropy <= h or h_max - h <= 0:
         return 1.0
+    if entropy >= h_max - _UNIFORM_EPS:  # uniform P: exactly 0.5, not 0.5 +- rounding
+        return 0.5
     return float(min(1.0, max(0.5, 1.0 - 0.5 * (entropy - h) / (h_max - h))))
 
 
@@ -187,13 +193,20 @@ def car_at_k_batch(scores, gt_mask=None, k: int = 5, alpha: float = 0.5, valid=N
     numbers as :func:`car_at_k`. ``gt_mask`` marks GT candidates (or give ``gt``)."""
     _check_k_alpha(k, alpha)
     s, v, g = _batch_inputs(scores, valid, gt_mask, gt)
-    b, n = s.shape
+    return _car_sorted(*_sort_all(s, v, g), k, alpha)
+
+
+def _sort_all(s, v, g):
+    order, ss, vs = batch_sort(s, v)
+    return ss, vs, np.take_along_axis(g, order, 1)
+
+
+def _car_sorted(ss, vs, gs, k: int, alpha: float) -> np.ndarray:
+    b, n = ss.shape
     if b == 0 or n == 0:
         return np.zeros(b)
-    order, ss, vs = batch_sort(s, v)
-    gs = np.take_along_axis(g, order, 1)
     kk = min(int(k), n)
-    m = np.minimum(v.sum(1), kk)  # candidates in the top k per row
+    m = np.minimum(vs.sum(1), kk)  # candidates in the top k per row
     cols = np.arange(kk)[None, :]
     in_top = cols < m[:, None]
     top = np.where(in_top, ss[:, :kk], 0.0)
@@ -202,20 +215,16 @@ def car_at_k_batch(scores, gt_mask=None, k: int = 5, alpha: float = 0.5, valid=N
     dev = np.where(in_top, top - mean, 0.0)
     std = np.sqrt((dev ** 2).sum(1, keepdims=True) / msafe)
     z = np.where(std > 0, dev / np.where(std > 0, std, 1.0), 0.0)
-    z = np.where(in_top, z, -np.inf)
-    zmax = np.max(np.where(in_top, z, -np.inf), axis=1, keepdims=True)
-    zmax = np.where(np.isfinite(zmax), zmax, 0.0)
-    e = np.where(in_top, np.exp(z - zmax), 0.0)
+    # sorted descending: the first column holds the max z of each row
+    e = np.where(in_top, np.exp(z - z[:, :1]), 0.0)
     p = e / np.maximum(e.sum(1, keepdims=True), 1e-300)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
     entropy = -plogp.sum(1)
     h_max = np.log(np.maximum(m, 1))
     h = alpha * h_max
     band = h_max - h
-    with np.errstate(divide="ignore", invalid="ignore"):
-        conf = np.where((entropy <= h) | (band <= 0), 1.0, 1.0 - 0.5 * (entropy - h) / np.where(band > 0, band, 1.0))
-    conf = np.clip(conf, 0.5, 1.0)
+    conf = np.where((entropy <= h) | (band <= 0), 1.0, 1.0 - 0.5 * (entropy - h) / np.where(band > 0, band, 1.0))
+    conf = np.where((entropy >= h_max - _UNIFORM_EPS) & (band > 0), 0.5, np.clip(conf, 0.5, 1.0))
     gt_top = gs[:, :kk] & in_top
     has = gt_top.any(1)
     first = np.argmax(gt_top, axis=1)
@@ -249,16 +258,31 @@ def reciprocal_rank_batch(scores, gt_mask=None, valid=None, gt=None) -> np.ndarr
 
 def pad_queries(score_lists: Sequence[Sequence[float]], gts: Sequence[GT]):
     """Ragged per-query scores + GT -> (scores, valid, gt_mask) padded matrices."""
-    n = max((len(x) for x in score_lists), default=0)
     b = len(score_lists)
+    lens = np.fromiter((len(x) for x in score_lists), dtype=np.int64, count=b)
+    n = int(lens.max()) if b else 0
     s = np.zeros((b, n))
     v = np.zeros((b, n), dtype=bool)
-    for i, row in enumerate(score_lists):
-        s[i, : len(row)] = row
-        v[i, : len(row)] = True
+    total = int(lens.sum())
+    if total:
+        rows = np.repeat(np.arange(b), lens)
+        cols = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+        s[rows, cols] = np.fromiter(itertools.chain.from_iterable(score_lists), dtype=np.float64, count=total)
+        v[rows, cols] = True
     g = np.zeros((b, n), dtype=bool)
+    gr, gc = [], []
     for i, gt in enumerate(gts):
-        g[i, _gt_indices(gt, len(score_lists[i]))] = True
+        if isinstance(gt, (int, np.integer)):
+            gr.append(i)
+            gc.append(int(gt))
+        else:
+            for x in gt:
+                gr.append(i)
+                gc.append(int(x))
+    if gr:
+        gr_a, gc_a = np.asarray(gr), np.asarray(gc)
+        ok = (gc_a >= 0) & (gc_a < lens[gr_a])
+        g[gr_a[ok], gc_a[ok]] = True
     return s, v, g
 
 
@@ -277,10 +301,14 @@ def intra_summary(score_lists: Sequence[Sequence[float]], gts: Sequence[GT],
         out.update({f"R@{k}": 0.0 for k in recall_ks})
         out.update({"MRR": 0.0, f"CAR@{car_k}": 0.0, f"CAR@{car_k}>0.5": 0.0})
         return out
+    ss, vs, gs = _sort_all(s, v, g)
+    n_gt = gs.sum(1)
     for k in recall_ks:
-        out[f"R@{k}"] = float(recall_at_k_batch(s, g, k, valid=v).mean())
-    out["MRR"] = float(reciprocal_rank_batch(s, g, valid=v).mean())
-    car = car_at_k_batch(s, g, car_k, alpha, valid=v)
+        hits = gs[:, :k].sum(1)
+        out[f"R@{k}"] = float(np.where(n_gt > 0, hits / np.maximum(np.minimum(n_gt, k), 1), 0.0).mean())
+    has = gs.any(1)
+    out["MRR"] = float(np.where(has, 1.0 / (np.argmax(gs, axis=1) + 1.0), 0.0).mean())
+    car = _car_sorted(ss, vs, gs, car_k, alpha)
     out[f"CAR@{car_k}"] = float(car.mean())
     out[f"CAR@{car_k}>0.5"] = float((car > 0.5).mean())
     return out
