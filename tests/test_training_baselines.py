@@ -185,3 +185,40 @@ def test_device_falls_back_to_cpu_and_amp_is_a_noop_there():
     assert pick_device("auto").type == "cpu"
     with autocast(torch.device("cpu")):
         assert (torch.ones(2) * 2).dtype == torch.float32
+
+
+def _tiny_hf_clip(path):
+    pytest.importorskip("transformers")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, PreTrainedTokenizerFast
+
+    words = sorted({w.strip(".,").lower() for w in
+                    "We study video segmentation keyframe routing tokens haptic sculpting stylus force feedback image "
+                    "restoration diffusion denoising user study interaction technique overview method improves results "
+                    "accuracy against compute mean task completion time ablation qualitative".split()})
+    vocab = {"[PAD]": 0, "[UNK]": 1, "[EOS]": 2, **{w: i + 3 for i, w in enumerate(words)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", model_max_length=32).save_pretrained(path)
+    torch.manual_seed(0)
+    cfg = CLIPConfig(
+        text_config=dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, max_position_embeddings=32, bos_token_id=0, eos_token_id=2, pad_token_id=0),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        projection_dim=16)
+    CLIPModel(cfg).save_pretrained(path)
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(path)
+    return str(path)
+
+
+def test_hugging_face_clip_folder_is_loaded_locally_and_fine_tuned(build, tmp_path):
+    hf = _tiny_hf_clip(tmp_path / "hf-clip")
+    args = _train_args("abs2fig-cap", "--data", build, "--output", str(tmp_path / "m"), "--backbone", f"hf:{hf}",
+                       "--epochs", "2", "--batch-size", "6", "--lr", "1e-3", "--figures-per-paper", "3",
+                       "--check-batches", "2")
+    card = train("abs2fig-cap", args)
+    _assert_improved(card)
+    row = evaluate("abs2fig-cap", _eval_args("abs2fig-cap", "--data", build, "--model", str(tmp_path / "m"),
+                                             "--results", str(tmp_path / "r")))
+    assert row["backbone"] == "HF CLIP hf-clip" and row["metrics"]["queries"] == 3
