@@ -222,3 +222,41 @@ def test_hugging_face_clip_folder_is_loaded_locally_and_fine_tuned(build, tmp_pa
     row = evaluate("abs2fig-cap", _eval_args("abs2fig-cap", "--data", build, "--model", str(tmp_path / "m"),
                                              "--results", str(tmp_path / "r")))
     assert row["backbone"] == "HF CLIP hf-clip" and row["metrics"]["queries"] == 3
+
+
+def _png_header(width, height) -> bytes:
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def test_builds_without_readable_images_fail_with_one_clear_sentence(tmp_path):
+    from training_fixtures import make_papers, paper_ids, write_build
+
+    papers, blobs = make_papers(paper_ids({"train": 6, "val": 0, "test": 2}))
+    no_images = write_build(tmp_path / "noimg", papers, {}, ga_images=False)
+    with pytest.raises(JobError, match="no training batch"):
+        train("abs2fig", _train_args("abs2fig", "--data", no_images, "--output", str(tmp_path / "m"), "--image-size", "32"))
+    # text-only Abs2Cap still runs on it
+    row = evaluate("abs2cap", _eval_args("abs2cap", "--data", no_images, "--results", str(tmp_path / "r")))
+    assert row["metrics"]["queries"] == 2
+
+    # one corrupt image and one decompression bomb header: skipped and counted, not a crash
+    bad = dict(blobs)
+    test_paper = next(p for p in papers if p.id == sorted(p.id for p in papers)[-1])
+    paths = [f.images[0].path for f in test_paper.figures if f.images and not f.subfigures]
+    bad[paths[0]] = b"\x89PNG\r\n\x1a\n garbage"
+    bad[paths[1]] = _png_header(30000, 30000)  # claims 900 Mpx
+    build = write_build(tmp_path / "bad", papers, bad)
+    args = _train_args("abs2fig", "--data", build, "--output", str(tmp_path / "m2"), "--image-size", "32",
+                       "--epochs", "1", "--batch-size", "4", "--check-batches", "1")
+    train("abs2fig", args)
+    row = evaluate("abs2fig", _eval_args("abs2fig", "--data", build, "--model", str(tmp_path / "m2"),
+                                         "--results", str(tmp_path / "r2"), "--split", "test"))
+    assert row["metrics"]["queries"] == 2
+    assert any("unreadable" in n for n in row["notes"])

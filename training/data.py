@@ -24,6 +24,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -126,7 +127,7 @@ def iter_example_images(data_dir: str, examples: Sequence[Example], batch_size: 
         pids = batch.column("paper_id").to_pylist()
         ids = batch.column("id").to_pylist()
         img = batch.column("image")
-        data = img.field("bytes") if isinstance(img, pa.StructArray) else pa.compute.struct_field(img, "bytes")
+        data = img.field("bytes") if isinstance(img, pa.StructArray) else pc.struct_field(img, "bytes")
         for i, (pid, rid) in enumerate(zip(pids, ids)):
             if pid != current:
                 if current is not None:

@@ -16,7 +16,7 @@ import torch
 from sciga.training import abs2cap, abs2fig, ga_bc, metrics, results
 from sciga.training.data import DataError, data_version, load_examples
 from sciga.training.images import square_transform
-from sciga.training.loop import batched, decoded_examples, load_state, optimise, read_card, save_model, shuffled
+from sciga.training.loop import ImageStats, batched, decoded_examples, load_state, optimise, read_card, save_model, shuffled
 from sciga.training.losses import class_weights
 from sciga.training.models.classifier import build_classifier
 from sciga.training.models.dual_encoder import build_dual_encoder, make_spec
@@ -87,6 +87,8 @@ def _train_ga_bc(train_ex, args, device):
         items = ga_bc.unit_items(decoded_examples(args.data, train_ex), transform)
         return [ga_bc.collate(b) for _, b in zip(range(args.check_batches), batched(items, args.batch_size))]
 
+    if not check_batches():
+        raise JobError(f"no figure image of {args.data} could be read (a --no-images build?); rebuild with images.")
     res = optimise(model, epoch_batches, lambda m, b: loss_fn(m, b), epochs=args.epochs, max_steps=args.max_steps,
                    lr=args.lr, weight_decay=args.weight_decay, device=device, amp=args.amp, check_batches=check_batches)
     card = _card_base("ga-bc", args)
@@ -138,6 +140,9 @@ def _train_abs2fig(method, train_ex, args, device):
                 break
         return out
 
+    if not check_batches():
+        raise JobError(f"no training batch could be formed from {args.data}: GA images unreadable (a --no-images "
+                       "build?) or, for --task inter, fewer than 2 training papers.")
     res = optimise(model, epoch_batches, loss, epochs=args.epochs, max_steps=args.max_steps, lr=args.lr,
                    weight_decay=args.weight_decay, device=device, amp=args.amp, check_batches=check_batches)
     card = _card_base(method, args)
@@ -207,8 +212,15 @@ def _write_predictions(args, method: str, task: str, rows: list[dict]) -> None:
             f.write(json.dumps(r, sort_keys=True) + "\n")
 
 
+def _check_images(stats: ImageStats, args) -> None:
+    if stats.papers and stats.papers_without_images == stats.papers:
+        raise JobError(f"no figure image of {args.data} could be read (a --no-images build?); "
+                       "rebuild with images to run image-based methods.")
+
+
 def _evaluate_intra(method, args, model, card, device) -> dict:
     examples = _examples(args, [args.split])
+    stats = ImageStats()
     if method == "abs2cap":
         scored = abs2cap.score_intra(examples, args.scorer)
         backbone = {"bm25": "BM25", "rouge-l": "ROUGE-L"}[args.scorer]
@@ -217,11 +229,12 @@ def _evaluate_intra(method, args, model, card, device) -> dict:
         scored = ((ex, list(rng.random(len(ex.candidates)))) for ex in examples)
         backbone = "-"
     elif method == "ga-bc":
-        scored = ga_bc.score_intra(model, decoded_examples(args.data, examples),
+        scored = ga_bc.score_intra(model, decoded_examples(args.data, examples, stats=stats),
                                    square_transform(card["image_size"]), device, args.amp)
         backbone = card["backbone"]
     else:
-        scored = abs2fig.score_intra(model, decoded_examples(args.data, examples), card["captions"], device, args.amp)
+        scored = abs2fig.score_intra(model, decoded_examples(args.data, examples, stats=stats), card["captions"],
+                                     device, args.amp)
         backbone = card["backbone"]
     score_lists, gts, preds = [], [], []
     for ex, scores in scored:
@@ -232,9 +245,12 @@ def _evaluate_intra(method, args, model, card, device) -> dict:
                       "scores": [round(scores[i], 6) for i in order],
                       "gt": [ex.candidates[i].figure_id for i in ex.gt], "ga_source": ex.ga_source,
                       "CAR@5": metrics.car_at_k(scores, ex.gt, 5, args.alpha)})
+    _check_images(stats, args)
     summary = metrics.intra_summary(score_lists, gts, alpha=args.alpha)
     _write_predictions(args, method, "intra", preds)
     notes = []
+    if stats.units_unreadable:
+        notes.append(f"{stats.units_unreadable} of {stats.units} figure images unreadable (ranked last)")
     if len(score_lists) < len(examples):
         notes.append(f"{len(examples) - len(score_lists)} {args.split} papers had no readable image and were not scored")
     return _row(method, backbone, summary, args, card, notes)

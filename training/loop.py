@@ -48,16 +48,31 @@ def batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def decoded_examples(data_dir: str, examples: Sequence[Example], max_pixels: int = DEFAULT_MAX_PIXELS
-                     ) -> Iterator[tuple[Example, dict]]:
+@dataclass
+class ImageStats:
+    papers: int = 0
+    papers_without_images: int = 0
+    units: int = 0
+    units_unreadable: int = 0  # missing bytes or not decodable within the pixel limit
+
+
+def decoded_examples(data_dir: str, examples: Sequence[Example], max_pixels: int = DEFAULT_MAX_PIXELS,
+                     stats: Optional[ImageStats] = None) -> Iterator[tuple[Example, dict]]:
     """(example, {unit id: RGB image}) streamed from the shards; unreadable images are
-    left out (their unit cannot be scored)."""
+    left out (their unit cannot be scored) and counted in ``stats``."""
+    st = stats if stats is not None else ImageStats()
     for ex, raw in iter_example_images(data_dir, examples):
         images = {}
         for uid, data in raw.items():
             im = decode_image(data, max_pixels)
             if im is not None:
                 images[uid] = im
+        n_units = sum(len(c.units) for c in ex.candidates)
+        st.papers += 1
+        st.units += n_units
+        st.units_unreadable += n_units - len(images)
+        if not images:
+            st.papers_without_images += 1
         yield ex, images
 
 
