@@ -36,9 +36,10 @@ def upsert(results_dir: str, task: str, row: dict) -> tuple[str, str]:
     """Add or replace the row of (task, method, backbone); write JSON and Markdown."""
     os.makedirs(results_dir, exist_ok=True)
     res = load(results_dir)
-    rows = [r for r in res.get(task, []) if (r["method"], r["backbone"]) != (row["method"], row["backbone"])]
+    key = lambda r: (r["method"], r["backbone"], r.get("split"))  # noqa: E731
+    rows = [r for r in res.get(task, []) if key(r) != key(row)]
     rows.append(row)
-    rows.sort(key=lambda r: (_ORDER.index(r["method"]) if r["method"] in _ORDER else 99, r["backbone"]))
+    rows.sort(key=lambda r: (_ORDER.index(r["method"]) if r["method"] in _ORDER else 99, r["backbone"], r.get("split") or ""))
     res[task] = rows
     jpath = os.path.join(results_dir, RESULTS_JSON)
     mpath = os.path.join(results_dir, RESULTS_MD)
@@ -68,7 +69,7 @@ def render_markdown(res: dict) -> str:
         lines += [
             "## Intra-GA recommendation (SciGA Table 2)",
             "",
-            "| Method | Backbone | R@1 | R@2 | R@3 | MRR | CAR@5 Mean | CAR@5 Above 0.5 | Queries | Data | Seed |",
+            "| Method | Backbone | R@1 | R@2 | R@3 | MRR | CAR@5 Mean | CAR@5 Above 0.5 | Queries (split) | Data | Seed |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in intra:
@@ -76,14 +77,14 @@ def render_markdown(res: dict) -> str:
             lines.append(
                 f"| {METHOD_LABELS.get(r['method'], r['method'])} | {r['backbone']} | {_f(m.get('R@1'))} | {_f(m.get('R@2'))} "
                 f"| {_f(m.get('R@3'))} | {_f(m.get('MRR'))} | {_f(m.get('CAR@5'))} | {_f(m.get('CAR@5>0.5'))} "
-                f"| {m.get('queries', 0)} | {data_version_label(r['data_version'])} | {r['seed']} |"
+                f"| {m.get('queries', 0)} ({r.get('split')}) | {data_version_label(r['data_version'])} | {r['seed']} |"
             )
         lines.append("")
     if inter:
         lines += [
             "## Inter-GA recommendation (SciGA Table 3)",
             "",
-            "| Method | Backbone | Field-P@5 | Field-P@10 | Abs2Abs SBERT@5 | Abs2Abs SBERT@10 | GA2GA CLIP-S@5 | GA2GA CLIP-S@10 | Queries | Data | Seed |",
+            "| Method | Backbone | Field-P@5 | Field-P@10 | Abs2Abs SBERT@5 | Abs2Abs SBERT@10 | GA2GA CLIP-S@5 | GA2GA CLIP-S@10 | Queries (split) | Data | Seed |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for r in inter:
@@ -91,7 +92,7 @@ def render_markdown(res: dict) -> str:
             lines.append(
                 f"| {METHOD_LABELS.get(r['method'], r['method'])} | {r['backbone']} | {_f(m.get('Field-P@5'))} "
                 f"| {_f(m.get('Field-P@10'))} | {_pm(m, 'SBERT@5')} | {_pm(m, 'SBERT@10')} | {_pm(m, 'CLIP-S@5')} "
-                f"| {_pm(m, 'CLIP-S@10')} | {m.get('queries', 0)} | {data_version_label(r['data_version'])} | {r['seed']} |"
+                f"| {_pm(m, 'CLIP-S@10')} | {m.get('queries', 0)} ({r.get('split')}) | {data_version_label(r['data_version'])} | {r['seed']} |"
             )
         lines.append("")
     models = [(r["method"], r["backbone"], r.get("model")) for r in intra + inter if r.get("model")]
