@@ -99,7 +99,7 @@ def main() -> None:
         assert abs(a[k] - b[k]) < 1e-9, (k, a[k], b[k])
     print(f"metrics over {args.queries} rankings (R@1-3, MRR, CAR@5), candidates per query "
           f"mean {np.mean([len(x) for x in lists]):.2f}")
-    print(f"| path | seconds | queries/s |\n|---|---|---|")
+    print("| path | seconds | queries/s |\n|---|---|---|")
     print(f"| per-query Python loop | {t_loop:.2f} | {args.queries / t_loop:,.0f} |")
     print(f"| vectorized batch (numpy) | {t_vec:.2f} | {args.queries / t_vec:,.0f} |")
     print(f"speed-up: {t_loop / t_vec:.1f}x  (identical results)")
@@ -117,7 +117,7 @@ def main() -> None:
     t_rouge = time.perf_counter() - t0
     caps = np.mean([len(c) for _, c in papers])
     print(f"\nAbs2Cap per paper ({args.papers} papers, {caps:.1f} captions each, 200-word abstracts)")
-    print(f"| scorer | ms / paper | papers/s |\n|---|---|---|")
+    print("| scorer | ms / paper | papers/s |\n|---|---|---|")
     print(f"| BM25 (bm25s, index + query per paper) | {1000 * t_bm25 / args.papers:.2f} | {args.papers / t_bm25:,.0f} |")
     print(f"| ROUGE-L (rouge-score), {n_rouge} papers | {1000 * t_rouge / n_rouge:.2f} | {n_rouge / t_rouge:,.0f} |")
 

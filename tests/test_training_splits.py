@@ -1,5 +1,4 @@
 """Hash splits, the experiment subset, the GA ground truth and caption cleaning."""
-import argparse
 import dataclasses
 from collections import Counter
 

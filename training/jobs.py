@@ -8,13 +8,12 @@ import json
 import logging
 import os
 import random
-from typing import Optional
 
 import numpy as np
 import torch
 
 from sciga.training import abs2cap, abs2fig, ga_bc, metrics, results
-from sciga.training.data import DataError, data_version, load_examples
+from sciga.training.data import data_version, load_examples
 from sciga.training.images import square_transform
 from sciga.training.loop import ImageStats, batched, decoded_examples, load_state, optimise, read_card, save_model, shuffled
 from sciga.training.losses import class_weights
