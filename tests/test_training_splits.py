@@ -1,0 +1,115 @@
+"""Hash splits, the experiment subset, the GA ground truth and caption cleaning."""
+import dataclasses
+from collections import Counter
+
+import pytest
+
+from sciga.training.captions import clean_caption
+from sciga.training.data import data_version, iter_example_images, load_examples
+from sciga.training.ground_truth import Candidate, Example, Unit, build_example
+from sciga.training.splits import assign_splits, in_experiment_subset, split_of
+from sciga.schemas.arrow import TO_ROW
+from sciga.transforms.parse.figure_rows import figure_rows
+
+from training_fixtures import make_papers, paper_ids, tiny_build
+
+
+def test_split_is_8_1_1_deterministic_and_stable_when_papers_are_added():
+    ids = [f"24{m:02d}.{n:05d}" for m in range(1, 13) for n in range(2000)]
+    first = assign_splits(ids[:10000])
+    counts = Counter(first.values())
+    assert abs(counts["train"] / 10000 - 0.8) < 0.015
+    assert abs(counts["val"] / 10000 - 0.1) < 0.01
+    assert abs(counts["test"] / 10000 - 0.1) < 0.01
+    more = assign_splits(ids)  # 14k papers added
+    assert all(more[p] == s for p, s in first.items())
+    assert assign_splits(ids[:10000]) == first
+    other_salt = {p: split_of(p, salt="another") for p in ids[:2000]}
+    assert sum(other_salt[p] != first[p] for p in other_salt) > 200
+    with pytest.raises(ValueError):
+        split_of("2401.00001", ratios=(0.8, 0.2))
+
+
+def _ex(n_candidates, gt, cat="cs.CV"):
+    cands = [Candidate(f"P_F{i}", "", [Unit(f"P_F{i}", "")]) for i in range(1, n_candidates + 1)]
+    return Example("P", "", "", cat, [cat], cands, gt, "teaser")
+
+
+def test_experiment_subset():
+    assert in_experiment_subset(_ex(3, [0]))
+    assert not in_experiment_subset(_ex(3, []))  # no GA, no de-facto GA
+    assert not in_experiment_subset(_ex(1, [0]))  # one figure: nothing to recommend
+    assert in_experiment_subset(_ex(3, [0]), category_prefix="cs.")
+    assert not in_experiment_subset(_ex(3, [0], cat="q-bio.MN"), category_prefix="cs.")
+
+
+def test_clean_caption_removes_labels_and_figure_numbers():
+    assert clean_caption("<TAG> Figure 3: </TAG> Results of Glimpse. See Fig. 2(a) and Figures 1 and 2.") == \
+        "Results of Glimpse. See and."
+    assert clean_caption("<TAG> (a) </TAG> Accuracy <MATH> x^2 </MATH> vs. Table S1") == "Accuracy x^2 vs."
+    assert clean_caption("FIGURE 12. Overview of the pipeline") == "Overview of the pipeline"
+    assert clean_caption(None) == ""
+
+
+def test_ground_truth_sources_on_the_synthetic_build(tmp_path):
+    build = tiny_build(tmp_path / "b", {"train": 8, "val": 0, "test": 0})
+    examples = {e.paper_id: e for e in load_examples(build)}
+    sources = Counter(e.ga_source for e in examples.values())
+    assert set(sources) == {"graphical_abstract", "teaser", "intro_first_ref"}
+    for e in examples.values():
+        assert e.gt and all(0 <= i < len(e.candidates) for i in e.gt)
+        for c in e.candidates:
+            assert "<TAG>" not in c.caption and "Figure" not in c.caption
+        if e.ga_source == "graphical_abstract":
+            # the GA image and the figure it reuses are both GT
+            assert {e.candidates[i].is_ga_image for i in e.gt} == {True, False}
+            assert e.candidates[e.ga_index].is_ga_image
+    # the streamed images are those of the wanted papers only, one paper at a time
+    wanted = sorted(examples)[:3]
+    got = [(ex.paper_id, sorted(imgs)) for ex, imgs in iter_example_images(build, [examples[p] for p in wanted])]
+    assert [p for p, _ in got] == wanted
+    for pid, unit_ids in got:
+        assert unit_ids == sorted(u.id for c in examples[pid].candidates for u in c.units)
+    v = data_version(build)
+    assert v["schema_version"] == "1.0.0" and v["inputs_sha256"]
+
+
+def test_candidate_order_carries_no_position():
+    ids = paper_ids({"train": 4, "val": 0, "test": 0})
+    papers, _ = make_papers(ids)
+    p = papers[2]
+    rows = [TO_ROW["figures"](r) for r in figure_rows(p)]
+    for r in rows:
+        r["image_kind"] = "raster"
+    a = build_example(TO_ROW["papers"](p), rows)
+    reversed_paper = dataclasses.replace(p, figures=list(reversed(p.figures)))
+    b = build_example(TO_ROW["papers"](reversed_paper), rows)
+    assert [c.figure_id for c in a.candidates] == [c.figure_id for c in b.candidates]
+    assert a.gt == b.gt
+
+
+@pytest.fixture(scope="module")
+def sample_build(tmp_path_factory):
+    from sciga.pipelines.cli import make_parser
+    from sciga.pipelines.build import run_build
+
+    out = tmp_path_factory.mktemp("sample")
+    args = make_parser().parse_args(["build", "--sample", "--output", str(out)])
+    run_build(args, [])
+    return str(out)
+
+
+def test_de_facto_ga_of_the_embedded_sample(sample_build):
+    examples = {e.paper_id: e for e in load_examples(sample_build, subset_only=False)}
+    glimpse = examples["2511.99001"]
+    assert glimpse.ga_source == "teaser"
+    assert [glimpse.candidates[i].figure_id for i in glimpse.gt] == ["2511.99001_F1"]
+    f3 = next(c for c in glimpse.candidates if c.figure_id == "2511.99001_F3")
+    assert [u.id for u in f3.units] == ["2511.99001_F3.1", "2511.99001_F3.2", "2511.99001_F3.3"]
+    assert f3.units[0].caption.startswith("Results of Glimpse.") and f3.units[0].caption.endswith("Accuracy against compute.")
+    # figures without a raster image (inline SVG, none) are not candidates
+    haptic = examples["2511.99002"]
+    assert {c.figure_id for c in haptic.candidates} == {"2511.99002_F1", "2511.99002_F2", "2511.99002_F3",
+                                                       "2511.99002_F5", "2511.99002_F7"}
+    assert examples["q-bio/0601999"].gt == []  # no figures: not in the experiment subset
+    assert "q-bio/0601999" not in {e.paper_id for e in load_examples(sample_build)}
