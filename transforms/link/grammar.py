@@ -33,7 +33,7 @@ from typing import Iterator, Optional
 
 # Keyword: Figure(s), Fig(s)., FIG., FIGURE(S); lower case mid-sentence too.
 KEYWORD = r"(?:[Ff]ig(?:ure)?s?\.?|FIG(?:URE)?S?\.?)"
-_KEYWORD_RE = re.compile(r"(?<![A-Za-z0-9_\-])(?P<kw>" + KEYWORD + r")(?=\s*(?:[A-Z]{1,2}\.?)?\d)")
+_KEYWORD_RE = re.compile(r"(?<![A-Za-z0-9_\-./])(?P<kw>" + KEYWORD + r")(?=\s*(?:[A-Z]{1,2}\.?)?\d)")
 # A printed figure number: 3, 12, S1, A.2, 3.2 (per-section numbering).
 _NUMBER = r"(?:[A-Z]{1,2}\.?)?\d+(?:\.\d+)*"
 _NUMBER_RE = re.compile(r"(?P<num>" + _NUMBER + r")(?![0-9]|\.\d|[A-Za-z]{2})")

@@ -72,7 +72,12 @@ def protect(text: str, spans: Iterable[tuple[int, int]] = ()) -> str:
 _STRONG_RE = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z\"'(\[<])")
 
 
-_WORD_BEFORE_RE = re.compile(r"([A-Za-z]+)[.!?][\"')\]]*\s*$")
+# What ends the stretch before a strong boundary: a word, a number after a word, or a
+# token / bracket, then the punctuation (closing quotes, brackets and blanked chars skipped).
+_BEFORE_STOP_RE = re.compile(
+    r"(?:(?<![A-Za-z])(?P<word>[A-Za-z]+)|(?P<numpre>[A-Za-z,;:_]\s+)?(?<!\d)(?P<num>\d+)|(?P<close>[>)\]%]))"
+    r"[\"'\u201d\u2019)\]_]*[.!?][\"'\u201d\u2019)\]_]*\s*$"
+)
 _INNER_STOP_RE = re.compile(r"[!?]|(?<!\d)\.|\.(?!\d)")
 _ABBREVIATIONS: Optional[frozenset] = None
 
@@ -87,14 +92,22 @@ def _abbreviations() -> frozenset:
 
 
 def _real_boundary(prot: str, end: int) -> bool:
-    """Is the strong candidate boundary ending at ``end`` one that pysbd always keeps? Not
-    after a known abbreviation ("Dr.", "al.") or an initial ("J. Smith")."""
-    m = _WORD_BEFORE_RE.search(prot, max(0, end - 40), end)
+    """Is the strong candidate boundary ending at ``end`` one that pysbd keeps? Yes after a
+    plain word, after a number that follows a word ("in Figure 10."), after a token or a
+    bracket ("</MATH>.", "[12]."); no after a known abbreviation ("Dr.", "al."), an initial
+    ("J. Smith"), a dotted word ("U.S.") or a number on its own ("5." may be a list item)."""
+    m = _BEFORE_STOP_RE.search(prot, max(0, end - 60), end)
     if not m:
-        # After a digit ("1." may be a list number), a bracket or a token: let pysbd decide.
         return False
-    word = m.group(1)
-    return len(word) > 1 and word.lower() not in _abbreviations()
+    if m.group("word"):
+        word = m.group("word")
+        before = prot[m.start("word") - 1] if m.start("word") > 0 else " "
+        if before == "." or before == "_" or before.isdigit():
+            return False  # "U.S.", "x_y.", "3D.": part of a longer token
+        return len(word) > 1 and word.lower() not in _abbreviations()
+    if m.group("num"):
+        return bool(m.group("numpre")) or prot[m.end("num")] in ")]"  # "in Figure 10.", "[2016]."
+    return True
 
 
 def _balanced(s: str) -> bool:

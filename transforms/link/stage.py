@@ -15,6 +15,7 @@ paper that a later stage dead-letters leaves no mention rows behind.
 """
 from __future__ import annotations
 
+import re
 from typing import Mapping, Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
@@ -26,6 +27,7 @@ from sciga.transforms.link.subcaptions import add_split_subcaptions
 from sciga.transforms.link.targets import FigureIndex
 
 STAGE = "link"
+_KEYWORD_HINT = re.compile(r"fig", re.I)
 
 
 def _texts(paper: Paper):
@@ -62,7 +64,7 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
         for owner, text_attr, spans_attr, self_id, kind in _texts(paper):
             text = getattr(owner, text_attr)
             old = getattr(owner, spans_attr)
-            if not old and "ig" not in text and "IG" not in text and "LABEL:" not in text:
+            if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
                 continue  # no anchor and no keyword: nothing to find (most paragraphs)
             spans = link_text(text, old, index, labels, self_id)
             setattr(owner, spans_attr, spans)
