@@ -57,9 +57,11 @@ _SEP_RE = re.compile(r"(?:\s*,\s*(?:(?:and|&|or)\s+)?|\s+(?:and|&|or|as\s+well\s
 _RANGE_RE = re.compile(r"\s*(?:[" + _DASHES + r"]|\s+to\s+)\s*")
 _PANEL_ONLY_BARE_RE = re.compile(r"(?P<a>[a-zA-Z])(?![A-Za-z0-9'])")
 
-# "Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]", "Figure 3 of Smith et al.", "of their paper"
+# "Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]", "Figure 3 of Smith et al.", "of their paper",
+# "Figure 1 of another paper" (a link into another paper's HTML is not kept by the parser)
 _FOREIGN_RE = re.compile(
     r"\s+(?:in|of|from)\s+(?:\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
+    r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work)|"
     r"[A-Z][\w\-']+(?:\s+and\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4}))"
 )
 _QUALIFIER_RE = re.compile(r"(?:Extended\s+Data|Supplementary|Supplemental|Suppl\.|Supp\.|SI)\s*$", re.I)
