@@ -127,8 +127,10 @@ def _finalize(staging: str, out_dir: str) -> None:
 
 def check_sentencizer(name: str) -> None:
     """Fail before the pipeline starts when the requested sentence model is not there."""
-    from sciga.transforms.link.sentences import load_pipeline
+    from sciga.transforms.link.sentences import NONE, PYSBD, load_pipeline
 
+    if name in (PYSBD, NONE):
+        return  # shipped with the project
     try:
         load_pipeline(name)
     except ValueError as e:

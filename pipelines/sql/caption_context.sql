@@ -4,8 +4,8 @@
 -- figure. paragraphs / mention_sentences are in document order, each paragraph once;
 -- figures nobody mentions have empty lists (filter with len(paragraphs) > 0).
 WITH section_order AS (
-    SELECT p.id AS paper_id, s.sec.id AS section_id, s.k AS section_k, s.sec.paragraphs AS paragraphs
-    FROM papers AS p, unnest(p.sections) WITH ORDINALITY AS s(sec, k)
+    SELECT p.id AS paper_id, p.sections[s.k].id AS section_id, s.k AS section_k, p.sections[s.k].paragraphs AS paragraphs
+    FROM papers AS p, unnest(range(1, len(p.sections) + 1)) AS s(k)
 ),
 figure_mentions AS (
     SELECT m.paper_id,

@@ -12,9 +12,9 @@
 --   SET VARIABLE method_diagrams_min_ratio = 1.0; SET VARIABLE method_diagrams_max_ratio = 3.0;
 -- (unset = 1.5 and 2.5). Rows without a known size are left out.
 WITH sections AS (
-    SELECT p.id AS paper_id, s.sec.id AS section_id, s.k AS section_k, s.sec.level AS level,
-           trim(regexp_replace(s.sec.title, '<TAG>.*?</TAG>\s*', '', 'g')) AS title, s.sec.body AS body
-    FROM papers AS p, unnest(p.sections) WITH ORDINALITY AS s(sec, k)
+    SELECT p.id AS paper_id, p.sections[s.k].id AS section_id, s.k AS section_k, p.sections[s.k].level AS level,
+           trim(regexp_replace(p.sections[s.k].title, '<TAG>.*?</TAG>\s*', '', 'g')) AS title, p.sections[s.k].body AS body
+    FROM papers AS p, unnest(range(1, len(p.sections) + 1)) AS s(k)
 ),
 method_root AS (
     SELECT paper_id, arg_min(section_id, section_k) AS section_id
@@ -43,10 +43,10 @@ mentioned_in_method AS (
     JOIN method_sections AS ms ON ms.paper_id = m.paper_id AND ms.section_id = m.section_id
 ),
 html_images AS (
-    SELECT p.id AS paper_id, t.fig.id AS figure_id, i.img.path AS path, i.k,
-           i.img.width AS width, i.img.height AS height
-    FROM papers AS p, unnest(p.figures) AS t(fig), unnest(t.fig.images) WITH ORDINALITY AS i(img, k)
-    WHERE i.img.width > 0 AND i.img.height > 0
+    SELECT p.id AS paper_id, t.fig.id AS figure_id, t.fig.images[i.k].path AS path, i.k,
+           t.fig.images[i.k].width AS width, t.fig.images[i.k].height AS height
+    FROM papers AS p, unnest(p.figures) AS t(fig), unnest(range(1, len(t.fig.images) + 1)) AS i(k)
+    WHERE t.fig.images[i.k].width > 0 AND t.fig.images[i.k].height > 0
 ),
 html_sizes AS (
     SELECT paper_id, figure_id, path, arg_min(width, k) AS width, arg_min(height, k) AS height

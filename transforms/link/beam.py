@@ -5,7 +5,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
-from sciga.transforms.link.sentences import PYSBD, Sentencizer
+from sciga.transforms.link.sentences import NONE, PYSBD, Sentencizer
 from sciga.transforms.link.stage import STAGE, link_paper
 
 
@@ -21,7 +21,8 @@ class LinkPaper(beam.DoFn):
 
     def setup(self):
         # Loaded once per worker: a spaCy pipeline (and a scispaCy model when asked for).
-        self.sentencizer = Sentencizer(self.sentencizer_name)
+        # "none": mentions get no sentence (null), e.g. for a quick look at a corpus.
+        self.sentencizer = None if self.sentencizer_name == NONE else Sentencizer(self.sentencizer_name)
 
     def process(self, paper):
         try:
