@@ -20,7 +20,6 @@ from typing import Mapping, Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import Paper, RefSpan
-from sciga.transforms.errors import StageError
 from sciga.transforms.link.sentences import Sentencizer
 from sciga.transforms.link.spans import link_text
 from sciga.transforms.link.subcaptions import add_split_subcaptions
@@ -54,35 +53,32 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
                sentencizer: Optional[Sentencizer] = None) -> Paper:
     """Link every figure reference of ``paper`` in place and return it. ``figure_labels``
     (TeX ``\\label`` -> printed number) defaults to ``paper.figure_labels``; without a
-    ``sentencizer`` no sentence bounds are set."""
+    ``sentencizer`` no sentence bounds are set. Nothing here is expected to fail on a real
+    page; if it does, the Beam wrapper turns the exception into a dead letter (stage link)."""
     labels = paper.figure_labels if figure_labels is None else figure_labels
-    try:
-        for fig in paper.figures:
-            add_split_subcaptions(fig)
-        index = FigureIndex(paper)
-        to_segment: list[tuple[str, list[RefSpan]]] = []
-        for owner, text_attr, spans_attr, self_id, kind in _texts(paper):
-            text = getattr(owner, text_attr)
-            old = getattr(owner, spans_attr)
-            if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
-                continue  # no anchor and no keyword: nothing to find (most paragraphs)
-            spans = link_text(text, old, index, labels, self_id)
-            setattr(owner, spans_attr, spans)
-            fig_spans = [s for s in spans if FIGURE_ID_RE.match(s.ref_id)]
-            if not fig_spans:
-                continue
-            if kind == "title" or sentencizer is None:
-                for s in fig_spans:
-                    s.sentence_start, s.sentence_end = (0, len(text)) if kind == "title" else (None, None)
-                continue
-            to_segment.append((text, fig_spans))
-        if sentencizer is not None and to_segment:
-            bounds = sentencizer.sentences([t for t, _ in to_segment],
-                                           [[(s.start, s.end) for s in fs] for _, fs in to_segment])
-            for (_, fig_spans), sents in zip(to_segment, bounds):
-                for s, (a, b) in zip(fig_spans, sents):
-                    s.sentence_start, s.sentence_end = a, b
-    except RecursionError:
-        raise StageError(STAGE, "too_deep", f"{paper.provenance.input_uri}: a text of paper {paper.id} is too deeply "
-                         "nested to link; check the page.", paper.id) from None
+    for fig in paper.figures:
+        add_split_subcaptions(fig)
+    index = FigureIndex(paper)
+    to_segment: list[tuple[str, list[RefSpan]]] = []
+    for owner, text_attr, spans_attr, self_id, kind in _texts(paper):
+        text = getattr(owner, text_attr)
+        old = getattr(owner, spans_attr)
+        if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
+            continue  # no anchor and no keyword: nothing to find (most paragraphs)
+        spans = link_text(text, old, index, labels, self_id)
+        setattr(owner, spans_attr, spans)
+        fig_spans = [s for s in spans if FIGURE_ID_RE.match(s.ref_id)]
+        if not fig_spans:
+            continue
+        if kind == "title" or sentencizer is None:
+            for s in fig_spans:
+                s.sentence_start, s.sentence_end = (0, len(text)) if kind == "title" else (None, None)
+            continue
+        to_segment.append((text, fig_spans))
+    if sentencizer is not None and to_segment:
+        bounds = sentencizer.sentences([t for t, _ in to_segment],
+                                       [[(s.start, s.end) for s in fs] for _, fs in to_segment])
+        for (_, fig_spans), sents in zip(to_segment, bounds):
+            for s, (a, b) in zip(fig_spans, sents):
+                s.sentence_start, s.sentence_end = a, b
     return paper
