@@ -25,6 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from sciga.pipelines import manifest as mf
 from sciga.schemas.arrow import CONFIGS, dead_letter_row, figure_row, mention_row, paper_row
 from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.link.beam import LinkPaper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.parse.beam import KeepOnePerPaper, ParsePage
 from sciga.transforms.parse.figure_rows import figure_rows
@@ -57,6 +58,9 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"])
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
+    ap.add_argument("--sentencizer", default="pysbd", metavar="NAME",
+                    help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
+                         "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
 
 
 @dataclass
@@ -101,6 +105,9 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
     # Paper-level stages added by later steps (linking, vision) go here: each takes the
     # papers and returns (papers, dead letters), so a failure removes the paper from
     # every config and counts still reconcile.
+    linked = papers | "Link" >> beam.ParDo(LinkPaper(getattr(args, "sentencizer", "pysbd"))).with_outputs(DEAD_LETTER_TAG, main="papers")
+    papers = linked.papers
+    dead.append(linked[DEAD_LETTER_TAG])
 
     figures = papers | "FigureRows" >> beam.FlatMap(lambda paper: [(paper.provenance.input_uri, r) for r in figure_rows(paper)])
     if args.no_images:
@@ -138,6 +145,18 @@ def _finalize(staging: str, out_dir: str) -> None:
     fs.rm(stage_root, recursive=True)
 
 
+def check_sentencizer(name: str) -> None:
+    """Fail before the pipeline starts when the requested sentence model is not there."""
+    from sciga.transforms.link.sentences import NONE, PYSBD, load_pipeline
+
+    if name in (PYSBD, NONE):
+        return  # shipped with the project
+    try:
+        load_pipeline(name)
+    except ValueError as e:
+        raise SystemExit(f"sciga build: --sentencizer: {e}.") from None
+
+
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
     t0 = time.time()
     specs = list(args.input)
@@ -146,6 +165,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         args.metadata = args.metadata or sample_dir("meta")
     if not specs:
         raise SystemExit("sciga build: give --input PATH_OR_GLOB (or --sample for the embedded corpus).")
+    check_sentencizer(getattr(args, "sentencizer", "pysbd"))
     inputs = list_inputs(specs)
     if not inputs:
         raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")

@@ -17,7 +17,17 @@ CONFIGS = ("papers", "figures", "mentions", "dead_letter")
 _str = pa.string()
 _strs = pa.list_(pa.string())
 
-REF_SPAN = pa.struct([("start", pa.int32()), ("end", pa.int32()), ("text", _str), ("ref_id", _str)])
+REF_SPAN = pa.struct(
+    [
+        ("start", pa.int32()),
+        ("end", pa.int32()),
+        ("text", _str),
+        ("ref_id", _str),
+        ("resolution", _str),
+        ("sentence_start", pa.int32()),
+        ("sentence_end", pa.int32()),
+    ]
+)
 PARAGRAPH = pa.struct([("text", _str), ("html_id", _str), ("ref_spans", pa.list_(REF_SPAN))])
 SECTION = pa.struct(
     [
@@ -30,6 +40,7 @@ SECTION = pa.struct(
         ("paragraphs", pa.list_(PARAGRAPH)),
         ("figure_ids", _strs),
         ("html_id", _str),
+        ("title_ref_spans", pa.list_(REF_SPAN)),
     ]
 )
 IMAGE = pa.struct(
@@ -51,6 +62,7 @@ SUBFIGURE = pa.struct(
         ("caption", _str),
         ("images", pa.list_(IMAGE)),
         ("caption_source", _str),
+        ("caption_ref_spans", pa.list_(REF_SPAN)),
     ]
 )
 FIGURE = pa.struct(
@@ -65,6 +77,7 @@ FIGURE = pa.struct(
         ("subfigures", pa.list_(SUBFIGURE)),
         ("section_id", _str),
         ("is_teaser", pa.bool_()),
+        ("caption_ref_spans", pa.list_(REF_SPAN)),
     ]
 )
 TABLE = pa.struct(
@@ -75,6 +88,7 @@ TABLE = pa.struct(
         ("number", _str),
         ("caption", _str),
         ("section_id", _str),
+        ("caption_ref_spans", pa.list_(REF_SPAN)),
     ]
 )
 GRAPHICAL_ABSTRACT = pa.struct(
@@ -192,6 +206,8 @@ MENTIONS = _with_version(
             ("sentence", _str),
             ("sentence_start", pa.int32()),
             ("resolution", _str),
+            ("context", _str),
+            ("context_id", _str),
         ]
     ),
     "mentions",
@@ -223,7 +239,9 @@ def _plain(obj: Any) -> Any:
 
 
 def paper_row(paper: Paper) -> dict:
-    return _plain(paper)
+    d = _plain(paper)
+    d.pop("figure_labels", None)  # transient input of the linking stage, not published
+    return d
 
 
 def figure_row(row: FigureRow) -> dict:
@@ -251,7 +269,9 @@ TO_ROW = {"papers": paper_row, "figures": figure_row, "mentions": mention_row, "
 SORT_KEY = {
     "papers": lambda r: (r["id"],),
     "figures": lambda r: (r["paper_id"], r["index"], r["kind"] != "figure", r["id"]),
-    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r["paragraph_index"], r["char_start"], r["figure_id"]),
+    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r["context"], r["context_id"] or "",
+                           -1 if r["paragraph_index"] is None else r["paragraph_index"], r["char_start"], r["char_end"],
+                           r["figure_id"]),
     "dead_letter": lambda r: (r["paper_id"] or "", r["stage"], r["input_uri"] or "", r["message"]),
 }
 

@@ -37,7 +37,11 @@ class RefSpan:
     start: int
     end: int
     text: str
-    ref_id: str  # our figure or subfigure id
+    ref_id: str  # our figure, subfigure or table id
+    # Added by the linking stage (issue 4); S2ORC readers can ignore them.
+    resolution: Optional[str] = None  # "anchor" (a.ltx_ref) | "label" (LABEL:... + TeX map) | "text"
+    sentence_start: Optional[int] = None  # the sentence holding the span, same offsets
+    sentence_end: Optional[int] = None  # (set for figure references only)
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Section:
     paragraphs: list[Paragraph] = field(default_factory=list)
     figure_ids: list[str] = field(default_factory=list)
     html_id: Optional[str] = None
+    title_ref_spans: list[RefSpan] = field(default_factory=list)  # references inside the title
 
 
 # Image kinds: a file we can fetch ("raster" or "svg"), SVG drawn inline in the page
@@ -85,6 +90,7 @@ class Subfigure:
     caption: str  # "<TAG> (a) </TAG> Input image", "" when the panel has none
     images: list[Image] = field(default_factory=list)
     caption_source: str = "html"  # "html" | "none" | "split_parent" (linking stage)
+    caption_ref_spans: list[RefSpan] = field(default_factory=list)  # other figures named in the caption
 
 
 @dataclass
@@ -99,6 +105,7 @@ class Figure:
     subfigures: list[Subfigure] = field(default_factory=list)
     section_id: Optional[str] = None
     is_teaser: bool = False
+    caption_ref_spans: list[RefSpan] = field(default_factory=list)  # other figures named in the caption
 
 
 @dataclass
@@ -109,6 +116,7 @@ class Table:
     number: Optional[str]
     caption: str
     section_id: Optional[str] = None
+    caption_ref_spans: list[RefSpan] = field(default_factory=list)
 
 
 @dataclass
@@ -158,6 +166,10 @@ class Paper:
     teaser: list[str] = field(default_factory=list)
     graphical_abstract: Optional[GraphicalAbstract] = None
     provenance: Provenance = field(default_factory=lambda: Provenance(source="unknown"))
+    # Transient (not published): TeX \label -> printed figure number ("fig:teaser" -> "1",
+    # "fig:sub-a" -> "3a"), from PaperMeta or the TeX source stage; the linking stage uses it
+    # to resolve "LABEL:fig:..." leftovers of unresolved references.
+    figure_labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -182,6 +194,7 @@ class PaperMeta:
     conference: Optional[Conference] = None
     source: Optional[str] = None
     url: Optional[str] = None
+    figure_labels: dict[str, str] = field(default_factory=dict)  # TeX \label -> printed figure number
 
     @classmethod
     def from_dict(cls, d: dict) -> "PaperMeta":
@@ -245,18 +258,25 @@ class FigureRow:
 
 @dataclass
 class MentionRow:
-    """One inline reference to a figure in the body text."""
+    """One inline reference to a figure in the text.
+
+    ``context`` says which text the char offsets index: a body ``paragraph`` (section id +
+    paragraph index), a ``caption`` of another float (``context_id`` = that figure,
+    subfigure or table; paragraph_index None) or a section ``title`` (paragraph_index None).
+    """
 
     paper_id: str
     figure_id: str
     section_id: Optional[str]
-    paragraph_index: int
+    paragraph_index: Optional[int]
     char_start: int
     char_end: int
     surface: str
     sentence: Optional[str] = None
     sentence_start: Optional[int] = None
     resolution: str = "anchor"  # "anchor" | "label" | "text"
+    context: str = "paragraph"  # "paragraph" | "caption" | "title"
+    context_id: Optional[str] = None
 
 
 @dataclass

@@ -63,7 +63,8 @@ def test_sample_build_rows_in_duckdb(sample_build):
     assert con.execute("select teaser from papers where id = '2511.99002'").fetchone()[0] == ["2511.99002_F1"]
     assert con.execute("select count(*) from papers where id = 'q-bio/0601999' and len(figures) = 0").fetchone()[0] == 1
     mentions = con.execute("select figure_id, surface from mentions where paper_id = '2511.99003' order by figure_id").fetchall()
-    assert ("2511.99003_F1.3", "1c") in mentions and ("2511.99003_F4.3", "4c") in mentions
+    # The surface of an anchored mention is the human one: "Figure <a>1c</a>" -> "Figure 1c".
+    assert ("2511.99003_F1.3", "Figure 1c") in mentions and ("2511.99003_F4.3", "Figure 4c") in mentions
 
 
 def test_same_input_same_bytes(tmp_path, sample_build):
@@ -114,8 +115,11 @@ def test_corpus_build(tmp_path):
     assert (c.inputs, c.papers, c.dead_letter) == (8, 8, 0)
     # 12 + 0 + 1 + 3 + 2 + 2 + 10 + 13 figures, counted by reading each page.
     assert c.figures == 43 and c.teasers == 1
-    # Figure anchors in paragraphs: 18 + 3 + 0 + 1 + 7 + 14 + 22.
-    assert c.mentions == 65
+    # Figure anchors in paragraphs, counted in the HTML: 18 + 3 + 0 + 1 + 7 + 14 + 22 = 65;
+    # honline has 5 more in section titles, muse and eml one each in another figure's caption.
+    con = connect(str(out))
+    by_context = dict(con.execute("select context, count(*) from mentions where resolution = 'anchor' group by 1").fetchall())
+    assert by_context == {"paragraph": 65, "title": 5, "caption": 2}
 
 
 def test_cli_build_prints_summary(tmp_path):

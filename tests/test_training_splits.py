@@ -110,6 +110,6 @@ def test_de_facto_ga_of_the_embedded_sample(sample_build):
     # figures without a raster image (inline SVG, none) are not candidates
     haptic = examples["2511.99002"]
     assert {c.figure_id for c in haptic.candidates} == {"2511.99002_F1", "2511.99002_F2", "2511.99002_F3",
-                                                       "2511.99002_F5", "2511.99002_F7"}
+                                                       "2511.99002_F4", "2511.99002_F6"}
     assert examples["q-bio/0601999"].gt == []  # no figures: not in the experiment subset
     assert "q-bio/0601999" not in {e.paper_id for e in load_examples(sample_build)}

@@ -11,6 +11,7 @@ import re
 from typing import Iterable, Optional
 from urllib.parse import urlsplit
 
+from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import RefSpan
 
 _NUM_RE = re.compile(r"(?:Figure|Fig\.?|Table|Tab\.?)\s*([A-Z]{0,2}\d+(?:[.\-]\d+)*)", re.I)
@@ -66,5 +67,20 @@ def ref_spans(paragraph_text: str, anchors: Iterable, by_html_id: dict, numbers:
         text = paragraph_text[start:end]
         ref = resolve_anchor(a.href, a.title, text, by_html_id, numbers, paper_id)
         if ref is not None:
-            spans.append(RefSpan(start=start, end=end, text=text, ref_id=ref))
+            spans.append(RefSpan(start=start, end=end, text=text, ref_id=ref, resolution="anchor"))
     return spans
+
+
+def same_float(a: str, b: str) -> bool:
+    """Do two record ids name the same float (a figure and its subfigures are one float)?"""
+    if a == b:
+        return True
+    ma, mb = FIGURE_ID_RE.match(a), FIGURE_ID_RE.match(b)
+    return bool(ma and mb and ma.group("paper") == mb.group("paper") and ma.group("fig") == mb.group("fig"))
+
+
+def caption_ref_spans(record, anchors: Iterable, by_html_id: dict, numbers: dict, paper_id: Optional[str]) -> list[RefSpan]:
+    """Ref spans of a figure / subfigure / table caption. A caption naming its own float
+    ("Figure 3: ... (a) ... of Figure 3") is not a reference to it and is left out."""
+    return [s for s in ref_spans(record.caption, anchors, by_html_id, numbers, paper_id)
+            if not same_float(s.ref_id, record.id)]

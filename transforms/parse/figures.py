@@ -66,11 +66,13 @@ class Caption:
     text: str  # tokenized
     label: Optional[str]  # tag as printed, e.g. "Figure 3:"
     number: Optional[str]
+    anchors: list = field(default_factory=list)  # a.ltx_ref met in the caption (text spans)
 
 
 def read_caption(el) -> Caption:
     tb = TextBuilder()
-    render_into(el, tb, RenderOptions(skip_floats=False))
+    anchors: list = []
+    render_into(el, tb, RenderOptions(skip_floats=False, anchors=anchors))
     text = tb.text()
     label = number = None
     for sub in el.iter():
@@ -82,7 +84,7 @@ def read_caption(el) -> Caption:
         number = m.group(1) if m else None
         if number is None and label.startswith("("):
             number = None
-    return Caption(element=el, text=text, label=label, number=number)
+    return Caption(element=el, text=text, label=label, number=number, anchors=anchors)
 
 
 def _nearest_float(el, stop):
@@ -181,6 +183,8 @@ class FloatContext:
     tables: list = field(default_factory=list)
     by_html_id: dict = field(default_factory=dict)  # LaTeXML id -> [our ids]
     consumed: set = field(default_factory=set)  # elements whose graphics a figure adopted
+    # (record with .caption / .caption_ref_spans, anchors): resolved once every id is known
+    caption_anchors: list = field(default_factory=list)
 
 
 def _graphic_images(els, ctx: FloatContext) -> list[Image]:
@@ -196,7 +200,7 @@ def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
     html_id = sub_el.get("id")
     if html_id:
         ctx.by_html_id.setdefault(html_id, []).append(sid)
-    return Subfigure(
+    sub = Subfigure(
         id=sid,
         html_id=html_id,
         label=cap.label if cap else None,
@@ -204,6 +208,9 @@ def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
         images=_graphic_images(graphics, ctx),
         caption_source="html" if cap and cap.text else "none",
     )
+    if cap and cap.anchors:
+        ctx.caption_anchors.append((sub, cap.anchors))
+    return sub
 
 
 def _adopt_preceding_graphics(fig_el, ctx: FloatContext) -> list:
@@ -234,10 +241,11 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
         tid = ids.table_id(ctx.paper_id, idx)
         if fig_el.get("id"):
             ctx.by_html_id.setdefault(fig_el.get("id"), []).append(tid)
-        ctx.tables.append(
-            Table(id=tid, html_id=fig_el.get("id"), index=idx, number=cap.number if cap else None,
-                  caption=cap.text if cap else "", section_id=section_id)
-        )
+        table = Table(id=tid, html_id=fig_el.get("id"), index=idx, number=cap.number if cap else None,
+                      caption=cap.text if cap else "", section_id=section_id)
+        ctx.tables.append(table)
+        if cap and cap.anchors:
+            ctx.caption_anchors.append((table, cap.anchors))
         return
     if kind != "figure":
         return
@@ -295,17 +303,18 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
                 images.append(img)
         else:
             images = _graphic_images(graphics, ctx)
-        ctx.figures.append(
-            Figure(
-                id=fid,
-                html_id=html_id,
-                index=idx,
-                number=cap.number if cap else None,
-                label=cap.label if cap else None,
-                caption=cap.text if cap else "",
-                images=images,
-                subfigures=subfigures,
-                section_id=section_id,
-                is_teaser=teaser,
-            )
+        figure = Figure(
+            id=fid,
+            html_id=html_id,
+            index=idx,
+            number=cap.number if cap else None,
+            label=cap.label if cap else None,
+            caption=cap.text if cap else "",
+            images=images,
+            subfigures=subfigures,
+            section_id=section_id,
+            is_teaser=teaser,
         )
+        ctx.figures.append(figure)
+        if cap and cap.anchors:
+            ctx.caption_anchors.append((figure, cap.anchors))

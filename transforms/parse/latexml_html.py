@@ -13,7 +13,7 @@ from lxml import etree
 from sciga.schemas import ids
 from sciga.schemas.records import Conference, Paper, PaperMeta, Provenance, Subjects
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
-from sciga.transforms.link.anchors import ref_spans
+from sciga.transforms.link.anchors import caption_ref_spans, ref_spans
 from sciga.transforms.parse import front_matter
 from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
 from sciga.transforms.parse.errors import ParseError
@@ -104,6 +104,10 @@ def parse_latexml_html(
     for para, anchors in paragraphs:
         if anchors:
             para.ref_spans = ref_spans(para.text, anchors, floats.by_html_id, numbers, paper_id)
+    for sec, anchors in walker.title_anchors():
+        sec.title_ref_spans = ref_spans(sec.title, anchors, floats.by_html_id, numbers, paper_id)
+    for record, anchors in floats.caption_anchors:
+        record.caption_ref_spans = caption_ref_spans(record, anchors, floats.by_html_id, numbers, paper_id)
 
     title = front_matter.document_title(doc, html_title)
     abstract = front_matter.abstract_of(doc)
@@ -143,4 +147,5 @@ def parse_latexml_html(
         tables=floats.tables,
         teaser=[f.id for f in floats.figures if f.is_teaser],
         provenance=provenance,
+        figure_labels=dict(meta.figure_labels or {}),
     )

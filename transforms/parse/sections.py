@@ -47,6 +47,7 @@ class _Pending:
 class WalkResult:
     sections: list[Section] = field(default_factory=list)
     pending: list[_Pending] = field(default_factory=list)
+    title_anchors: list = field(default_factory=list)  # (Section, anchors met in its title)
 
 
 class DocumentWalker:
@@ -70,11 +71,11 @@ class DocumentWalker:
                 self._anon += 1
                 local = f"Sx{self._anon}"
         self._used_ids.add(local)
-        title, number = "", None
+        title, number, anchors = "", None, []
         for child in el:
             if isinstance(child.tag, str) and child.tag in _HEADINGS:
                 tb = TextBuilder()
-                render_into(child, tb, RenderOptions(skip_floats=False, notes=False))
+                render_into(child, tb, RenderOptions(skip_floats=False, notes=False, anchors=anchors))
                 title = tb.text()
                 for sub in child.iter():
                     if isinstance(sub.tag, str) and "ltx_tag" in _classes(sub):
@@ -91,6 +92,8 @@ class DocumentWalker:
             html_id=html_id,
         )
         self.result.sections.append(sec)
+        if anchors:
+            self.result.title_anchors.append((sec, anchors))
         return sec
 
     def _front_section(self) -> Section:
@@ -163,6 +166,10 @@ class DocumentWalker:
                 return True
             p = p.getparent()
         return False
+
+    def title_anchors(self) -> list:
+        """(Section, anchors) for every title that holds cross-references."""
+        return self.result.title_anchors
 
     def finish(self) -> tuple[list[Section], list[tuple[Paragraph, list]]]:
         """Attach paragraphs to sections, dropping blocks a figure adopted (teaser strips).

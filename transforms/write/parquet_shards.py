@@ -56,7 +56,10 @@ def _figure_order(row: dict):
 SORT_KEYS = {
     "papers": lambda r: (r["id"],),
     "figures": _figure_order,
-    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r["paragraph_index"], r["char_start"], r["char_end"], r["figure_id"]),
+    # Caption and title mentions have no paragraph index (None sorts as -1).
+    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r.get("context") or "", r.get("context_id") or "",
+                           -1 if r["paragraph_index"] is None else r["paragraph_index"], r["char_start"], r["char_end"],
+                           r["figure_id"]),
     "dead_letter": lambda r: (r["paper_id"] or "", r["stage"], r["input_uri"] or "", r["error_type"], r["message"]),
 }
 

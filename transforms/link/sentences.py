@@ -1,0 +1,273 @@
+"""Sentence boundaries for texts that hold a figure mention (scispaCy).
+
+Default: ``spacy.blank("en")`` + scispaCy's ``pysbd_sentencizer`` (rule based, no model, same
+output everywhere). Option: a scispaCy model the user installed (``en_core_sci_sm``) or a
+spaCy pipeline folder, loaded from disk - never downloaded.
+
+pysbd splits after "cf.", inside "Figs. 2 and 3" and inside ``<MATH> x_{i}. y </MATH>``
+(all three seen on real captions), so the text is protected before segmentation with a
+same-length copy: sentence punctuation inside ``<MATH>`` blocks, inside the mention spans
+themselves (with their brackets: "Figure 2(a)" is otherwise read as an enumerated item)
+and in scientific abbreviations becomes "_". Offsets are unchanged, so the
+boundaries found on the copy cut the original text.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Iterable, Optional, Sequence
+
+PYSBD = "pysbd"
+NONE = "none"
+
+# Abbreviations whose dot never ends a sentence in papers (they are followed by what
+# they introduce: "cf. Fig. 3", "e.g. ResNet", "Eq. 2").
+_ABBREV_RE = re.compile(
+    r"(?<![A-Za-z])(?:cf|Cf|e\.g|E\.g|i\.e|I\.e|vs|viz|resp|approx|w\.r\.t|Fig|Figs|FIG|FIGS|Eq|Eqs|Eqn|Eqns|"
+    r"Sec|Secs|Sect|Tab|Tabs|Ref|Refs|Alg|Thm|Lem|Prop|Def|Cor|Ch|Chap|App|Appx|Suppl|Supp|No|Nos|pp|ca|incl|esp)\."
+)
+# "et al." ends a sentence only when a new sentence follows ("... by Smith et al. We ...").
+_ET_AL_RE = re.compile(r"\bet al\.(?=\s*[(\[,;:a-z0-9']|\s*$)")
+# Inline enumerations ("are: (i) a router, (ii) a memory, and (iii) ...") are not sentence
+# starts, but pysbd reads "(ii)" as a list item.
+_INLINE_ENUM_RE = re.compile(r"(?:(?<=[,:;]\s)|(?<=\band\s)|(?<=\bor\s))\((?:[ivx]{1,5}|[a-h]|\d{1,2})\)")
+_MATH_RE = re.compile(r"<MATH>.*?</MATH>|<TAG>.*?</TAG>", re.S)
+# A parenthetical with no sentence punctuation inside ("(Sect. 4)" once "Sect." is
+# protected) cannot hold a boundary, but pysbd reads its "4)" as a list item: blank the
+# brackets.
+_PLAIN_PARENS_RE = re.compile(r"\([^()\[\].!?]{1,200}\)")
+_STOPS_RE = re.compile(r"[.!?]")
+
+
+def protect(text: str, spans: Iterable[tuple[int, int]] = ()) -> str:
+    """Same-length copy of ``text`` where no sentence can end inside a math block, a
+    mention span or after a known abbreviation."""
+    chars = list(text)
+
+    def blank(a: int, b: int) -> None:
+        for i in range(a, b):
+            if chars[i] in ".!?":
+                chars[i] = "_"
+
+    for m in _MATH_RE.finditer(text):
+        blank(m.start(), m.end())
+    for a, b in spans:
+        # Also "(a)" and dashes: pysbd reads "Figure 2(a) shows" as an enumerated list item
+        # and starts a sentence at "(a)".
+        for i in range(a, b):
+            if not (chars[i].isalnum() or chars[i].isspace()):
+                chars[i] = "_"
+    for m in _ABBREV_RE.finditer(text):
+        blank(m.start(), m.end())
+    for m in _ET_AL_RE.finditer(text):
+        blank(m.start(), m.end())
+    for m in _INLINE_ENUM_RE.finditer(text):
+        chars[m.start()] = chars[m.end() - 1] = "_"
+    out = "".join(chars)
+    return _PLAIN_PARENS_RE.sub(lambda m: "_" + m.group(0)[1:-1] + "_", out)
+
+
+# Strong candidate boundaries (sentence punctuation, space, a capital or an opening
+# bracket/token): they only delimit the window handed to the segmenter, never a sentence.
+_STRONG_RE = re.compile(r"[.!?][\"')\]]*\s+(?=[A-Z\"'(\[<])")
+
+
+# What ends the stretch before a strong boundary: a word, a number after a word, or a
+# token / bracket, then the punctuation (closing quotes, brackets and blanked chars skipped).
+_BEFORE_STOP_RE = re.compile(
+    r"(?:(?<![A-Za-z])(?P<word>[A-Za-z]+)|(?P<numpre>[A-Za-z,;:_]\s+)?(?<!\d)(?P<num>\d+)|(?P<close>[>)\]%]))"
+    r"[\"'\u201d\u2019)\]_]*[.!?][\"'\u201d\u2019)\]_]*\s*$"
+)
+_INNER_STOP_RE = re.compile(r"[!?]|(?<!\d)\.|\.(?!\d)")
+_ABBREVIATIONS: Optional[frozenset] = None
+
+
+def _abbreviations() -> frozenset:
+    global _ABBREVIATIONS
+    if _ABBREVIATIONS is None:
+        from pysbd.lang.english import English
+
+        _ABBREVIATIONS = frozenset(a.lower() for a in English.Abbreviation.ABBREVIATIONS)
+    return _ABBREVIATIONS
+
+
+def _real_boundary(prot: str, end: int) -> bool:
+    """Is the strong candidate boundary ending at ``end`` one that pysbd keeps? Yes after a
+    plain word, after a number that follows a word ("in Figure 10."), after a token or a
+    bracket ("</MATH>.", "[12]."); no after a known abbreviation ("Dr.", "al."), an initial
+    ("J. Smith"), a dotted word ("U.S.") or a number on its own ("5." may be a list item)."""
+    m = _BEFORE_STOP_RE.search(prot, max(0, end - 60), end)
+    if not m:
+        return False
+    if m.group("word"):
+        word = m.group("word")
+        before = prot[m.start("word") - 1] if m.start("word") > 0 else " "
+        if before == "." or before == "_" or before.isdigit():
+            return False  # "U.S.", "x_y.", "3D.": part of a longer token
+        return len(word) > 1 and word.lower() not in _abbreviations()
+    if m.group("num"):
+        return bool(m.group("numpre")) or prot[m.end("num")] in ")]"  # "in Figure 10.", "[2016]."
+    return True
+
+
+def _balanced(s: str) -> bool:
+    return s.count("(") == s.count(")") and s.count("[") == s.count("]")
+
+
+class Sentencizer:
+    """Sentence bounds around mentions.
+
+    pysbd costs ~3 ms per call plus ~45 KB/s, and grows faster than the text beyond a few
+    KB, so it never gets more than a window around a mention:
+
+    - the text is cut at strong candidate boundaries (". " + capital); a mention lies in the
+      stretch between two such cuts. pysbd segments that stretch plus one stretch on each
+      side; if the sentence found touches a window edge, the window grows by one stretch on
+      that side and is segmented again. (This also keeps pysbd's list-number rule local:
+      on a whole paragraph it reads "... at depth 5. At depth 6 ..." as an item "5.", in a
+      window it does not.)
+    - shortcut: a stretch that is *evident* - no other sentence punctuation inside, no quote,
+      brackets balanced before and inside, both cuts right after a plain word (not a digit,
+      an initial or an abbreviation of pysbd's list) - is what pysbd returns for it, so it is
+      taken without calling pysbd. Tests check shortcut == windowed pysbd on thousands of
+      positions of the corpus; it is what brings linking under half of the parse time.
+    """
+
+    def __init__(self, name: str = PYSBD, shortcut: bool = True):
+        self.name = name
+        # The shortcut reproduces pysbd's rules; a model (en_core_sci_sm) decides by itself.
+        self.shortcut = shortcut and name == PYSBD
+        self.nlp = load_pipeline(name)
+
+    def __getstate__(self):  # Beam pickles DoFns: rebuild the pipeline on the worker
+        return {"name": self.name, "shortcut": self.shortcut}
+
+    def __setstate__(self, state):
+        self.name = state["name"]
+        self.shortcut = state.get("shortcut", True)
+        self.nlp = load_pipeline(self.name)
+
+    @staticmethod
+    def _evident(prot: str, c: list[int], k: int) -> bool:
+        lo, hi = c[k], c[k + 1]
+        block = prot[lo:hi].rstrip()
+        body = block[:-1] if block and block[-1] in ".!?" else block
+        body = body.rstrip("\"')]")
+        if _INNER_STOP_RE.search(body) or '"' in block or "\n" in block:
+            return False
+        if not _balanced(block) or not _balanced(prot[:lo]):
+            return False
+        if lo > 0 and not _real_boundary(prot, lo):
+            return False
+        if hi < len(prot) and not _real_boundary(prot, hi):
+            return False
+        return True
+
+    def _segment(self, texts: list[str]) -> list[list[tuple[int, int]]]:
+        out = []
+        for text, doc in zip(texts, self.nlp.pipe(texts)):
+            spans = []
+            for s in doc.sents:
+                a, b = s.start_char, s.end_char
+                while a < b and text[a].isspace():
+                    a += 1
+                while b > a and text[b - 1].isspace():
+                    b -= 1
+                if b > a:
+                    spans.append((a, b))
+            out.append(spans or [(0, len(text))])
+        return out
+
+    def sentences(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+                  ) -> list[list[tuple[int, int]]]:
+        """For each text, the (start, end) of the sentence holding each of its spans."""
+        if self.nlp is None:
+            return [[(0, len(t))] * len(sp) for t, sp in zip(texts, spans)]
+        # jobs: [text index, span index, window (block lo, block hi)]
+        result = [[(0, len(t))] * len(sp) for t, sp in zip(texts, spans)]
+        prepared, cuts, jobs = [], [], []
+        for ti, (text, sp) in enumerate(zip(texts, spans)):
+            prot = protect(text, sp)
+            c = [0] + [m.end() for m in _STRONG_RE.finditer(prot)] + [len(text)]
+            prepared.append(prot)
+            cuts.append(c)
+            for si, (a, _) in enumerate(sp):
+                k = max(0, bisect_right(c, a) - 1)
+                if self.shortcut and self._evident(prot, c, k):
+                    lo, hi = c[k], c[k + 1]
+                    while lo < hi and text[lo].isspace():
+                        lo += 1
+                    while hi > lo and text[hi - 1].isspace():
+                        hi -= 1
+                    result[ti][si] = (lo, hi)
+                    continue
+                jobs.append([ti, si, max(0, k - 1), min(len(c) - 1, k + 2)])
+        cache: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+        while jobs:
+            todo = sorted({(ti, lo, hi) for ti, _, lo, hi in jobs if (ti, lo, hi) not in cache})
+            if todo:
+                windows = [prepared[ti][cuts[ti][lo]:cuts[ti][hi]] for ti, lo, hi in todo]
+                for key, sents in zip(todo, self._segment(windows)):
+                    base = cuts[key[0]][key[1]]
+                    cache[key] = [(base + a, base + b) for a, b in sents]
+            again = []
+            for job in jobs:
+                ti, si, lo, hi = job
+                c = cuts[ti]
+                sents = cache[(ti, lo, hi)]
+                a, b = sentence_of(sents, spans[ti][si][0])
+                w_start, w_end = c[lo], len(texts[ti][:c[hi]].rstrip())
+                grow_left = a <= w_start and lo > 0
+                grow_right = b >= w_end and hi < len(c) - 1
+                if grow_left or grow_right:
+                    again.append([ti, si, lo - 1 if grow_left else lo, hi + 1 if grow_right else hi])
+                else:
+                    result[ti][si] = (a, b)
+            jobs = again
+        return result
+
+
+def _roomy_regex_cache(size: int = 4096) -> None:
+    """pysbd builds a regex per abbreviation per call through ``re``'s module cache (512
+    entries); past that the cache thrashes and half of pysbd's time goes to recompiling.
+    A larger cache halves segmentation time. Only ever raised, never lowered."""
+    if getattr(re, "_MAXCACHE", size) < size:
+        re._MAXCACHE = size  # type: ignore[attr-defined]
+
+
+def load_pipeline(name: str):
+    """``pysbd`` | ``none`` | an installed spaCy package name | a pipeline folder."""
+    if name == NONE:
+        return None
+    import spacy
+
+    _roomy_regex_cache()
+    if name == PYSBD:
+        import scispacy.custom_sentence_segmenter  # noqa: F401  registers "pysbd_sentencizer"
+
+        nlp = spacy.blank("en")
+        nlp.add_pipe("pysbd_sentencizer")
+        return nlp
+    try:
+        nlp = spacy.load(name, exclude=["ner", "lemmatizer", "attribute_ruler", "tagger"])
+    except OSError:
+        raise ValueError(
+            f"the sentence model {name!r} is not installed and is not a spaCy pipeline folder; install it "
+            "(e.g. pip install the en_core_sci_sm release from scispaCy) or use --sentencizer pysbd"
+        ) from None
+    if not ({"parser", "senter", "sentencizer", "pysbd_sentencizer"} & set(nlp.pipe_names)):
+        import scispacy.custom_sentence_segmenter  # noqa: F401
+
+        nlp.add_pipe("pysbd_sentencizer")
+    return nlp
+
+
+def sentence_of(spans: list[tuple[int, int]], start: int) -> tuple[int, int]:
+    """The sentence span holding ``start`` (the last one starting at or before it)."""
+    best = spans[0]
+    for s in spans:
+        if s[0] <= start:
+            best = s
+        else:
+            break
+    return best
