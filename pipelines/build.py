@@ -23,11 +23,11 @@ import fsspec
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from sciga.pipelines import manifest as mf
+from sciga.pipelines.vision import VisionStage, add_vision_arguments
 from sciga.schemas.arrow import CONFIGS, dead_letter_row, figure_row, mention_row, paper_row
 from sciga.transforms.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.parse.beam import KeepOnePerPaper, ParsePage
-from sciga.transforms.parse.figure_rows import figure_rows
 from sciga.transforms.sources.beam import AttachLocalImages
 from sciga.transforms.sources.local_files import input_list_hash, list_inputs
 from sciga.transforms.write.beam import WriteShards
@@ -54,6 +54,7 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"])
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
+    add_vision_arguments(ap)
 
 
 @dataclass
@@ -82,12 +83,15 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
     # papers and returns (papers, dead letters), so a failure removes the paper from
     # every config and counts still reconcile.
 
-    figures = papers | "FigureRows" >> beam.FlatMap(lambda paper: [(paper.provenance.input_uri, r) for r in figure_rows(paper)])
-    if args.no_images:
-        figures = figures | "NoImages" >> beam.Map(lambda kv: kv[1])
-    else:
-        figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
     mentions = papers | "MentionRows" >> beam.FlatMap(mention_rows)
+    # Vision (pipelines/vision.py): keyword stage and de-facto GA roles on the rows, images
+    # read and decoded, graphical abstracts typed, medical classifier via RunInference.
+    # Images are read even with --no-images (sizes, hashes and models need pixels); the
+    # bytes are dropped at the end of the stage instead.
+    vision = VisionStage.from_args(args)
+    figures = papers | "FigureRows" >> beam.FlatMap(vision.figure_rows)
+    figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
+    papers, figures = vision.apply(papers, figures)
 
     rows = {
         "papers": papers | "PaperToRow" >> beam.Map(paper_row),

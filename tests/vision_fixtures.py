@@ -1,0 +1,114 @@
+"""Shared helpers for the vision tests: real figure images grouped by paper, a synthetic
+graphical-abstract set built from them, tiny torchvision models saved to disk, and crafted
+image files (bombs, CMYK JPEG, animated GIF ...)."""
+from __future__ import annotations
+
+import io
+import os
+import random
+import shutil
+import struct
+import subprocess
+import tarfile
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Optional
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def corpus_dir() -> Optional[Path]:
+    for cand in (os.environ.get("SCIGA_CORPUS"), ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if cand and Path(cand).is_dir():
+            return Path(cand)
+    return None
+
+
+def rasterize_pdf(data: bytes, dpi: int = 60) -> Optional[Image.Image]:
+    """First page of a PDF as RGB (poppler's pdftoppm), None when poppler is missing."""
+    if not shutil.which("pdftoppm"):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "in.pdf"
+        src.write_bytes(data)
+        out = subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / "out")],
+                             capture_output=True, timeout=60)
+        png = Path(tmp) / "out.png"
+        if out.returncode != 0 or not png.exists():
+            return None
+        return Image.open(png).convert("RGB")
+
+
+def real_figures() -> dict[str, list[tuple[str, Image.Image]]]:
+    """paper -> [(name, RGB image)]: the embedded samples' figures, and the corpus TeX trees'
+    PNG/PDF figures (one copy of each distinct file)."""
+    papers: dict[str, list[tuple[str, Image.Image]]] = {}
+    for d in sorted((ROOT / "samples" / "html").iterdir()):
+        imgs = sorted(d.glob("**/*.png"))
+        if imgs:
+            papers[d.name] = [(p.name, Image.open(p).convert("RGB")) for p in imgs]
+    corpus = corpus_dir()
+    if corpus:
+        dd3d = corpus / "tex" / "dd3d" / "figures"
+        if dd3d.is_dir():
+            papers["dd3d"] = [(p.name, Image.open(p).convert("RGB")) for p in sorted(dd3d.glob("**/*.png"))]
+        eml = corpus / "tex" / "2603.21852"
+        pdfs = [(p.name, rasterize_pdf(p.read_bytes())) for p in sorted(eml.glob("*.pdf"))] if eml.is_dir() else []
+        pdfs = [(n, im) for n, im in pdfs if im is not None]
+        tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
+        if tarball.is_file():
+            with tarfile.open(tarball) as tf:
+                for member in tf.getmembers():
+                    if member.isfile() and member.name.lower().endswith(".pdf"):
+                        im = rasterize_pdf(tf.extractfile(member).read())
+                        if im is not None:
+                            pdfs.append((member.name.rsplit("/", 1)[-1], im))
+        if pdfs:
+            papers["pdf_figures"] = pdfs  # 2603.21852 and 1709.07020: few figures each
+    return papers
+
+
+def mosaic(images: list[Image.Image], cell: tuple[int, int] = (300, 220), gap: int = 8) -> Image.Image:
+    """2x2 grid of the images, each fitted into its cell on white."""
+    cw, ch = cell
+    out = Image.new("RGB", (2 * cw + 3 * gap, 2 * ch + 3 * gap), "white")
+    for i, im in enumerate(images[:4]):
+        s = min(cw / im.width, ch / im.height)
+        small = im.resize((max(1, round(im.width * s)), max(1, round(im.height * s))), Image.LANCZOS)
+        x = gap + (i % 2) * (cw + gap) + (cw - small.width) // 2
+        y = gap + (i // 2) * (ch + gap) + (ch - small.height) // 2
+        out.paste(small, (x, y))
+    return out
+
+
+def synthetic_ga_set(papers, seed: int = 5):
+    """[(paper, ga image, expected type, expected components)] built from real figures:
+    exact copies and resized copies (Reused), crops and 2x2 mosaics (Modified), figures of
+    another paper (Original)."""
+    rng = random.Random(seed)
+    names = sorted(papers)
+    cases = []
+    for pi, paper in enumerate(names):
+        figs = papers[paper]
+        for name, im in figs:
+            cases.append((paper, im.copy(), "Reused", [name]))
+            s = rng.choice([0.5, 0.7, 1.3, 1.6])
+            cases.append((paper, im.resize((max(8, round(im.width * s)), max(8, round(im.height * s))), Image.LANCZOS), "Reused", [name]))
+            fw, fh = rng.uniform(0.5, 0.75), rng.uniform(0.5, 0.75)
+            w, h = round(im.width * fw), round(im.height * fh)
+            x, y = rng.randint(0, im.width - w), rng.randint(0, im.height - h)
+            crop = im.crop((x, y, x + w, y + h))
+            if rng.random() < 0.5:
+                crop = crop.resize((round(w * 1.25), round(h * 1.25)), Image.LANCZOS)
+            cases.append((paper, crop, "Modified", [name]))
+        if len(figs) >= 4:
+            for k in range(2):
+                pick = rng.sample(range(len(figs)), 4)
+                cases.append((paper, mosaic([figs[i][1] for i in pick]), "Modified", sorted(figs[i][0] for i in pick)))
+        other = names[(pi + 1) % len(names)]
+        for name, im in papers[other]:
+            cases.append((paper, im.copy(), "Original", []))
+    return cases
