@@ -28,6 +28,9 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
     add_build_arguments(b)
     b.set_defaults(func=_build, beam_flags=True)
+    from sciga.pipelines.train import add_train_parser  # `sciga train <method>`: add methods in pipelines/train.py
+
+    add_train_parser(sub)
     return ap
 
 

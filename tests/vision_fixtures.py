@@ -112,3 +112,93 @@ def synthetic_ga_set(papers, seed: int = 5):
         for name, im in papers[other]:
             cases.append((paper, im.copy(), "Original", []))
     return cases
+
+
+# ------------------------------------------------------------------ crafted image files
+
+def png_bytes(image: Image.Image, **kw) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "PNG", **kw)
+    return buf.getvalue()
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def bomb_png(width: int = 10_000, height: int = 10_000) -> bytes:
+    """A PNG whose header claims width x height RGB pixels, with one tiny compressed row:
+    a few dozen bytes on disk, 300 MB if anyone decoded it."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\x00" + b"\x00" * 3 * min(width, 64))
+    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", idat) + _chunk(b"IEND", b"")
+
+
+def cmyk_jpeg() -> bytes:
+    buf = io.BytesIO()
+    Image.new("CMYK", (40, 30), (0, 255, 255, 0)).save(buf, "JPEG", quality=95)  # red in CMYK
+    return buf.getvalue()
+
+
+def animated_gif() -> bytes:
+    frames = [Image.new("RGB", (24, 16), c) for c in ((0, 0, 255), (0, 255, 0), (255, 0, 0))]
+    buf = io.BytesIO()
+    frames[0].save(buf, "GIF", save_all=True, append_images=frames[1:], duration=50, loop=0)
+    return buf.getvalue()
+
+
+SVG = b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'
+
+
+# ------------------------------------------------------------------ tiny models
+
+def save_tiny_classifier(path, labels=None, arch: str = "resnet18", input_size: int = 32, bias: Optional[dict] = None, seed: int = 0):
+    """A randomly initialised torchvision model saved as a sciga checkpoint. ``bias`` maps
+    label -> a value added to that logit's bias (to force or forbid a class)."""
+    import torch
+
+    from sciga.transforms.vision.medical import DOCFIGURE_LABELS
+    from sciga.transforms.vision.models import CheckpointMeta, build_model, save_checkpoint
+
+    labels = list(labels or DOCFIGURE_LABELS)
+    torch.manual_seed(seed)
+    model = build_model(arch, len(labels), 0.1)
+    if bias:
+        head = model.fc[-1]
+        with torch.no_grad():
+            for lab, b in bias.items():
+                head.bias[labels.index(lab)] += b
+    save_checkpoint(str(path), model, CheckpointMeta(arch=arch, labels=labels, input_size=input_size))
+    return str(path)
+
+
+# ------------------------------------------------------------------ builds
+
+def copy_sample(dest: Path, stem: str = "2511.99001", edit: Optional[tuple[str, str]] = None) -> Path:
+    """A copy of one embedded sample page (with its images) under dest, optionally with
+    one text replacement in the HTML."""
+    src = ROOT / "samples" / "html" / stem
+    out = dest / stem
+    shutil.copytree(src, out)
+    if edit:
+        page = out / f"{stem}.html"
+        html = page.read_text(encoding="utf-8")
+        assert edit[0] in html, edit[0]
+        page.write_text(html.replace(edit[0], edit[1], 1), encoding="utf-8")
+    return out
+
+
+def run_build(argv: list[str]) -> int:
+    from sciga.pipelines.cli import main
+
+    return main(["build", *argv])
+
+
+def read_rows(out: Path, config: str) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    files = sorted((out / "data" / config).glob("*.parquet"))
+    rows = []
+    for f in files:
+        rows.extend(pq.read_table(f).to_pylist())
+    return rows

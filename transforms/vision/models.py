@@ -78,6 +78,19 @@ def _replace_head(model, num_classes: Optional[int], dropout: float):
     raise WeightsError(f"architecture {type(model).__name__} has no head sciga knows how to replace; use a resnet")
 
 
+def _strip_head(model):
+    """Our dropout + linear head -> identity: the model returns pooled features."""
+    import torch.nn as nn
+
+    if hasattr(model, "fc"):
+        model.fc = nn.Identity()
+    elif isinstance(getattr(model, "classifier", None), nn.Sequential):
+        model.classifier[-1] = nn.Identity()
+    elif hasattr(model, "heads"):
+        model.heads = nn.Identity()
+    return model
+
+
 def build_model(arch: str, num_classes: Optional[int], dropout: float = 0.1, init_weights: Optional[str] = None):
     """A torchvision ``arch`` with random weights, or initialised from a local ImageNet
     state dict (``init_weights``, e.g. torchvision's ``resnet101-*.pth`` you downloaded),
@@ -168,7 +181,7 @@ def load_model(spec: str, embed: bool = False, device: str = "cpu"):
     model = build_model(meta.arch, len(meta.labels), meta.dropout)
     model.load_state_dict(blob["state_dict"])
     if embed:
-        model = _replace_head(model, None, 0.0)
+        model = _strip_head(model)
     model.requires_grad_(False)
     model.eval()
     return model.to(device), meta
