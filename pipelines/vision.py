@@ -55,6 +55,8 @@ def add_vision_arguments(ap: argparse.ArgumentParser) -> None:
                    help="a crop keeping this share of a figure's area is Reused, not Modified (default: %(default)s)")
     g.add_argument("--ga-embed-reused", type=float, default=d.embed_reused, help="embedding cosine for a Reused GA (default: %(default)s)")
     g.add_argument("--ga-embed-part", type=float, default=d.embed_part, help="embedding cosine for a GA component (default: %(default)s)")
+    g.add_argument("--ga-soft-ncc", type=float, default=d.soft_ncc,
+                   help="pixel NCC an embedding match needs beside it (default: %(default)s)")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the vision models run (cuda falls back to cpu)")
     g.add_argument("--vision-batch-size", type=int, default=32, help="largest RunInference batch (default: %(default)s)")
     g.add_argument("--vision-min-batch-size", type=int, default=1, help="smallest RunInference batch (default: %(default)s)")
@@ -73,6 +75,7 @@ def thresholds_from_args(args) -> GAThresholds:
         crop_reused_area=getattr(args, "ga_crop_reused_area", d.crop_reused_area),
         embed_reused=getattr(args, "ga_embed_reused", d.embed_reused),
         embed_part=getattr(args, "ga_embed_part", d.embed_part),
+        soft_ncc=getattr(args, "ga_soft_ncc", d.soft_ncc),
         aspect_tolerance=d.aspect_tolerance, min_tile_fraction=d.min_tile_fraction, min_tile_area=d.min_tile_area,
     )
 

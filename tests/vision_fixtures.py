@@ -202,3 +202,47 @@ def read_rows(out: Path, config: str) -> list[dict]:
     for f in files:
         rows.extend(pq.read_table(f).to_pylist())
     return rows
+
+
+# ------------------------------------------------------------------ a local HTTP server
+
+class LocalServer:
+    """A real HTTP server on 127.0.0.1 serving ``routes``: path -> list of (status, body)
+    answered in turn (the last one repeats), to inject faults such as a 500 before a 200."""
+
+    def __init__(self, routes: dict):
+        import http.server
+        import threading
+
+        self.routes = {k: list(v) for k, v in routes.items()}
+        self.hits: dict[str, int] = {}
+        self.agents: list[str] = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                server.hits[self.path] = server.hits.get(self.path, 0) + 1
+                server.agents.append(self.headers.get("User-Agent", ""))
+                answers = server.routes.get(self.path, [(404, b"not found")])
+                status, body = answers[0] if len(answers) == 1 else answers.pop(0)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{path}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -18,8 +18,9 @@ figures combined, or one figure cropped / edited). We decide them from pixels on
    that keeps nearly all of a figure (``crop_reused_area``) counts as Reused.
 3. **Embeddings (optional).** When CNN embeddings of the GA, of its tiles and of the
    figures are given (computed by RunInference with the same handler as the medical
-   classifier), cosine similarities above ``embed_reused`` / ``embed_part`` add evidence
-   the same way.
+   classifier), a cosine similarity above ``embed_reused`` / ``embed_part`` turns a loose
+   pixel match (above ``soft_ncc``: a recoloured or redrawn copy) into a copy / component.
+   Embeddings alone never decide: unrelated plots embed alike.
 4. No evidence: **Original**.
 
 A figure drawn as panels has no image of its own (its panels are subfigure rows): when the
@@ -36,6 +37,7 @@ from typing import Optional, Sequence
 import numpy as np
 from PIL import Image
 from scipy.ndimage import gaussian_filter
+from scipy import fft as sfft
 from scipy.fft import next_fast_len
 
 from sciga.transforms.vision.phash import hamming, phash_hex
@@ -54,6 +56,7 @@ class GAThresholds:
     min_tile_area: float = 0.12  # ... and as a fraction of the searched image's area
     embed_reused: float = 0.97  # cosine of whole-GA and figure embeddings for a copy
     embed_part: float = 0.92  # cosine of a GA tile and a figure embedding for a component
+    soft_ncc: float = 0.65  # pixel evidence an embedding match needs beside it
 
 
 @dataclass
@@ -64,7 +67,7 @@ class MatchImage:
     thumb: np.ndarray  # THUMB x THUMB, zero mean, unit norm
     phash: str
     aspect: float  # width / height after trimming
-    _canvas: Optional["_Canvas"] = field(default=None, repr=False, compare=False)
+    _canvas: dict = field(default_factory=dict, repr=False, compare=False)  # longest side -> _Canvas
 
     @property
     def size(self) -> tuple[int, int]:
@@ -95,6 +98,8 @@ class GADecision:
 BASE = 256  # longer side of the greyscale kept for matching
 WORK = 128  # longer side of the canvas searched by tile matching
 THUMB = 64  # side of the whole-image thumbnail
+VERIFY_FROM = 0.6  # coarse tile scores below this are not worth a finer look
+_EDGE = 6  # pixels of a template's rim left out of tile matching (2 sigma of the band-pass)
 
 
 def _bandpass(a: np.ndarray) -> np.ndarray:
@@ -158,8 +163,10 @@ class _Canvas:
     def __init__(self, arr: np.ndarray):
         self.arr = arr
         self.H, self.W = arr.shape
-        self.shape = (next_fast_len(2 * self.H), next_fast_len(2 * self.W))
-        self.fft = np.fft.rfft2(arr, self.shape)
+        # Circular correlation at the canvas' own size is exact on every placement where
+        # the template lies inside the canvas (the only ones we read): no 2x padding.
+        self.shape = (next_fast_len(self.H, real=True), next_fast_len(self.W, real=True))
+        self.fft = sfft.rfft2(arr.astype(np.float32), self.shape)
         self.c1 = np.pad(arr, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
         self.c2 = np.pad(arr * arr, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
 
@@ -167,16 +174,17 @@ class _Canvas:
     def _window(c: np.ndarray, th: int, tw: int) -> np.ndarray:
         return c[th:, tw:] - c[:-th, tw:] - c[th:, :-tw] + c[:-th, :-tw]
 
-    def best_ncc(self, templ: np.ndarray) -> float:
-        """Highest normalised cross-correlation of ``templ`` over every placement."""
+    def best_ncc(self, templ: np.ndarray, peaks: int = 1) -> tuple[float, int, int]:
+        """(highest normalised cross-correlation of ``templ`` over every placement, its
+        top-left y, x); with ``peaks`` > 1 the runners-up are left in ``self.peaks``."""
         th, tw = templ.shape
         if th > self.H or tw > self.W or th < 2 or tw < 2:
-            return 0.0
+            return 0.0, 0, 0
         t = templ - templ.mean()
         tn = math.sqrt(float((t * t).sum()))
         if tn < 1e-6:
-            return 0.0
-        full = np.fft.irfft2(self.fft * np.fft.rfft2(t[::-1, ::-1], self.shape), self.shape)
+            return 0.0, 0, 0
+        full = sfft.irfft2(self.fft * sfft.rfft2(t[::-1, ::-1].astype(np.float32), self.shape), self.shape)
         num = full[th - 1:self.H, tw - 1:self.W]
         n = th * tw
         s1 = self._window(self.c1, th, tw)
@@ -184,18 +192,52 @@ class _Canvas:
         # Flat windows (blank paper) correlate with nothing: keep them out of the maximum.
         ok = var > (n * 0.25)  # per-pixel (band-passed) std above half a grey level
         if not ok.any():
-            return 0.0
-        return float(np.max(np.where(ok, num / np.maximum(np.sqrt(var) * tn, 1e-9), -1.0)))
+            return 0.0, 0, 0
+        score = np.where(ok, num / np.maximum(np.sqrt(var) * tn, 1e-9), -1.0)
+        y, x = np.unravel_index(int(np.argmax(score)), score.shape)
+        if peaks > 1:  # also the next best placements, away from the ones already taken
+            self.peaks = [(float(score[y, x]), int(y), int(x))]
+            sy, sx = max(2, th // 4), max(2, tw // 4)
+            for _ in range(peaks - 1):
+                score[max(0, y - sy):y + sy + 1, max(0, x - sx):x + sx + 1] = -1.0
+                y, x = np.unravel_index(int(np.argmax(score)), score.shape)
+                if score[y, x] <= 0:
+                    break
+                self.peaks.append((float(score[y, x]), int(y), int(x)))
+            return self.peaks[0]
+        return float(score[y, x]), int(y), int(x)
+
+
+def _local_ncc(sub: np.ndarray, templ: np.ndarray) -> float:
+    """Best NCC of ``templ`` over the few placements inside ``sub`` (direct, no FFT)."""
+    th, tw = templ.shape
+    if sub.shape[0] < th or sub.shape[1] < tw:
+        return 0.0
+    t = templ - templ.mean()
+    tn = math.sqrt(float((t * t).sum()))
+    if tn < 1e-6:
+        return 0.0
+    win = np.lib.stride_tricks.sliding_window_view(sub, (th, tw))
+    num = np.tensordot(win, t, axes=([2, 3], [0, 1]))
+    n = th * tw
+    s1 = win.sum(axis=(2, 3))
+    var = np.maximum(np.square(win).sum(axis=(2, 3)) - s1 * s1 / n, 0.0)
+    ok = var > n * 0.25
+    if not ok.any():
+        return 0.0
+    return float(np.max(np.where(ok, num / np.maximum(np.sqrt(var) * tn, 1e-9), -1.0)))
 
 
 def best_ncc(image: np.ndarray, templ: np.ndarray) -> float:
-    return _Canvas(image).best_ncc(templ)
+    return _Canvas(image).best_ncc(templ)[0]
 
 
-def _canvas(m: MatchImage) -> _Canvas:
-    if m._canvas is None:
-        m._canvas = _Canvas(_bandpass(np.asarray(m.gray.resize(_fit(m.size, WORK), Image.BILINEAR, reducing_gap=2.0))))
-    return m._canvas
+def _level(m: MatchImage, longest: int) -> _Canvas:
+    """The band-passed canvas of ``m`` with its longer side ``longest`` (cached)."""
+    key = min(longest, max(m.size))
+    if key not in m._canvas:
+        m._canvas[key] = _Canvas(_bandpass(np.asarray(m.gray.resize(_fit(m.size, key), Image.BILINEAR, reducing_gap=2.0))))
+    return m._canvas[key]
 
 
 def _scales(lo: float, step: float, hi: float = 1.0) -> list[float]:
@@ -206,35 +248,78 @@ def _scales(lo: float, step: float, hi: float = 1.0) -> list[float]:
     return out
 
 
-def tile_search(canvas_img: MatchImage, templ_img: MatchImage, min_fraction: float, min_area: float = 0.0) -> tuple[float, float]:
-    """Best NCC of ``templ_img`` scaled to every fraction of ``canvas_img``'s size (the
-    template keeps its aspect) and the fraction of the canvas area it then covers.
-    Coarse scales first (steps of 12%), then a finer look (3%) around the best one."""
-    canvas = _canvas(canvas_img)
-    cw, ch = canvas.W, canvas.H
-    seen: dict[tuple[int, int], float] = {}
+def _template(img: MatchImage, tw: int, th: int) -> tuple[np.ndarray, int]:
+    """The band-passed template and the rim left out: the band-pass near a template's edge
+    cannot know what surrounds it in the canvas (white gaps of a mosaic, the rest of a
+    figure), so only its interior is matched."""
+    t = _bandpass(np.asarray(img.gray.resize((tw, th), Image.BILINEAR, reducing_gap=2.0)))
+    m = min(_EDGE, tw // 6, th // 6)
+    return (t[m:th - m, m:tw - m] if m else t), m
 
-    def score(f: float) -> tuple[float, float]:
+
+def tile_search(canvas_img: MatchImage, templ_img: MatchImage, min_fraction: float, min_area: float = 0.0) -> tuple[float, float]:
+    """Best NCC of ``templ_img`` scaled to a fraction of ``canvas_img``'s size (the
+    template keeps its aspect), and the share of the canvas area it then covers.
+
+    Coarse scales first (steps of 12 %) on a small canvas, a finer look (3 %) around the
+    best one, then the best placement is verified on a canvas twice as large, where small
+    templates show the detail that separates a real copy from a look-alike plot."""
+    canvas = _level(canvas_img, WORK)
+    cw, ch = canvas.W, canvas.H
+    seen: dict[tuple[int, int], tuple[float, int, int, int]] = {}
+
+    def size(f: float) -> Optional[tuple[int, int]]:
         tw, th = _fit(templ_img.size, f * max(cw, ch))
-        if tw > cw or th > ch or min(tw, th) < 8 or tw * th < min_area * cw * ch:
-            return 0.0, 0.0
-        if (tw, th) not in seen:
-            t = _bandpass(np.asarray(templ_img.gray.resize((tw, th), Image.BILINEAR, reducing_gap=2.0)))
-            seen[(tw, th)] = canvas.best_ncc(t)
-        return seen[(tw, th)], (tw * th) / (cw * ch)
+        if tw > cw or th > ch:  # rounding can overshoot the canvas by a pixel or two
+            if tw > cw * 1.03 or th > ch * 1.03:
+                return None
+            tw, th = min(tw, cw), min(th, ch)
+        if min(tw, th) < 8 or tw * th < min_area * cw * ch:
+            return None
+        return tw, th
+
+    def score(f: float) -> tuple[float, tuple]:
+        wh = size(f)
+        if wh is None:
+            return 0.0, ()
+        if wh not in seen:
+            t, m = _template(templ_img, *wh)
+            seen[wh] = (*canvas.best_ncc(t), m)
+        return seen[wh][0], wh
 
     coarse = [(score(f), f) for f in _scales(min_fraction, 1.12)]
-    (best, best_area), fbest = max(coarse, key=lambda x: x[0][0])
-    if best <= 0.3:
-        return best, best_area
+    (best, wh), fbest = max(coarse, key=lambda x: x[0][0])
+    if best <= 0.3 or not wh:
+        return best, 0.0
     for k in (-3, -2, -1, 1, 2, 3):
         f = fbest * 1.03 ** k
-        if f > 1.0 + 1e-9:
-            continue
-        s, a = score(f)
-        if s > best:
-            best, best_area = s, a
-    return best, best_area
+        if f <= 1.0 + 1e-9:
+            s, w2 = score(f)
+            if s > best:
+                best, wh = s, w2
+    area = (wh[0] * wh[1]) / (cw * ch)
+    fine = _level(canvas_img, 2 * WORK)
+    r = fine.W / cw
+    if r < 1.5 or best < VERIFY_FROM:  # too small for a finer level, or no candidate at all
+        return best, area
+    # Verify at twice the resolution, around the best coarse placements (plots repeat
+    # their grid, so the true placement need not be the coarse maximum).
+    t, m = _template(templ_img, *wh)
+    canvas.best_ncc(t, peaks=3)
+    pad, fine_best = 6, 0.0
+    for _, y, x in canvas.peaks:
+        for jitter in (1.0, 0.985, 1.015, 0.97, 1.03):  # the coarse scale is only good to ~2 %
+            tw2, th2 = min(round(wh[0] * r * jitter), fine.W), min(round(wh[1] * r * jitter), fine.H)
+            t2, m2 = _template(templ_img, tw2, th2)
+            # (y, x): where the coarse interior starts; the full template starts m pixels
+            # earlier, and the fine interior m2 pixels after the fine template's start.
+            y0 = max(0, round((y - m) * r) + m2 - pad)
+            x0 = max(0, round((x - m) * r) + m2 - pad)
+            sub = fine.arr[y0:y0 + t2.shape[0] + 2 * pad, x0:x0 + t2.shape[1] + 2 * pad]
+            fine_best = max(fine_best, _local_ncc(sub, t2))
+            if fine_best >= 0.9:
+                return fine_best, area
+    return fine_best, area
 
 
 def compare(ga: MatchImage, fig: MatchImage, figure_id: str, th: GAThresholds, full: bool = True) -> FigureMatch:
@@ -253,7 +338,7 @@ def _is_copy(m: FigureMatch, th: GAThresholds) -> bool:
         return True
     if m.whole > 0 and m.phash_bits <= th.reused_phash_bits:
         return True
-    if m.embed_whole is not None and m.embed_whole >= th.embed_reused and m.whole > 0:
+    if m.embed_whole is not None and m.embed_whole >= th.embed_reused and m.whole >= th.soft_ncc:
         return True
     return m.ga_in_figure >= th.part_ncc and m.ga_in_figure_area >= th.crop_reused_area
 
@@ -264,6 +349,14 @@ def _copy_score(m: FigureMatch) -> float:
 
 def _part_score(m: FigureMatch) -> float:
     return max(m.ga_in_figure, m.figure_in_ga)
+
+
+def _is_part(m: FigureMatch, th: GAThresholds) -> bool:
+    if _part_score(m) >= th.part_ncc:
+        return True
+    # An embedding match rescues a tile whose pixels agree only loosely (recoloured,
+    # redrawn); alone it is not evidence (unrelated plots embed alike).
+    return m.embed_tile is not None and m.embed_tile >= th.embed_part and _part_score(m) >= th.soft_ncc
 
 
 def decide(
@@ -297,7 +390,7 @@ def decide(
     if copies:
         best = max(copies, key=lambda m: (_copy_score(m), -order[m.figure_id]))
         return GADecision(REUSED, [best.figure_id], round(_copy_score(best), 4), matches)
-    parts = [m for m in matches if _part_score(m) >= th.part_ncc or (m.embed_tile is not None and m.embed_tile >= th.embed_part)]
+    parts = [m for m in matches if _is_part(m, th)]
     if not parts:
         return GADecision(ORIGINAL, [], 0.0, matches)
     ids = sorted({m.figure_id for m in parts}, key=order.__getitem__)
