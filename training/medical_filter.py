@@ -275,7 +275,7 @@ def train(args) -> dict:
             loss = loss_fn(model(x.to(device)), y.to(device))
             loss.backward()
             opt.step()
-            total += float(loss) * len(y)
+            total += loss.item() * len(y)
             n += len(y)
         yv, pv = _predict(model, val_loader, device)
         f1 = _macro_f1(per_class_f1(yv, pv.argmax(1), labels))
