@@ -208,7 +208,7 @@ class VisionStage:
             out = (
                 groups
                 | "JoinGA" >> beam.CoGroupByKey()
-                | "AnnotateGA" >> beam.ParDo(AnnotateGA(self.thresholds, self.max_pixels)).with_outputs(AnnotateGA.FIGURES, main="papers")
+                | "AnnotateGA" >> beam.ParDo(AnnotateGA(self.thresholds, self.max_pixels, self.matcher)).with_outputs(AnnotateGA.FIGURES, main="papers")
             )
             papers = (out.papers, papers_rest | "DeFactoGA" >> beam.Map(self.with_de_facto)) | "AllPapers" >> beam.Flatten()
             figures = (out[AnnotateGA.FIGURES], figs_rest) | "AllFigures" >> beam.Flatten()

@@ -18,7 +18,7 @@ from sciga.transforms.vision.handlers import FigureModelHandler
 from sciga.transforms.vision.medical import DOCFIGURE_LABELS, MedicalRule
 from sciga.transforms.vision.models import WeightsError, load_model, preprocess, read_meta, resolve_weights
 
-from vision_fixtures import ROOT, bomb_png, copy_sample, png_bytes, read_rows, run_build, save_tiny_classifier
+from vision_fixtures import ROOT, bomb_png, copy_sample, read_rows, run_build, save_tiny_classifier
 
 FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
 

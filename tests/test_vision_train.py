@@ -102,6 +102,22 @@ def test_train_writes_the_checkpoint_the_build_loads(folder, tmp_path, capsys):
     assert probs.shape == (3,) and abs(float(probs.sum()) - 1) < 1e-5
 
 
+def test_imagenet_initialisation_only_from_a_file_the_user_gives(tmp_path):
+    import torch
+    import torchvision
+
+    from sciga.transforms.vision.models import WeightsError, build_model
+
+    ref = torchvision.models.resnet18(weights=None)
+    torch.save(ref.state_dict(), tmp_path / "resnet18-imagenet.pth")  # stands in for the downloaded file
+    m = build_model("resnet18", 3, 0.1, init_weights=str(tmp_path / "resnet18-imagenet.pth"))
+    assert torch.equal(m.conv1.weight, ref.conv1.weight)
+    assert isinstance(m.fc[0], torch.nn.Dropout) and m.fc[0].p == 0.1 and m.fc[1].out_features == 3
+    torch.save(torchvision.models.mobilenet_v3_small(weights=None).state_dict(), tmp_path / "other.pth")
+    with pytest.raises(WeightsError, match="does not fit resnet18"):
+        build_model("resnet18", 3, 0.1, init_weights=str(tmp_path / "other.pth"))
+
+
 def test_train_errors_are_one_sentence(tmp_path, capsys):
     (tmp_path / "Line graph").mkdir()
     Image.new("RGB", (8, 8)).save(tmp_path / "Line graph" / "a.png")

@@ -7,7 +7,6 @@ before it, so on a GPU worker the CPU cores decode while the GPU runs batches.
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -153,8 +152,8 @@ class AnnotateGA(beam.DoFn):
 
     FIGURES = "figures"
 
-    def __init__(self, thresholds, max_pixels: int = DEFAULT_MAX_PIXELS):
-        self.thresholds, self.max_pixels = thresholds, max_pixels
+    def __init__(self, thresholds, max_pixels: int = DEFAULT_MAX_PIXELS, matcher=None):
+        self.thresholds, self.max_pixels, self.matcher = thresholds, max_pixels, matcher
         self.unmatched = Metrics.counter("sciga", "ga_manifest_rows_without_paper")
         self.typed = Metrics.counter("sciga", "ga_typed")
 
@@ -173,7 +172,7 @@ class AnnotateGA(beam.DoFn):
         paper = papers[0]
         if gas:
             emb = {item: np.asarray(v, dtype=np.float32) for item, v in groups.get("emb", [])}
-            rows = annotate_ga(paper, rows, gas[0], self.thresholds, self.max_pixels, emb or None)
+            rows = annotate_ga(paper, rows, gas[0], self.thresholds, self.max_pixels, emb or None, self.matcher)
             if paper.graphical_abstract and paper.graphical_abstract.type:
                 self.typed.inc()
         yield paper

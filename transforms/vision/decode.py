@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from PIL import Image, ImageFile, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 # Pillow's default limit (about 89.5 megapixels: a 9459 x 9459 image), as an explicit value.
 DEFAULT_MAX_PIXELS = 89_478_485

@@ -129,6 +129,7 @@ def annotate_ga(
     thresholds,
     max_pixels: int,
     embeddings: Optional[dict[str, np.ndarray]] = None,
+    matcher=None,
 ) -> list[FigureRow]:
     """Type the manifest GA against the paper's figure images; returns the rows with roles
     set and the GA's own row appended. ``embeddings``: item id -> unit vector, where the GA
@@ -143,6 +144,11 @@ def annotate_ga(
     paper.graphical_abstract = record
     _clear_roles(rows)
     row = ga_row(paper, ga)
+    if matcher is not None:  # the medical keyword stage on the GA's caption, as for figures
+        from sciga.schemas.records import Medical
+
+        hits = matcher.hits([row.caption])
+        row.medical = Medical(keyword_hits=hits, is_medical=None if hits else False)
     if ga.data is not None:
         try:
             dec = decode_image(ga.data, max_pixels)
