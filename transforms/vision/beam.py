@@ -31,7 +31,11 @@ class DecodeImages(beam.DoFn):
 
     def process(self, row):
         had = row.image_bytes is not None
-        row = annotate_image(row, self.max_pixels)
+        try:
+            row = annotate_image(row, self.max_pixels)
+        except Exception as e:  # noqa: BLE001 - a bug on one image must not stop the run
+            log.warning("internal error decoding %s: %r", row.id, e)
+            row.image_error, row.image_bytes = f"internal: unexpected {type(e).__name__} while decoding ({e}); please report", None
         if had:
             (self.decoded if row.image_bytes is not None else self.failed).inc()
         yield row
@@ -47,11 +51,16 @@ class PrepareForModel(beam.DoFn):
     def process(self, row):
         from sciga.transforms.vision.models import preprocess
 
-        img = decode_row(row, self.max_pixels, draft_size=(self.input_size * 2, self.input_size * 2))
-        if img is None:
+        try:
+            img = decode_row(row, self.max_pixels, draft_size=(self.input_size * 2, self.input_size * 2))
+            x = None if img is None else preprocess(img, self.input_size, self.mean, self.std)
+        except Exception as e:  # noqa: BLE001 - the row goes on, its classifier not run
+            log.warning("internal error preparing %s for the classifier: %r", row.id, e)
+            x = None
+        if x is None:
             yield beam.pvalue.TaggedOutput(SKIPPED, row)
             return
-        yield row, preprocess(img, self.input_size, self.mean, self.std)
+        yield row, x
 
 
 def _apply_rule(rule: MedicalRule):
@@ -172,7 +181,16 @@ class AnnotateGA(beam.DoFn):
         paper = papers[0]
         if gas:
             emb = {item: np.asarray(v, dtype=np.float32) for item, v in groups.get("emb", [])}
-            rows = annotate_ga(paper, rows, gas[0], self.thresholds, self.max_pixels, emb or None, self.matcher)
+            try:
+                rows = annotate_ga(paper, rows, gas[0], self.thresholds, self.max_pixels, emb or None, self.matcher)
+            except Exception as e:  # noqa: BLE001 - the paper is fine; its GA says what went wrong
+                from sciga.schemas.ids import ga_id
+                from sciga.schemas.records import GraphicalAbstract
+
+                log.warning("internal error typing the GA of %s: %r", pid, e)
+                paper.graphical_abstract = GraphicalAbstract(
+                    id=ga_id(pid), paths=[gas[0].path], source=gas[0].source, caption=gas[0].caption,
+                    error=f"internal: unexpected {type(e).__name__} while typing the GA ({e}); please report")
             if paper.graphical_abstract and paper.graphical_abstract.type:
                 self.typed.inc()
         yield paper
