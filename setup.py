@@ -46,6 +46,8 @@ CORE = [
     "scispacy>=0.5.4",
     "pysbd>=0.3.4",
     "matplotlib>=3.8",
+    "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
+    "imagehash>=4.3",  # vision: perceptual hashes of figures
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.

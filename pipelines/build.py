@@ -23,12 +23,12 @@ import fsspec
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from sciga.pipelines import manifest as mf
+from sciga.pipelines.vision import VisionStage, add_vision_arguments
 from sciga.schemas.arrow import CONFIGS, dead_letter_row, figure_row, mention_row, paper_row
 from sciga.transforms.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.link.beam import LinkPaper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.parse.beam import KeepOnePerPaper, ParsePage
-from sciga.transforms.parse.figure_rows import figure_rows
 from sciga.transforms.sources.beam import AttachLocalImages
 from sciga.transforms.sources.local_files import input_list_hash, list_inputs
 from sciga.transforms.write.beam import WriteShards
@@ -61,6 +61,7 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sentencizer", default="pysbd", metavar="NAME",
                     help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
+    add_vision_arguments(ap)
 
 
 @dataclass
@@ -109,12 +110,15 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
     papers = linked.papers
     dead.append(linked[DEAD_LETTER_TAG])
 
-    figures = papers | "FigureRows" >> beam.FlatMap(lambda paper: [(paper.provenance.input_uri, r) for r in figure_rows(paper)])
-    if args.no_images:
-        figures = figures | "NoImages" >> beam.Map(lambda kv: kv[1])
-    else:
-        figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
     mentions = papers | "MentionRows" >> beam.FlatMap(mention_rows)
+    # Vision (pipelines/vision.py): keyword stage and de-facto GA roles on the rows, images
+    # read and decoded, graphical abstracts typed, medical classifier via RunInference.
+    # Images are read even with --no-images (sizes, hashes and models need pixels); the
+    # bytes are dropped at the end of the stage instead.
+    vision = VisionStage.from_args(args)
+    figures = papers | "FigureRows" >> beam.FlatMap(vision.figure_rows)
+    figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
+    papers, figures = vision.apply(papers, figures)
 
     rows = {
         "papers": papers | "PaperToRow" >> beam.Map(paper_row),

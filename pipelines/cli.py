@@ -29,11 +29,12 @@ def make_parser() -> argparse.ArgumentParser:
     add_build_arguments(b)
     b.set_defaults(func=_build, beam_flags=True)
 
-    # issue 7: GA recommendation baselines (`sciga train <method>`, `sciga evaluate <method>`)
+    # `sciga train <method>`: the medical filter (pipelines/train.py registry) and the GA
+    # recommendation baselines (training/cli.py); `sciga evaluate <method>`.
+    from sciga.pipelines.train import add_train_parser
     from sciga.training.cli import add_evaluate_command, add_train_methods
 
-    t = sub.add_parser("train", help="train a model (GA recommendation baselines: ga-bc, abs2fig, abs2fig-cap)")
-    add_train_methods(t.add_subparsers(dest="method", metavar="METHOD", required=True))
+    add_train_methods(add_train_parser(sub))
     add_evaluate_command(sub)
     return ap
 

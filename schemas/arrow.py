@@ -100,6 +100,8 @@ GRAPHICAL_ABSTRACT = pa.struct(
         ("caption", _str),
         ("de_facto", pa.bool_()),
         ("source", _str),
+        ("score", pa.float32()),
+        ("error", _str),
     ]
 )
 PROVENANCE = pa.struct(

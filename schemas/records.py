@@ -128,6 +128,8 @@ class GraphicalAbstract:
     caption: Optional[str] = None
     de_facto: bool = False  # teaser / first-referenced figure standing in for a GA
     source: Optional[str] = None
+    score: Optional[float] = None  # match evidence behind the type (NCC / cosine), vision stage
+    error: Optional[str] = None  # why a manifest GA has no type (fetch / decode failure)
 
 
 @dataclass

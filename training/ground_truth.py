@@ -61,7 +61,7 @@ class Example:
     fields: list[str]
     candidates: list[Candidate]
     gt: list[int]  # indices into candidates
-    ga_source: Optional[str]  # graphical_abstract | de_facto | ga_role | teaser | intro_first_ref
+    ga_source: Optional[str]  # graphical_abstract | ga_role | teaser | intro_first_ref (de_facto: other rule)
     split: Optional[str] = None
 
     @property
@@ -158,7 +158,10 @@ def build_example(paper: dict, figure_rows: list[dict]) -> Example:
         ids = ([ga["id"]] if ga["id"] in by_id else []) + [top_figure_id(c) for c in ga.get("components") or []]
         gt_ids = [i for i in ids if i in by_id]
         if gt_ids:
-            source = "de_facto" if ga.get("de_facto") else "graphical_abstract"
+            # A de-facto GA written by the vision stage says which I_GA rule chose it: report
+            # that rule, the same names as when this loader applies the rules itself.
+            rule = {"teaser": "teaser", "first_intro_reference": "intro_first_ref"}.get(ga.get("source") or "", "de_facto")
+            source = rule if ga.get("de_facto") else "graphical_abstract"
     if not gt_ids:
         role_ids = [top_figure_id(i) for i, role in sorted(roles.items()) if role not in NEGATIVE_ROLES]
         gt_ids = [i for i in role_ids if i in by_id]

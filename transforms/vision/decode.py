@@ -1,0 +1,165 @@
+"""Figure image bytes -> an RGB picture, safely.
+
+Every image is opened with a pixel limit checked from the header *before* any pixel is
+decoded, so a 40-byte PNG that claims 100 megapixels costs nothing and becomes an error
+on its row (``decompression bomb``), never a crash or an out-of-memory kill. Pillow's own
+global limit (``Image.MAX_IMAGE_PIXELS``) is left alone: other code in the same process
+relies on it, and our limit is an explicit argument.
+
+Colour handling, so that every consumer sees 8-bit RGB:
+
+- CMYK / YCbCr / LAB JPEG and TIFF -> RGB through Pillow's converters (Adobe's inverted
+  CMYK JPEGs are handled by Pillow's JPEG plugin);
+- palette, greyscale-alpha and RGBA images -> composited on white (figures are printed on
+  white paper; a transparent background must not turn black);
+- 16-bit / 32-bit integer and float greyscale (``I;16``, ``I``, ``F``) -> rescaled to 8 bit
+  from the image's own value range;
+- 1-bit -> greyscale -> RGB;
+- animated GIF / APNG / multi-page TIFF -> the first frame.
+
+SVG and PDF are vector formats: they are recognised by their first bytes and reported as
+not decodable here (a figure that only has an SVG is recorded as such, not guessed).
+"""
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+# Pillow's default limit (about 89.5 megapixels: a 9459 x 9459 image), as an explicit value.
+DEFAULT_MAX_PIXELS = 89_478_485
+
+
+class ImageDecodeError(Exception):
+    """An image that cannot be turned into pixels; ``kind`` is a short machine label."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+@dataclass
+class DecodedImage:
+    image: Image.Image  # 8-bit RGB
+    width: int  # size of the stored image (first frame), before any conversion
+    height: int
+    format: Optional[str]
+    mode: str  # the stored mode ("CMYK", "P", "I;16" ...)
+    frames: int = 1
+
+
+def sniff_vector(data: bytes) -> Optional[str]:
+    """'svg' or 'pdf' when the bytes are a vector graphic, else None."""
+    head = data[:1024].lstrip()
+    if head.startswith(b"%PDF"):
+        return "pdf"
+    if head.startswith(b"\x1f\x8b"):  # gzip: .svgz is the only figure format that is gzip
+        return "svg"
+    low = head.lower()
+    if low.startswith(b"<svg") or (low.startswith(b"<?xml") or low.startswith(b"<!doctype svg")) and b"<svg" in data[:4096].lower():
+        return "svg"
+    return None
+
+
+def read_size(data: bytes) -> tuple[int, int, Optional[str]]:
+    """(width, height, format) from the header only; raises ImageDecodeError."""
+    im = _open(data)
+    return im.size[0], im.size[1], im.format
+
+
+def _open(data: bytes) -> Image.Image:
+    if not data:
+        raise ImageDecodeError("empty", "the image file is empty")
+    vec = sniff_vector(data)
+    if vec:
+        raise ImageDecodeError(f"{vec}_only", f"{vec.upper()} is a vector format; no raster image to decode")
+    try:
+        with warnings.catch_warnings():
+            # Pillow warns (and above twice its limit raises) about large images; the
+            # decision is ours, made from the size below, so silence its global check.
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            return Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as e:  # larger than 2x Pillow's global limit
+        raise ImageDecodeError("decompression_bomb", f"the header claims more pixels than allowed ({e})") from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
+        raise ImageDecodeError("corrupt", f"not a readable image ({type(e).__name__}: {e})") from None
+
+
+def check_pixels(width: int, height: int, max_pixels: int) -> None:
+    if width <= 0 or height <= 0:
+        raise ImageDecodeError("corrupt", f"the header claims an empty size {width}x{height}")
+    if width * height > max_pixels:
+        raise ImageDecodeError(
+            "decompression_bomb",
+            f"{width}x{height} = {width * height / 1e6:.1f} megapixels is above the limit of "
+            f"{max_pixels / 1e6:.1f} (raise --max-image-pixels if the image is genuine)",
+        )
+
+
+def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: Optional[tuple[int, int]] = None) -> DecodedImage:
+    """Bytes -> DecodedImage (8-bit RGB, first frame). Raises ImageDecodeError.
+
+    ``draft_size`` lets JPEG decoding skip detail the caller will throw away (a
+    classifier that wants 224x224 does not need a 4000x3000 decode): Pillow's draft mode
+    decodes at 1/2, 1/4 or 1/8 scale directly in libjpeg. Width and height reported are
+    always the stored size.
+    """
+    im = _open(data)
+    width, height = im.size
+    check_pixels(width, height, max_pixels)
+    fmt, mode = im.format, im.mode
+    frames = int(getattr(im, "n_frames", 1) or 1)
+    try:
+        if frames > 1:
+            im.seek(0)
+        if draft_size and fmt == "JPEG":
+            im.draft("RGB", draft_size)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im.load()
+        if fmt in ("JPEG", "TIFF", "MPO", "WEBP"):
+            try:
+                im = ImageOps.exif_transpose(im)
+            except Exception:  # noqa: BLE001 - a broken EXIF block must not lose the picture
+                pass
+        rgb = to_rgb(im)
+    except ImageDecodeError:
+        raise
+    except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError) as e:
+        raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
+    return DecodedImage(image=rgb, width=width, height=height, format=fmt, mode=mode, frames=frames)
+
+
+def _on_white(im: Image.Image) -> Image.Image:
+    rgba = im.convert("RGBA")
+    bg = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+    return Image.alpha_composite(bg, rgba).convert("RGB")
+
+
+def to_rgb(im: Image.Image) -> Image.Image:
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+        return _on_white(im)
+    if mode == "P":
+        return _on_white(im) if "transparency" in im.info else im.convert("RGB")
+    if mode == "L" and "transparency" in im.info:
+        return _on_white(im)
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        a = np.asarray(im, dtype=np.float64)
+        lo, hi = float(np.nanmin(a)), float(np.nanmax(a))
+        scaled = np.zeros_like(a) if hi <= lo else (a - lo) * (255.0 / (hi - lo))
+        return Image.fromarray(np.nan_to_num(scaled).astype(np.uint8), "L").convert("RGB")
+    if mode == "1":
+        return im.convert("L").convert("RGB")
+    # CMYK, YCbCr, LAB, HSV, L ...: Pillow knows the conversion.
+    return im.convert("RGB")

@@ -1,0 +1,46 @@
+"""FigureRow -> FigureRow with decoded size, perceptual hash and any image error.
+
+A row whose image cannot be decoded keeps its path and gets ``image_error`` (a short kind
+and a sentence, e.g. ``decompression_bomb: 10000x10000 = 100.0 megapixels ...``); its
+bytes are not embedded, so nobody downstream trips over a bomb or a broken file. The paper
+is never failed for an image.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from sciga.schemas.records import FigureRow
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
+from sciga.transforms.vision.phash import phash_hex
+
+# image_kind values that never carry raster pixels (see schemas.records.IMAGE_KINDS).
+_NO_RASTER = {
+    "inline_svg": "svg_only: the figure is an SVG drawing inside the page; no raster image",
+    "unrendered": "unrendered: LaTeXML could not render this picture; no image",
+}
+
+
+def annotate_image(row: FigureRow, max_pixels: int = DEFAULT_MAX_PIXELS) -> FigureRow:
+    if row.image_bytes is None:
+        if row.image_error is None and row.image_kind in _NO_RASTER:
+            row.image_error = _NO_RASTER[row.image_kind]
+        return row
+    try:
+        dec = decode_image(row.image_bytes, max_pixels)
+    except ImageDecodeError as e:
+        row.image_error = str(e)
+        row.image_bytes = None
+        return row
+    row.width, row.height = dec.width, dec.height
+    row.phash = phash_hex(dec.image)
+    return row
+
+
+def decode_row(row: FigureRow, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: Optional[tuple[int, int]] = None):
+    """The row's picture as RGB, or None when it has none / it does not decode."""
+    if row.image_bytes is None:
+        return None
+    try:
+        return decode_image(row.image_bytes, max_pixels, draft_size).image
+    except ImageDecodeError:
+        return None
