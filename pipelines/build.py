@@ -54,6 +54,9 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"])
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
+    from sciga.pipelines.sources_options import add_source_build_arguments
+
+    add_source_build_arguments(ap)
 
 
 @dataclass
@@ -66,7 +69,16 @@ class BuildResult:
 
 def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: argparse.Namespace) -> None:
     max_bytes = args.max_page_mb * 1024 * 1024
-    uris = p | "Inputs" >> beam.Create(list(inputs)) | "Spread" >> beam.Reshuffle()
+    fetch_dead = []
+    if getattr(args, "fetch_ids", None):
+        # sciga build --ids: fetch into a store first (same polite client as `sciga fetch`).
+        from sciga.pipelines.sources_options import fetch_transform
+
+        fetched = p | "Ids" >> beam.Create(list(inputs)) | "Fetch" >> fetch_transform(args)
+        uris = fetched.uris | "Spread" >> beam.Reshuffle()
+        fetch_dead = [fetched[DEAD_LETTER_TAG]]
+    else:
+        uris = p | "Inputs" >> beam.Create(list(inputs)) | "Spread" >> beam.Reshuffle()
 
     parsed = uris | "Parse" >> beam.ParDo(ParsePage(max_bytes, args.source)).with_outputs(DEAD_LETTER_TAG, main="papers")
     deduped = (
@@ -76,16 +88,27 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
         | "OnePerPaper" >> beam.ParDo(KeepOnePerPaper()).with_outputs(DEAD_LETTER_TAG, main="papers")
     )
     papers = deduped.papers
-    dead = [parsed[DEAD_LETTER_TAG], deduped[DEAD_LETTER_TAG]]
+    dead = fetch_dead + [parsed[DEAD_LETTER_TAG], deduped[DEAD_LETTER_TAG]]
 
     # Paper-level stages added by later steps (linking, vision) go here: each takes the
     # papers and returns (papers, dead letters), so a failure removes the paper from
     # every config and counts still reconcile.
+    if not getattr(args, "no_tex", False):
+        # TeX-source figures: only papers with a source beside the page / in --tex-input change.
+        from sciga.pipelines.sources_options import tex_recovery_fn
+
+        tex = papers | "TexFigures" >> beam.ParDo(tex_recovery_fn(args)).with_outputs(DEAD_LETTER_TAG, main="papers")
+        papers = tex.papers
+        dead.append(tex[DEAD_LETTER_TAG])
 
     figures = papers | "FigureRows" >> beam.FlatMap(lambda paper: [(paper.provenance.input_uri, r) for r in figure_rows(paper)])
     if args.no_images:
         figures = figures | "NoImages" >> beam.Map(lambda kv: kv[1])
     else:
+        if not getattr(args, "no_tex", False):
+            from sciga.pipelines.sources_options import tex_images_transform
+
+            figures = figures | "TexImages" >> tex_images_transform(args)
         figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
     mentions = papers | "MentionRows" >> beam.FlatMap(mention_rows)
 
@@ -123,11 +146,17 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     specs = list(args.input)
     if args.sample:
         specs.append(sample_dir())
-    if not specs:
-        raise SystemExit("sciga build: give --input PATH_OR_GLOB (or --sample for the embedded corpus).")
-    inputs = list_inputs(specs)
-    if not inputs:
-        raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")
+    from sciga.pipelines.sources_options import prepare_source_args
+
+    prepare_source_args(args)
+    if getattr(args, "fetch_ids", None):
+        inputs = list(args.fetch_ids)
+    else:
+        if not specs:
+            raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
+        inputs = list_inputs(specs)
+        if not inputs:
+            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")
     out_dir = args.output
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
@@ -144,7 +173,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     counts, files = mf.count_build(out_dir)
     counts.inputs = len(inputs)
-    opts = {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command", "input", "output")}
+    opts = {k: v for k, v in sorted(vars(args).items())
+            if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file")}
     seconds = time.time() - t0
     manifest = mf.write_manifest(
         out_dir, counts, files, input_list_hash(inputs), opts,
