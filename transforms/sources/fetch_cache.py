@@ -230,6 +230,11 @@ class FetchCache:
     def _link_view(self, digest: str, dest: str) -> None:
         d = os.path.dirname(dest)
         os.makedirs(d, exist_ok=True)
+        try:
+            if os.path.samefile(self.blob_path(digest), dest):
+                return  # already this content (rename() of two links to one file is a no-op)
+        except OSError:
+            pass
         tmp = os.path.join(d, f".tmp-{os.getpid()}-{threading.get_ident()}-{os.path.basename(dest)}")
         try:
             os.link(self.blob_path(digest), tmp)
@@ -237,6 +242,8 @@ class FetchCache:
             with open(self.blob_path(digest), "rb") as f:
                 self._write_atomic(tmp, f.read())
         os.replace(tmp, dest)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
 
     # -- parts -----------------------------------------------------------------------------
     def save(self, paper_id: str, part: str, data: bytes, *, suffix: str, url: Optional[str] = None,

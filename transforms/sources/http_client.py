@@ -22,6 +22,7 @@ from __future__ import annotations
 import email.utils
 import logging
 import random
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -329,6 +330,34 @@ class PoliteClient:
                 r.close()
 
     def _read_body(self, r, url: str, limit: int, t0: float) -> bytes:
+        # A body that trickles in (one byte per second) never trips the read timeout, and
+        # a blocking read of a chunk cannot check the clock: a watchdog shuts the socket
+        # down at the deadline, which wakes the read up with an error.
+        fired = threading.Event()
+
+        def abort():
+            fired.set()
+            sock = getattr(getattr(r.raw, "connection", None), "sock", None)
+            try:
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        remaining = max(0.0, self.total_timeout - (time.monotonic() - t0))
+        dog = threading.Timer(remaining, abort)
+        dog.daemon = True
+        dog.start()
+        try:
+            return self._read_chunks(r, url, limit, fired)
+        except FetchError:
+            if fired.is_set():
+                raise FetchError("timeout", f"{url} took longer than {self.total_timeout:.0f} s to download", url) from None
+            raise
+        finally:
+            dog.cancel()
+
+    def _read_chunks(self, r, url: str, limit: int, fired: threading.Event) -> bytes:
         chunks, n = [], 0
         try:
             for chunk in r.iter_content(64 * 1024):
@@ -336,8 +365,6 @@ class PoliteClient:
                 if n > limit:
                     raise FetchError("too_large", f"{url} is larger than the {limit // (1 << 20)} MiB limit",
                                      url, status=r.status_code, permanent=True)
-                if time.monotonic() - t0 > self.total_timeout:
-                    raise FetchError("timeout", f"{url} took longer than {self.total_timeout:.0f} s to download", url)
                 chunks.append(chunk)
         except requests.exceptions.ConnectionError as e:
             if "Read timed out" in str(e) or "timed out" in str(e):
@@ -349,4 +376,8 @@ class PoliteClient:
             raise FetchError("truncated", f"{url} sent a body that does not decompress", url) from None
         except requests.exceptions.Timeout:
             raise FetchError("timeout", f"{url} stalled while sending its body", url) from None
+        except OSError as e:  # the watchdog's shutdown surfaces as a socket error
+            raise FetchError("connection", f"{url}: connection dropped while reading ({e})", url) from None
+        if fired.is_set():
+            raise FetchError("timeout", f"{url} took too long to download", url)
         return b"".join(chunks)

@@ -136,7 +136,8 @@ def tex_to_plain(s: str) -> str:
     s = s.replace("~", " ").replace("\\%", "%").replace("\\&", "&").replace("\\_", "_")
     s = re.sub(r"[{}]", "", s)
     s = re.sub(r"[\[\]\\]", " ", s)
-    return re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"\s+", " ", s).strip()
+    return re.sub(r"\s+([.,;:!?])", r"\1", s).replace("..", ".")
 
 
 # -- files and the input tree ----------------------------------------------------------------
