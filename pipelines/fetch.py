@@ -104,6 +104,8 @@ class _Progress:
         self.bar = None
         self.lock = threading.Lock()
         self.counts = {"fetched": 0, "cached": 0, "failed": 0}
+        self.known = 0
+        self.interrupted = False
         if enabled:
             from tqdm import tqdm
 
@@ -111,9 +113,18 @@ class _Progress:
                             bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
 
     def grow(self, n: int) -> None:
-        if self.bar is not None and n:
-            with self.lock:
-                self.bar.total += n
+        """``n`` more parts are known to be coming."""
+        with self.lock:
+            self.known += n
+            if self.bar is not None and self.known > self.bar.total:
+                self.bar.total = self.known
+                self.bar.refresh()
+
+    def expect(self, n: int) -> None:
+        """The whole run will have about ``n`` parts (a query's total): a real ETA early on."""
+        with self.lock:
+            if self.bar is not None and n > self.bar.total:
+                self.bar.total = n
                 self.bar.refresh()
 
     def done(self, status: str) -> None:
@@ -125,6 +136,9 @@ class _Progress:
 
     def close(self) -> None:
         if self.bar is not None:
+            if self.bar.n < self.bar.total and not self.interrupted:
+                self.bar.total = self.bar.n  # parts of failed papers never came
+            self.bar.refresh()
             self.bar.close()
 
 
@@ -208,6 +222,7 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
                     pid, ver = normalize_id(raw)
                     wanted.append((pid or raw, raw, ver))
                 progress.grow(len(wanted))
+                progress.expect(len(wanted) * (1 + len(work)))
                 for start in range(0, len(wanted), api.page_size):
                     if stop.is_set():
                         return
@@ -239,14 +254,21 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
             admit(pid, None)
         if state.get("complete"):
             return
-        offset = len(state["ids"])
+        # Resume at the start of the last page that was not finished: API pages are cut at
+        # multiples of the page size, and ids seen twice are skipped below.
+        page = api.page_size if not args.max_results else min(api.page_size, args.max_results)
+        offset = len(state["ids"]) - len(state["ids"]) % page
         known = set(state["ids"])
         try:
-            for k, meta in enumerate(api.search(query, args.max_results, offset=offset,
-                                                on_total=lambda n: None), 1):
+            def on_total(n: int) -> None:
+                progress.expect(min(n, args.max_results or n) * (1 + len(work)))
+
+            for meta in api.search(query, args.max_results, offset=offset, on_total=on_total):
                 if stop.is_set():
                     break
                 pid = meta["id"]
+                if pid in known:
+                    continue  # re-read from a partly finished page
                 rec = cache.record(pid, "meta")
                 progress.grow(1)
                 if rec is None or rec.status != "ok" or args.refresh:
@@ -254,11 +276,10 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
                     record(fx.Outcome(pid, "meta", fx.FETCHED, r.bytes))
                 else:
                     record(fx.Outcome(pid, "meta", fx.CACHED))
-                if pid not in known:
-                    known.add(pid)
-                    state["ids"].append(pid)
+                known.add(pid)
+                state["ids"].append(pid)
                 admit(pid, None)
-                if k % api.page_size == 0:
+                if len(state["ids"]) % page == 0:
                     cache.save_query(state)
             else:
                 state["complete"] = True
@@ -303,7 +324,7 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
                 t.join(timeout=0.2)
     except KeyboardInterrupt:
         stop.set()
-        summary.interrupted = True
+        summary.interrupted = progress.interrupted = True
         deadline = time.time() + 5.0
         for t in threads:
             t.join(timeout=max(0.0, deadline - time.time()))

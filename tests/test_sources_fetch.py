@@ -266,3 +266,20 @@ def test_ctrl_c_and_kill_then_resume_completes_with_nothing_refetched(tmp_path):
         assert meta.id == pid and meta.title
     assert not list(cache.rglob(".tmp-*"))
     assert "done" in p3.stdout and "30 complete" in p3.stdout
+
+
+def test_fetch_takes_pages_from_an_ar5iv_dump(tmp_path):
+    import zipfile
+
+    dump = tmp_path / "ar5iv-2016-05.zip"
+    with zipfile.ZipFile(dump, "w") as zf:
+        zf.writestr("1605/1605.08386.html", (CORPUS / "latexml" / "a1709.html").read_bytes())
+    cache = tmp_path / "cache"
+    with FaultServer() as s:
+        r = _fetch_in_process(["fetch", "--ids", "1605.08386", "--html-dump", str(dump), "--parts", "meta,html",
+                               "--output", str(cache), *FAST], s.env())
+        paths = [e["path"] for e in s.log]
+    assert r.returncode == 0 and "1 complete" in r.stdout
+    assert paths == ["/api/query"], "the page came from the dump, not over HTTP; no e-print asked for"
+    side = json.loads((cache / "papers" / "1605.08386" / "1605.08386.meta.json").read_text())
+    assert side["source"] == "ar5iv_dump" and side["url"].startswith("zip://1605/1605.08386.html::")

@@ -88,7 +88,7 @@ class _AttachTexImagesFn(beam.DoFn):
 
     def process(self, element):
         from sciga.transforms.errors import StageError
-        from sciga.transforms.sources.rasterize import to_png
+        from sciga.transforms.sources.rasterize import to_png_many
         from sciga.transforms.sources.tex_recovery import load_source, locate_source
 
         paper_id, items = element
@@ -103,28 +103,34 @@ class _AttachTexImagesFn(beam.DoFn):
                 tree = load_source(src, paper_id=paper_id)
         except StageError as e:
             load_err = e.message
+        todo: dict[str, list] = {}  # source file -> rows showing it (a file can back several rows)
         for uri, row in items:
-            if row.image_bytes is None and row.image_source == "tex":
-                if row.image_kind == "missing":
-                    row.image_error = (f"{row.image_path} is referenced by the TeX source but is not in the e-print; "
-                                       "the figure has no image.")
-                    self.failed.inc()
-                elif tree is None:
-                    row.image_error = f"{row.image_path}: {load_err}"
-                    self.failed.inc()
+            if row.image_bytes is not None or row.image_source != "tex":
+                continue
+            if row.image_kind == "missing":
+                row.image_error = (f"{row.image_path} is referenced by the TeX source but is not in the e-print; "
+                                   "the figure has no image.")
+                self.failed.inc()
+            elif tree is None:
+                row.image_error = f"{row.image_path}: {load_err}"
+                self.failed.inc()
+            elif (row.image_path or "") not in tree.files:
+                row.image_error = f"{row.image_path} is not in the e-print."
+                self.failed.inc()
+            else:
+                todo.setdefault(row.image_path, []).append(row)
+        names = sorted(todo)
+        results = to_png_many([(n, tree.files[n]) for n in names], dpi=self.dpi, max_side=self.max_side,
+                              timeout=self.timeout) if names else []
+        for name, (png, err) in zip(names, results):
+            for row in todo[name]:
+                if png is not None:
+                    row.image_bytes = png
+                    self.attached.inc()
                 else:
-                    data = tree.files.get(row.image_path or "")
-                    if data is None:
-                        row.image_error = f"{row.image_path} is not in the e-print."
-                        self.failed.inc()
-                    else:
-                        try:
-                            png, _how = to_png(data, row.image_path, dpi=self.dpi, max_side=self.max_side, timeout=self.timeout)
-                            row.image_bytes = png
-                            self.attached.inc()
-                        except StageError as e:
-                            row.image_error = e.message
-                            self.failed.inc()
+                    row.image_error = err.message
+                    self.failed.inc()
+        for uri, row in items:
             yield uri, row
 
 

@@ -153,15 +153,22 @@ class FetchCache:
         with open(self._journal_path, "rb") as f:
             data = f.read()
         good_end = 0
+        state = self._state
+        raw_decode = json.JSONDecoder().raw_decode  # skips loads()' per-call encoding sniffing
         for line in data.split(b"\n"):
-            if not line.strip():
-                good_end += len(line) + 1
-                continue
-            try:
-                rec = PartRecord.from_json(json.loads(line))
-            except (ValueError, TypeError):
-                break  # a line cut by a kill: everything after it is ignored
-            self._state[(rec.id, rec.part)] = rec
+            if line:
+                try:
+                    txt = line.decode("utf-8")
+                    d, end = raw_decode(txt)
+                    if end != len(txt):
+                        raise ValueError("trailing bytes")
+                    rec = PartRecord(**d)
+                except (ValueError, TypeError):
+                    try:
+                        rec = PartRecord.from_json(json.loads(line))  # a field from a newer version: keep the known ones
+                    except (ValueError, TypeError, AttributeError):
+                        break  # a line cut by a kill: everything after it is ignored
+                state[(rec.id, rec.part)] = rec
             good_end += len(line) + 1
         if good_end < len(data):
             # Drop the torn tail so the next appended line starts clean.
@@ -192,11 +199,19 @@ class FetchCache:
 
     # -- atomic writes -------------------------------------------------------------------
     def _clean_temporaries(self) -> None:
-        for dirpath, _dirs, files in os.walk(self.root):
-            for name in files:
+        """Remove what a killed run left half-written (paper folders: see ``recover``)."""
+        dirs = [self.root, os.path.join(self.root, "queries")]
+        blobs = os.path.join(self.root, "blobs")
+        dirs += [os.path.join(blobs, d) for d in os.listdir(blobs)]
+        for d in dirs:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                continue
+            for name in names:
                 if name.startswith(".tmp-"):
                     try:
-                        os.unlink(os.path.join(dirpath, name))
+                        os.unlink(os.path.join(d, name))
                     except OSError:
                         pass
 
@@ -270,6 +285,13 @@ class FetchCache:
 
     def fail(self, paper_id: str, part: str, error_type: str, message: str, *, permanent: bool,
              url: Optional[str] = None) -> PartRecord:
+        # A failed part has no view file (its blob, if any, stays): so a view file next to a
+        # "failed" record can only come from a later success cut short before its journal line.
+        for old in self._views_of(paper_id, part):
+            try:
+                os.unlink(old)
+            except OSError:
+                pass
         rec = PartRecord(id=paper_id, part=part, status="failed", url=url, error_type=error_type,
                          message=message, permanent=permanent)
         self._append(rec)
@@ -325,6 +347,10 @@ class FetchCache:
                 continue
             for name in sorted(os.listdir(d)):
                 if name.startswith(".tmp-"):
+                    try:
+                        os.unlink(os.path.join(d, name))  # half-written by a killed run
+                    except OSError:
+                        pass
                     continue
                 if name == safe + ".html.gz":
                     part = "html"
@@ -413,6 +439,15 @@ class FsspecStore:
                 rec = PartRecord(id=paper_id, part=part, status="ok", file=p)
                 self._records[(paper_id, part)] = rec
                 return rec
+        failed = self._path(paper_id, f".{part}.failed.json")
+        if self.fs.exists(failed):
+            try:
+                with self.fs.open(failed, "rb") as f:
+                    rec = PartRecord.from_json(json.loads(f.read()))
+            except (OSError, ValueError, TypeError):
+                return None
+            self._records[(paper_id, part)] = rec
+            return rec
         return None
 
     def put_blob(self, data: bytes) -> str:
@@ -426,6 +461,9 @@ class FsspecStore:
              etag: Optional[str] = None, last_modified: Optional[str] = None, info: Optional[dict] = None) -> PartRecord:
         p = self._path(paper_id, suffix)
         self._write(p, data)
+        failed = self._path(paper_id, f".{part}.failed.json")
+        if self.fs.exists(failed):
+            self.fs.rm(failed)
         rec = PartRecord(id=paper_id, part=part, status="ok", sha256=sha256(data), bytes=len(data), file=p, url=url,
                          etag=etag, last_modified=last_modified, info=info)
         self._records[(paper_id, part)] = rec
@@ -436,6 +474,9 @@ class FsspecStore:
         rec = PartRecord(id=paper_id, part=part, status="failed", url=url, error_type=error_type, message=message,
                          permanent=permanent)
         self._records[(paper_id, part)] = rec
+        if permanent:
+            # Remembered so a rerun does not ask again (transient failures are retried).
+            self._write(self._path(paper_id, f".{part}.failed.json"), canonical_json(rec.to_json()))
         return rec
 
     def read_part(self, paper_id: str, part: str) -> Optional[bytes]:

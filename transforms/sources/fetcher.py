@@ -137,8 +137,13 @@ def fetch_meta_batch(cache: FetchCache, api: ArxivMetadata, wanted: list[tuple[s
     """``wanted``: (paper id, id as requested). One API call per 100 ids."""
     todo = [(pid, raw) for pid, raw in wanted
             if needs_fetch(cache.record(pid, "meta"), refresh=refresh, retry_failed=retry_failed)]
-    out = [Outcome(pid, "meta", CACHED if cache.record(pid, "meta").status == "ok" else FAILED)
-           for pid, raw in wanted if (pid, raw) not in todo]
+    out = []
+    for pid, raw in wanted:
+        if (pid, raw) in todo:
+            continue
+        rec = cache.record(pid, "meta")
+        out.append(Outcome(pid, "meta", CACHED if rec.status == "ok" else FAILED, 0,
+                           None if rec.status == "ok" else rec.message, None if rec.status == "ok" else rec.error_type))
     if not todo:
         return out
     look = api.by_ids([raw for _, raw in todo])

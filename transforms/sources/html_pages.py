@@ -62,6 +62,26 @@ def generator_of(body: bytes) -> Optional[str]:
     return "LaTeXML oxide" if b"oxide" in m.group(1).lower() else "LaTeXML"
 
 
+_FATAL_MARKERS = (b"ar5iv-severity-fatal", b"Conversion to HTML had a Fatal error", b"No content available")
+
+
+def failed_conversion(body: bytes) -> Optional[str]:
+    """Cheap check for a page whose conversion failed (looks at the head and tail only
+    unless a marker is there): the reason, or None."""
+    if body[:2] == b"\x1f\x8b":
+        import gzip
+
+        try:
+            body = gzip.decompress(body)
+        except (OSError, EOFError):
+            return None
+    ends = body[:200_000] + body[-200_000:]
+    if not any(m in ends for m in _FATAL_MARKERS):
+        return None
+    problem = conversion_problem(body)
+    return problem[1] if problem and problem[0] == "conversion_failed" else None
+
+
 def conversion_problem(body: bytes, url: str = "") -> Optional[tuple[str, str]]:
     """(error_type, reason) if the page is not a usable LaTeXML conversion, else None."""
     if body[:2] == b"\x1f\x8b":

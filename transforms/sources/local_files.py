@@ -112,9 +112,16 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
         )
     try:
         with fs.open(path, "rb") as f:
-            return f.read(max_bytes + 1)
+            data = f.read(max_bytes + 1)
     except OSError as e:
         raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
+    from sciga.transforms.sources.html_pages import failed_conversion
+
+    why = failed_conversion(data)
+    if why:
+        raise StageError("read", "conversion_failed", f"{uri}: {why}; there is no paper text in it "
+                         "(its TeX source may still be fetched with `sciga fetch`).")
+    return data
 
 
 def sidecar_uri(uri: str) -> str:

@@ -139,3 +139,25 @@ def to_png(data: bytes, name: str, *, dpi: int = DEFAULT_DPI, max_side: int = DE
     if kind == "svg":
         raise StageError(STAGE, "unsupported", f"{name} is SVG, which is not rasterized here; the figure keeps no image from the source.")
     raise StageError(STAGE, "unsupported", f"{name} is not a PDF, EPS or raster image this builder can read.")
+
+
+def to_png_many(items: list[tuple[str, bytes]], *, workers: int = 0, dpi: int = DEFAULT_DPI,
+                max_side: int = DEFAULT_MAX_SIDE, timeout: float = DEFAULT_TIMEOUT) -> list[tuple[Optional[bytes], Optional[StageError]]]:
+    """``to_png`` for several files of one paper; poppler / ghostscript run side by side
+    (they are separate processes, so threads are enough). Results keep the input order."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(item):
+        name, data = item
+        try:
+            return to_png(data, name, dpi=dpi, max_side=max_side, timeout=timeout)[0], None
+        except StageError as e:
+            return None, e
+
+    n = workers or min(4, os.cpu_count() or 1)
+    heavy = sum(1 for name, data in items if sniff(data, name) in ("pdf", "ps"))
+    if n <= 1 or heavy <= 1:
+        return [one(it) for it in items]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(one, items))

@@ -165,7 +165,7 @@ def image_problem(img: Image, page_uri: Optional[str], check_blank: bool = True)
         return None
     if img.kind in ("missing", "unrendered") or not img.path:
         return "lost"
-    if not page_uri or "::" in page_uri:
+    if not page_uri:
         return None
     cands = candidate_paths(page_uri, img.path)
     for cand in cands:
