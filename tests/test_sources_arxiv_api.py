@@ -144,3 +144,18 @@ def test_api_down_is_a_per_id_error_not_a_crash(server):
 
 def test_corpus_is_the_real_one():
     assert (CORPUS / "arxiv_api" / "recorded").is_dir()
+
+
+def test_licence_and_extra_dois_when_the_feed_carries_them():
+    import json
+
+    from lxml import etree
+
+    from sciga.transforms.sources.arxiv_api import _extras
+
+    body = json.loads((CORPUS / "arxiv_api" / "recorded" / "id_1605.08386_s0_m100_199195aa31ad.json").read_text())["body"]
+    body = body.replace("</entry>", '<link href="http://creativecommons.org/licenses/by/4.0/" rel="license"/>'
+                                    "<arxiv:doi>10.1000/a 10.1000/b</arxiv:doi></entry>")
+    ex = _extras(etree.fromstring(body.encode()))["http://arxiv.org/abs/1605.08386v1"]
+    assert ex.license == "http://creativecommons.org/licenses/by/4.0/"
+    assert ex.dois == ["10.1000/a", "10.1000/b"]

@@ -5,7 +5,6 @@ inside the pipeline from a real HTTP server on 127.0.0.1."""
 from __future__ import annotations
 
 import glob
-import gzip
 import io
 import zipfile
 from pathlib import Path
@@ -106,10 +105,10 @@ def test_bad_eprints_are_dead_letters_with_clear_reasons(local_build):
 
 def test_figure_level_problems_stay_on_the_row(local_build):
     figs = {r["id"]: r for r in rows(local_build["out"], "figures")}
-    # EML.tex names two PDFs; the e-print holds only the second.
+    # EML.tex names two PDFs; the e-print holds only the second: the first figure keeps
+    # its (absent) HTML image and its error, the second comes from the source.
     f1, f2 = figs["2401.00006_F1"], figs["2401.00006_F2"]
-    assert f1["image_source"] == "tex" and f1["image"]["bytes"] is None
-    assert "Fig1_graph_spiral" in f1["image_error"] and "not in the e-print" in f1["image_error"]
+    assert f1["image_source"] == "html" and f1["image"]["bytes"] is None and "not found" in f1["image_error"]
     assert f2["image_source"] == "tex" and f2["image"]["bytes"].startswith(b"\x89PNG")
     eps = figs["2401.00005_F1"]
     assert eps["image_source"] == "tex" and eps["image"]["bytes"] is None

@@ -186,7 +186,10 @@ def test_build_reads_the_cache_and_recovers_figures_from_tex(fetched, tmp_path):
     assert rows["2104.12255_F1"]["image"]["path"] == "Fig1_graph_spiral.pdf"
     assert rows["2104.12255_F2"]["image"]["bytes"].startswith(b"\x89PNG")
     assert rows["1707.08567_F1"]["image"]["path"] == "figures/fcos3d_arch.png"
-    assert "not in the e-print" in rows["1707.08567_F2"]["image_error"]
+    # The page's x2.png was not fetched and the e-print lacks figures/scaling_law.pdf too:
+    # the row keeps the HTML image and says it was not found.
+    f2 = rows["1707.08567_F2"]
+    assert f2["image_source"] == "html" and f2["image"]["bytes"] is None and "not found" in f2["image_error"]
     dead = glob.glob(str(out / "data" / "dead_letter" / "*.parquet"))
     assert sum(pq.read_metadata(f).num_rows for f in dead) == 0
 

@@ -242,7 +242,7 @@ def test_recovery_repoints_lost_absent_and_blank_images_only():
     assert (absent.source, absent.path, absent.url) == ("tex", "b.png", None)
     assert (blank.source, blank.path) == ("tex", "c.eps")
     assert (fine.source, fine.path) == ("html", "x4.png"), "good HTML images are never replaced"
-    assert (lost5.source, lost5.kind, lost5.path) == ("tex", "missing", "gone.png")
+    assert (lost5.source, lost5.kind, lost5.path) == ("html", "missing", None), "nothing to take: left as it was"
     assert rep.missing_in_source == ["gone.png"]
     f6 = paper.figures[5]
     assert [i.path for i in f6.images] == ["s1.png", "s2.png"] and len(f6.subfigures) == 2

@@ -107,11 +107,7 @@ class _AttachTexImagesFn(beam.DoFn):
         for uri, row in items:
             if row.image_bytes is not None or row.image_source != "tex":
                 continue
-            if row.image_kind == "missing":
-                row.image_error = (f"{row.image_path} is referenced by the TeX source but is not in the e-print; "
-                                   "the figure has no image.")
-                self.failed.inc()
-            elif tree is None:
+            if tree is None:
                 row.image_error = f"{row.image_path}: {load_err}"
                 self.failed.inc()
             elif (row.image_path or "") not in tree.files:

@@ -32,7 +32,6 @@ import json
 import os
 import tempfile
 import threading
-import time
 from dataclasses import dataclass
 from typing import Iterator, Optional
 

@@ -35,7 +35,7 @@ from sciga.transforms.sources.tex_figure_match import (
     match_figures,
     tokens,
 )
-from sciga.transforms.sources.tex_graphics import TexDocument, parse_document
+from sciga.transforms.sources.tex_graphics import TexDocument
 
 SOURCE_SUFFIXES = (".src.tar.gz", ".src.tgz", ".src.tar", ".src.gz", ".src.pdf", ".src")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".eprint")
@@ -202,17 +202,16 @@ def _tex_image(path: str, html_id: Optional[str] = None) -> Image:
 
 
 def _point_at_source(img: Image, graphic) -> bool:
-    """Repoint one HTML image at its source file; True if it now has one."""
+    """Repoint one HTML image at its source file; True if it now has one. When the e-print
+    lacks the file too, the HTML image is left as it was (its own error stands)."""
+    if not graphic.path:
+        return False
     img.source = "tex"
     img.url = None
     img.width = img.height = None
-    if graphic.path:
-        img.path = graphic.path
-        img.kind = "raster"
-        return True
-    img.path = graphic.ref
-    img.kind = "missing"
-    return False
+    img.path = graphic.path
+    img.kind = "raster"
+    return True
 
 
 def recover_figures(paper: Paper, doc: TexDocument, problem_of: Callable[[Image], Optional[str]], *,
@@ -246,24 +245,19 @@ def recover_figures(paper: Paper, doc: TexDocument, problem_of: Callable[[Image]
             continue
         if not slots:
             # Caption-only figure: the HTML kept no image at all.
-            if len(graphics) == 1:
-                img = _tex_image(graphics[0].path or graphics[0].ref)
-                ok = _point_at_source(img, graphics[0])
-                fig.images.append(img)
-                rep.recovered += ok
-                if not ok:
-                    rep.missing_in_source.append(graphics[0].ref)
+            rep.missing_in_source.extend(g.ref for g in graphics if not g.path)
+            found = [g for g in graphics if g.path]
+            if len(found) == 1:
+                fig.images.append(_tex_image(found[0].path))
+                rep.recovered += 1
             else:
-                for k, g in enumerate(graphics, 1):
-                    img = _tex_image(g.path or g.ref)
-                    ok = _point_at_source(img, g)
-                    rep.recovered += ok
-                    if not ok:
-                        rep.missing_in_source.append(g.ref)
+                for k, g in enumerate(found, 1):
+                    img = _tex_image(g.path)
                     fig.images.append(img)
                     fig.subfigures.append(Subfigure(id=ids.subfigure_id(fig.id, k), html_id=None, label=None,
                                                     caption=g.subcaption or "", images=[img],
                                                     caption_source="tex" if g.subcaption else "none"))
+                    rep.recovered += 1
             continue
         problems = [problem_of(img) for img in slots]
         if not any(problems):
