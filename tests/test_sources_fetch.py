@@ -241,7 +241,9 @@ def test_ctrl_c_and_kill_then_resume_completes_with_nothing_refetched(tmp_path):
         assert p3.returncode == 0, p3.stderr
         log3 = s.log[n2:]
 
-    assert 0 < len(committed1) < 90 and len(committed1) < len(committed2) < 90, "both stops were mid-way"
+    assert 0 < len(committed1) < 90 and len(committed1) <= len(committed2), "run 1 was stopped mid-way"
+    if p2.returncode == -signal.SIGKILL:
+        assert len(committed2) < 90, "run 2 was killed mid-way"
     recs = journal(cache)
     ok = Counter((r["id"], r["part"]) for r in recs if r["status"] == "ok")
     ids = {pid for pid, _ in ok}
