@@ -62,6 +62,9 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
                     help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
     add_vision_arguments(ap)
+    from sciga.pipelines.sources_options import add_source_build_arguments
+
+    add_source_build_arguments(ap)
 
 
 @dataclass
@@ -85,12 +88,21 @@ def _input_list_file(inputs: Sequence[str], staging: str) -> str:
 
 def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: argparse.Namespace) -> None:
     max_bytes = args.max_page_mb * 1024 * 1024
-    uris = (
-        p
-        | "Inputs" >> beam.io.ReadFromText(_input_list_file(inputs, out_dir))
-        | "NonEmpty" >> beam.Filter(bool)
-        | "Spread" >> beam.Reshuffle()
-    )
+    fetch_dead = []
+    if getattr(args, "fetch_ids", None):
+        # sciga build --ids: fetch into a store first (same polite client as `sciga fetch`).
+        from sciga.pipelines.sources_options import fetch_transform
+
+        fetched = p | "Ids" >> beam.Create(list(inputs)) | "Fetch" >> fetch_transform(args)
+        uris = fetched.uris | "Spread" >> beam.Reshuffle()
+        fetch_dead = [fetched[DEAD_LETTER_TAG]]
+    else:
+        uris = (
+            p
+            | "Inputs" >> beam.io.ReadFromText(_input_list_file(inputs, out_dir))
+            | "NonEmpty" >> beam.Filter(bool)
+            | "Spread" >> beam.Reshuffle()
+        )
 
     parse = ParsePage(max_bytes, args.source, args.metadata)
     parsed = uris | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTER_TAG, main="papers")
@@ -101,11 +113,19 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
         | "OnePerPaper" >> beam.ParDo(KeepOnePerPaper()).with_outputs(DEAD_LETTER_TAG, main="papers")
     )
     papers = deduped.papers
-    dead = [parsed[DEAD_LETTER_TAG], deduped[DEAD_LETTER_TAG]]
+    dead = fetch_dead + [parsed[DEAD_LETTER_TAG], deduped[DEAD_LETTER_TAG]]
 
     # Paper-level stages added by later steps (linking, vision) go here: each takes the
     # papers and returns (papers, dead letters), so a failure removes the paper from
     # every config and counts still reconcile.
+    if not getattr(args, "no_tex", False):
+        # TeX-source figures: only papers with a source beside the page / in --tex-input change.
+        from sciga.pipelines.sources_options import tex_recovery_fn
+
+        tex = papers | "TexFigures" >> beam.ParDo(tex_recovery_fn(args)).with_outputs(DEAD_LETTER_TAG, main="papers")
+        papers = tex.papers
+        dead.append(tex[DEAD_LETTER_TAG])
+
     linked = papers | "Link" >> beam.ParDo(LinkPaper(getattr(args, "sentencizer", "pysbd"))).with_outputs(DEAD_LETTER_TAG, main="papers")
     papers = linked.papers
     dead.append(linked[DEAD_LETTER_TAG])
@@ -117,6 +137,11 @@ def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: 
     # bytes are dropped at the end of the stage instead.
     vision = VisionStage.from_args(args)
     figures = papers | "FigureRows" >> beam.FlatMap(vision.figure_rows)
+    if not getattr(args, "no_tex", False):
+        # Figures recovered from the TeX source: read (and rasterize) from the e-print.
+        from sciga.pipelines.sources_options import tex_images_transform
+
+        figures = figures | "TexImages" >> tex_images_transform(args)
     figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
     papers, figures = vision.apply(papers, figures)
 
@@ -167,12 +192,18 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     if args.sample:
         specs.append(sample_dir())
         args.metadata = args.metadata or sample_dir("meta")
-    if not specs:
-        raise SystemExit("sciga build: give --input PATH_OR_GLOB (or --sample for the embedded corpus).")
+    from sciga.pipelines.sources_options import prepare_source_args
+
+    prepare_source_args(args)
     check_sentencizer(getattr(args, "sentencizer", "pysbd"))
-    inputs = list_inputs(specs)
-    if not inputs:
-        raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")
+    if getattr(args, "fetch_ids", None):
+        inputs = list(args.fetch_ids)
+    else:
+        if not specs:
+            raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
+        inputs = list_inputs(specs)
+        if not inputs:
+            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")
     out_dir = args.output
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
@@ -189,7 +220,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     counts, files = mf.count_build(out_dir)
     counts.inputs = len(inputs)
-    opts = {k: v for k, v in sorted(vars(args).items()) if k not in ("func", "command", "input", "output")}
+    opts = {k: v for k, v in sorted(vars(args).items())
+            if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file")}
     seconds = time.time() - t0
     manifest = mf.write_manifest(
         out_dir, counts, files, input_list_hash(inputs), opts,

@@ -17,6 +17,14 @@ def _build(args, rest):
     return 0 if result.counts.reconciled else 1
 
 
+def _fetch(args, rest):
+    from sciga.pipelines.fetch import run_fetch
+
+    summary = run_fetch(args)
+    print(summary.text())
+    return 130 if summary.interrupted else 0
+
+
 def make_parser() -> argparse.ArgumentParser:
     from sciga import __version__
     from sciga.pipelines.build import add_build_arguments
@@ -36,6 +44,12 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_train_methods(add_train_parser(sub))
     add_evaluate_command(sub)
+
+    from sciga.pipelines.fetch import add_fetch_arguments
+
+    f = sub.add_parser("fetch", help="arXiv ids or a query -> metadata, HTML and TeX sources in a resumable local cache")
+    add_fetch_arguments(f)
+    f.set_defaults(func=_fetch)
     return ap
 
 

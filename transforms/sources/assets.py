@@ -15,7 +15,9 @@ DEFAULT_MAX_IMAGE_BYTES = 64 * 1024 * 1024
 
 
 def candidate_paths(page_uri: str, image_path: str) -> list[str]:
-    base = posixpath.dirname(page_uri.replace("\\", "/"))
+    # A page inside an archive (``zip://dir/p.html::dump.zip``): look inside the archive.
+    inner, chain = page_uri.split("::", 1) if "::" in page_uri else (page_uri, None)
+    base = posixpath.dirname(inner.replace("\\", "/"))
     rel = posixpath.normpath(image_path)
     if rel.startswith("../") or rel == ".." or rel.startswith("/"):
         return []
@@ -23,7 +25,7 @@ def candidate_paths(page_uri: str, image_path: str) -> list[str]:
     name = posixpath.basename(rel)
     if name != rel:
         cands.append(posixpath.join(base, name))
-    return cands
+    return [c + f"::{chain}" for c in cands] if chain else cands
 
 
 def read_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> tuple[Optional[bytes], Optional[str], Optional[str]]:

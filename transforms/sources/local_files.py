@@ -1,8 +1,10 @@
 """Input listing and reading for HTML pages on any fsspec path (local, gs://, hf://).
 
 An input is a folder (searched recursively for ``*.html``, ``*.htm``, ``*.xhtml`` and their
-``.gz`` forms), a glob, or a single file. A page may have a metadata sidecar next to it,
-``<stem>.meta.json`` (written by ``sciga fetch`` and shipped with the samples).
+``.gz`` forms), a glob, a single file, or an ar5iv dump ``*.zip`` (its pages are read in
+place through chained URLs ``zip://member::dump.zip``). A page may have a metadata sidecar
+next to it, ``<stem>.meta.json`` (written by ``sciga fetch`` and shipped with the samples);
+a sidecar whose comment names an accepted venue gets ``conference`` filled in from it.
 """
 from __future__ import annotations
 
@@ -36,8 +38,13 @@ def _join_protocol(fs, path: str) -> str:
 
 def list_inputs(specs: Iterable[str]) -> list[str]:
     """Every page the specs name, sorted and de-duplicated (deterministic order)."""
+    from sciga.transforms.sources import ar5iv_dump
+
     found: set[str] = set()
     for spec in specs:
+        if ar5iv_dump.is_dump(spec) and "::" not in spec:
+            found.update(ar5iv_dump.page_uris(spec))
+            continue
         fs, path = _fs_and_path(spec)
         if any(ch in path for ch in "*?["):
             matches = fs.glob(path)
@@ -66,8 +73,13 @@ def input_list_hash(uris: list[str]) -> str:
     return h.hexdigest()
 
 
+def _inner(uri: str) -> str:
+    """The member part of a chained URL (``zip://a/b.html::x.zip`` -> ``zip://a/b.html``)."""
+    return uri.split("::", 1)[0] if "::" in uri else uri
+
+
 def stem_of(uri: str) -> str:
-    name = posixpath.basename(uri.replace("\\", "/"))
+    name = posixpath.basename(_inner(uri).replace("\\", "/"))
     for suf in sorted(HTML_SUFFIXES, key=len, reverse=True):
         if name.lower().endswith(suf):
             return name[: -len(suf)]
@@ -100,18 +112,25 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
         )
     try:
         with fs.open(path, "rb") as f:
-            return f.read(max_bytes + 1)
+            data = f.read(max_bytes + 1)
     except OSError as e:
         raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
+    from sciga.transforms.sources.html_pages import failed_conversion
+
+    why = failed_conversion(data)
+    if why:
+        raise StageError("read", "conversion_failed", f"{uri}: {why}; there is no paper text in it "
+                         "(its TeX source may still be fetched with `sciga fetch`).")
+    return data
 
 
 def sidecar_uri(uri: str) -> str:
-    base = uri
+    base, chain = (uri.split("::", 1) + [""])[:2] if "::" in uri else (uri, "")
     for suf in sorted(HTML_SUFFIXES, key=len, reverse=True):
         if base.lower().endswith(suf):
             base = base[: -len(suf)]
             break
-    return base + META_SUFFIX
+    return base + META_SUFFIX + (f"::{chain}" if chain else "")
 
 
 def read_sidecar(uri: str, metadata_dir: Optional[str] = None) -> Optional[PaperMeta]:
@@ -124,10 +143,21 @@ def read_sidecar(uri: str, metadata_dir: Optional[str] = None) -> Optional[Paper
         side = posixpath.join(metadata_dir.rstrip("/"), stem_of(uri) + META_SUFFIX)
         fs, path = _fs_and_path(side)
     if not fs.exists(path):
-        return None
+        # A page read from inside an ar5iv dump: say so in its provenance.
+        return PaperMeta(source="ar5iv_dump") if "::" in uri else None
     try:
         with fs.open(path, "rb") as f:
             data = json.loads(f.read().decode("utf-8"))
-        return PaperMeta.from_dict(data)
-    except (ValueError, TypeError, UnicodeDecodeError) as e:
+        meta = PaperMeta.from_dict(data)
+    except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as e:
         raise StageError("read", "bad_metadata", f"{side} is not valid metadata JSON ({e}); fix or delete it.") from None
+    return enrich_meta(meta)
+
+
+def enrich_meta(meta: PaperMeta) -> PaperMeta:
+    """Venue from the author comment when the sidecar does not already name one."""
+    from sciga.transforms.sources.comment_venue import parse_comment_venue
+
+    if meta.conference is None and meta.comment:
+        meta.conference = parse_comment_venue(meta.comment)
+    return meta

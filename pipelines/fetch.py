@@ -1,0 +1,374 @@
+"""`sciga fetch`: arXiv ids or a query -> metadata, HTML and TeX sources in a local cache.
+
+Composition only (the per-part logic is ``transforms/sources/fetcher.py``). Three workers
+run side by side, one per host, so each host sees one polite request at a time:
+
+    metadata (arXiv API, batches of 100 ids, or the query's pages)
+        -> HTML pages (ar5iv / arxiv.org / --html-dump)
+        -> e-prints (arxiv.org/e-print)
+
+An id goes to the HTML and e-print workers once its metadata is known (so invalid and
+unknown ids never reach them). A paper's sidecar is written when its last part is done.
+Ctrl-C stops after the requests in flight; every finished part is already journaled, and
+rerunning the same command resumes with nothing fetched twice.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+log = logging.getLogger("sciga.fetch")
+_DONE = object()
+
+
+def add_fetch_arguments(ap: argparse.ArgumentParser) -> None:
+    from sciga.transforms.sources.endpoints import add_endpoint_arguments
+
+    what = ap.add_argument_group("what to fetch (any combination)")
+    what.add_argument("--query", default=None, metavar="QUERY",
+                      help="arXiv API search query, e.g. 'cat:cs.CV AND submittedDate:[202101010000 TO 202403312359]'")
+    what.add_argument("--ids", nargs="+", default=[], metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)")
+    what.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line (# comments allowed)")
+    what.add_argument("--max-results", type=int, default=None, metavar="N", help="stop a --query after N results (default: all)")
+    ap.add_argument("--output", required=True, metavar="CACHE", help="cache folder (created; rerun to resume)")
+    ap.add_argument("--parts", default="meta,html,source", help="comma list of meta, html, source (default all three)")
+    ap.add_argument("--html-dump", action="append", default=[], metavar="ZIP",
+                    help="ar5iv dump zip(s): take pages from them instead of over HTTP when they hold the paper")
+    ap.add_argument("--page-size", type=int, default=100, help="arXiv API results per request (max 2000)")
+    ap.add_argument("--refresh", action="store_true", help="re-check cached parts with conditional requests (ETag / Last-Modified)")
+    ap.add_argument("--retry-failed", action="store_true", help="retry parts that failed permanently before (404, failed conversion)")
+    ap.add_argument("--max-eprint-mb", type=int, default=512, help="e-prints above this size are not downloaded")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar (the final summary is still printed)")
+    add_endpoint_arguments(ap)
+
+
+def read_id_file(path: str) -> list[str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise FileNotFoundError(f"--id-file {path} could not be read ({e.strerror or e}); check the path.") from None
+    out = []
+    for ln in lines:
+        ln = ln.split("#", 1)[0].strip()
+        if ln:
+            out.extend(ln.replace(",", " ").split())
+    return out
+
+
+@dataclass
+class FetchSummary:
+    cache: str
+    papers: int = 0
+    complete: int = 0  # metadata and HTML in the cache
+    with_source: int = 0
+    fetched: int = 0
+    cached: int = 0
+    failed: int = 0
+    bytes: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    failures: list = field(default_factory=list)  # (id, part, error_type, message)
+    requests: int = 0
+    retries: int = 0
+
+    def text(self) -> str:
+        mib = self.bytes / (1 << 20)
+        head = "interrupted" if self.interrupted else "done"
+        lines = [
+            f"sciga fetch {head} in {self.seconds:.1f} s: {self.papers} papers in {self.cache}",
+            f"  papers  {self.complete} complete (metadata + HTML), {self.with_source} with TeX source",
+            f"  parts   fetched {self.fetched}, cached {self.cached}, failed {self.failed}",
+            f"  network {mib:.2f} MiB downloaded in {self.requests} requests ({self.retries} retries)",
+        ]
+        for pid, part, et, msg in self.failures[:20]:
+            lines.append(f"  failed  {pid} {part} [{et}]: {msg}")
+        if len(self.failures) > 20:
+            lines.append(f"  ... and {len(self.failures) - 20} more failures (see report.json)")
+        if self.interrupted:
+            lines.append("  rerun the same command to resume: finished parts are kept and not fetched again.")
+        lines.append(f"  build   sciga build --input {self.cache} --output OUT")
+        return "\n".join(lines)
+
+
+class _Progress:
+    def __init__(self, enabled: bool):
+        self.bar = None
+        self.lock = threading.Lock()
+        self.counts = {"fetched": 0, "cached": 0, "failed": 0}
+        self.known = 0
+        self.interrupted = False
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=0, unit="part", dynamic_ncols=True, file=sys.stderr, smoothing=0.1,
+                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+
+    def grow(self, n: int) -> None:
+        """``n`` more parts are known to be coming."""
+        with self.lock:
+            self.known += n
+            if self.bar is not None and self.known > self.bar.total:
+                self.bar.total = self.known
+                self.bar.refresh()
+
+    def expect(self, n: int) -> None:
+        """The whole run will have about ``n`` parts (a query's total): a real ETA early on."""
+        with self.lock:
+            if self.bar is not None and n > self.bar.total:
+                self.bar.total = n
+                self.bar.refresh()
+
+    def done(self, status: str) -> None:
+        with self.lock:
+            self.counts[status] = self.counts.get(status, 0) + 1
+            if self.bar is not None:
+                self.bar.set_postfix(self.counts, refresh=False)
+                self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            if self.bar.n < self.bar.total and not self.interrupted:
+                self.bar.total = self.bar.n  # parts of failed papers never came
+            self.bar.refresh()
+            self.bar.close()
+
+
+def run_fetch(args: argparse.Namespace) -> FetchSummary:
+    from sciga.transforms.sources import ar5iv_dump
+    from sciga.transforms.sources import fetcher as fx
+    from sciga.transforms.sources.arxiv_api import ArxivApiError, ArxivMetadata, normalize_id
+    from sciga.transforms.sources.endpoints import endpoints_from
+    from sciga.transforms.sources.fetch_cache import FetchCache
+    from sciga.transforms.sources.http_client import PoliteClient
+
+    t0 = time.time()
+    raw_ids = list(args.ids or [])
+    if args.id_file:
+        raw_ids += read_id_file(args.id_file)
+    if not raw_ids and not args.query:
+        raise SystemExit("sciga fetch: give --query QUERY, --ids ID ... or --id-file FILE.")
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    bad = [p for p in parts if p not in ("meta", "html", "source")]
+    if bad or "meta" not in parts:
+        raise SystemExit("sciga fetch: --parts is a comma list of meta, html, source and must include meta.")
+    endpoints = endpoints_from(args)
+    http = PoliteClient(endpoints.rate_limit, max_retries=args.max_retries, read_timeout=args.timeout,
+                        total_timeout=max(args.timeout * 10, 60.0), backoff_base=args.retry_backoff)
+    api = ArxivMetadata(http, endpoints.arxiv_api_url, page_size=args.page_size)
+    cache = FetchCache(args.output)
+    recovered = cache.recover()
+    if recovered:
+        log.info("journaled %d parts a previous run finished but could not record", recovered)
+    dump_index = ar5iv_dump.index_by_id(args.html_dump) if args.html_dump else None
+
+    summary = FetchSummary(cache=args.output)
+    progress = _Progress(enabled=not args.no_progress)
+    stop = threading.Event()
+    work = {p: queue.Queue() for p in ("html", "source") if p in parts}
+    pending: dict[str, int] = {}
+    versions: dict[str, Optional[str]] = {}
+    seen: list[str] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def record(o) -> None:
+        with lock:
+            if o.status == fx.FETCHED:
+                summary.fetched += 1
+            elif o.status == fx.CACHED:
+                summary.cached += 1
+            else:
+                summary.failed += 1
+                summary.failures.append((o.paper_id, o.part, o.error_type or "failed", o.message or ""))
+            summary.bytes += o.bytes
+        progress.done(o.status)
+
+    def part_done(pid: str) -> None:
+        with lock:
+            pending[pid] -= 1
+            last = pending[pid] == 0
+        if last:
+            fx.finalize(cache, pid)
+
+    def admit(pid: str, version: Optional[str]) -> None:
+        """Metadata known: hand the paper to the HTML and e-print workers."""
+        with lock:
+            if pid in pending:
+                return
+            pending[pid] = len(work)
+            versions[pid] = version
+            seen.append(pid)
+        if not work:
+            fx.finalize(cache, pid)
+            return
+        progress.grow(len(work))
+        for q in work.values():
+            q.put(pid)
+
+    def meta_worker() -> None:
+        try:
+            if raw_ids:
+                wanted = []
+                for raw in dict.fromkeys(raw_ids):
+                    pid, ver = normalize_id(raw)
+                    wanted.append((pid or raw, raw, ver))
+                progress.grow(len(wanted))
+                progress.expect(len(wanted) * (1 + len(work)))
+                for start in range(0, len(wanted), api.page_size):
+                    if stop.is_set():
+                        return
+                    batch = wanted[start:start + api.page_size]
+                    outs = fx.fetch_meta_batch(cache, api, [(pid, raw) for pid, raw, _ in batch],
+                                               refresh=args.refresh, retry_failed=args.retry_failed)
+                    by_pid = {o.paper_id: o for o in outs}
+                    for pid, raw, ver in batch:
+                        o = by_pid.get(pid)
+                        if o is None:
+                            continue
+                        record(o)
+                        rec = cache.record(pid, "meta")
+                        if rec is not None and rec.status == "ok":
+                            admit(pid, ver)
+            if args.query:
+                _query(args.query)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+        finally:
+            for q in work.values():
+                q.put(_DONE)
+
+    def _query(query: str) -> None:
+        state = cache.load_query(query, args.max_results)
+        for pid in state["ids"]:
+            progress.grow(1)
+            record(fx.Outcome(pid, "meta", fx.CACHED))
+            admit(pid, None)
+        if state.get("complete"):
+            return
+        # Resume at the start of the last page that was not finished: API pages are cut at
+        # multiples of the page size, and ids seen twice are skipped below.
+        page = api.page_size if not args.max_results else min(api.page_size, args.max_results)
+        offset = len(state["ids"]) - len(state["ids"]) % page
+        known = set(state["ids"])
+        try:
+            def on_total(n: int) -> None:
+                progress.expect(min(n, args.max_results or n) * (1 + len(work)))
+
+            for meta in api.search(query, args.max_results, offset=offset, on_total=on_total):
+                if stop.is_set():
+                    break
+                pid = meta["id"]
+                if pid in known:
+                    continue  # re-read from a partly finished page
+                rec = cache.record(pid, "meta")
+                progress.grow(1)
+                if rec is None or rec.status != "ok" or args.refresh:
+                    r = fx.save_meta(cache, meta)
+                    record(fx.Outcome(pid, "meta", fx.FETCHED, r.bytes))
+                else:
+                    record(fx.Outcome(pid, "meta", fx.CACHED))
+                known.add(pid)
+                state["ids"].append(pid)
+                admit(pid, None)
+                if len(state["ids"]) % page == 0:
+                    cache.save_query(state)
+            else:
+                state["complete"] = True
+        except ArxivApiError as e:
+            with lock:
+                summary.failed += 1
+                summary.failures.append((f"query {query!r}", "meta", e.error_type,
+                                         f"paging stopped after {len(state['ids'])} results: {e.message}"))
+        finally:
+            cache.save_query(state)
+
+    def part_worker(part: str) -> None:
+        q = work[part]
+        while True:
+            pid = q.get()
+            if pid is _DONE:
+                return
+            if stop.is_set():
+                continue
+            try:
+                if part == "html":
+                    o = fx.fetch_html_part(cache, http, endpoints, pid, versions.get(pid), refresh=args.refresh,
+                                           retry_failed=args.retry_failed, dump_index=dump_index)
+                else:
+                    o = fx.fetch_source_part(cache, http, endpoints, pid, versions.get(pid), refresh=args.refresh,
+                                             retry_failed=args.retry_failed, max_bytes=args.max_eprint_mb << 20)
+            except Exception as e:  # noqa: BLE001 - one paper never stops the run
+                log.warning("unexpected error fetching %s %s: %r", part, pid, e)
+                cache.fail(pid, part, "internal", f"{pid}: unexpected {type(e).__name__} ({e}); please report this id.",
+                           permanent=False)
+                o = fx.Outcome(pid, part, fx.FAILED, 0, f"unexpected {type(e).__name__}: {e}", "internal")
+            record(o)
+            part_done(pid)
+
+    threads = [threading.Thread(target=meta_worker, name="fetch-meta", daemon=True)]
+    threads += [threading.Thread(target=part_worker, args=(p,), name=f"fetch-{p}", daemon=True) for p in work]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()
+        summary.interrupted = progress.interrupted = True
+        deadline = time.time() + 5.0
+        for t in threads:
+            t.join(timeout=max(0.0, deadline - time.time()))
+    finally:
+        progress.close()
+    if errors and not summary.interrupted:
+        e = errors[0]
+        if isinstance(e, KeyboardInterrupt):
+            summary.interrupted = True
+        else:
+            raise e
+    with lock:
+        ids_seen = list(seen)
+    summary.papers = len({o[0] for o in summary.failures if not o[0].startswith("query ")} | set(ids_seen))
+    summary.complete = sum(1 for pid in ids_seen if (cache.record(pid, "html") or _NoRec).status == "ok")
+    summary.with_source = sum(1 for pid in ids_seen if (cache.record(pid, "source") or _NoRec).status == "ok")
+    summary.requests = http.stats.requests
+    summary.retries = http.stats.retries
+    summary.seconds = time.time() - t0
+    _write_report(cache, summary, endpoints)
+    cache.close()
+    return summary
+
+
+class _NoRec:
+    status = None
+
+
+def _write_report(cache, summary: FetchSummary, endpoints) -> None:
+    report = {
+        "cache": summary.cache,
+        "interrupted": summary.interrupted,
+        "papers": summary.papers,
+        "complete": summary.complete,
+        "with_source": summary.with_source,
+        "parts": {"fetched": summary.fetched, "cached": summary.cached, "failed": summary.failed},
+        "bytes": summary.bytes,
+        "requests": summary.requests,
+        "retries": summary.retries,
+        "seconds": round(summary.seconds, 3),
+        "finished_unix": int(time.time()),
+        "endpoints": {"arxiv_api_url": endpoints.arxiv_api_url, "html_base_url": endpoints.html_base_url,
+                      "eprint_base_url": endpoints.eprint_base_url, "rate_limit": endpoints.rate_limit},
+        "failures": [{"id": a, "part": b, "error_type": c, "message": d} for a, b, c, d in summary.failures],
+    }
+    path = os.path.join(cache.root, "report.json")
+    cache._write_atomic(path, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))

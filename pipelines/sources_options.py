@@ -1,0 +1,83 @@
+"""`sciga build` options of the sources stage and the pieces they switch on.
+
+Kept out of build.py so the shared file only gains a few lines: ``--ids`` / ``--id-file``
+(fetch inside the pipeline, e.g. on Dataflow), the endpoint and network options shared with
+``sciga fetch``, and the TeX-source figure stage (``--tex-input``, ``--no-tex``, matching
+threshold, rasterization settings).
+"""
+from __future__ import annotations
+
+import argparse
+import posixpath
+
+
+def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
+    from sciga.transforms.sources.endpoints import add_endpoint_arguments
+
+    g = ap.add_argument_group("sources: TeX figures and fetching inside the pipeline")
+    g.add_argument("--tex-input", action="append", default=[], metavar="DIR",
+                   help="folder of TeX sources by paper (<stem>/ or <stem>.tar.gz); sources beside a page "
+                        "(<stem>.src.tar.gz, source/) are always used; repeatable")
+    g.add_argument("--no-tex", action="store_true", help="do not use TeX sources to recover lost or blank figures")
+    g.add_argument("--tex-match-threshold", type=float, default=0.8, metavar="J",
+                   help="caption token Jaccard needed to match a TeX figure to an HTML figure without a number (default 0.8)")
+    g.add_argument("--tex-number-min-jaccard", type=float, default=0.3, metavar="J",
+                   help="caption overlap still required when the figure numbers agree (default 0.3)")
+    g.add_argument("--rasterize-dpi", type=int, default=150, help="resolution for PDF / EPS figures (default 150)")
+    g.add_argument("--rasterize-max-side", type=int, default=2048, help="longest side of a rasterized PDF figure, pixels")
+    g.add_argument("--rasterize-timeout", type=float, default=60.0, help="seconds per PDF / EPS figure (default 60)")
+    g.add_argument("--ids", nargs="+", default=[], metavar="ID",
+                   help="fetch these arXiv ids inside the pipeline (metadata, HTML, e-print) and build them")
+    g.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line, for --ids")
+    g.add_argument("--fetch-cache", default=None, metavar="PATH",
+                   help="where --ids fetches go (any fsspec path, e.g. gs://bucket/cache; default OUTPUT/fetch_cache)")
+    g.add_argument("--fetch-workers", type=int, default=1,
+                   help="parallel fetchers for --ids; each keeps the per-host rate limit, so >1 only for mirrors (default 1)")
+    add_endpoint_arguments(g)
+
+
+def prepare_source_args(args: argparse.Namespace) -> None:
+    """Resolve --ids / --id-file into ``args.fetch_ids`` and the fetch store location."""
+    raw = list(getattr(args, "ids", None) or [])
+    if getattr(args, "id_file", None):
+        from sciga.pipelines.fetch import read_id_file
+
+        raw += read_id_file(args.id_file)
+    args.fetch_ids = sorted(dict.fromkeys(r.strip() for r in raw if r.strip()))
+    if args.fetch_ids and not getattr(args, "fetch_cache", None):
+        args.fetch_cache = posixpath.join(args.output.rstrip("/"), "fetch_cache")
+    if args.fetch_ids and (getattr(args, "input", None) or getattr(args, "sample", False)):
+        raise SystemExit("sciga build: --ids fetches its own inputs; use it without --input / --sample "
+                         "(or run `sciga fetch` first and build the cache with --input).")
+
+
+def tex_dirs(args: argparse.Namespace) -> list[str]:
+    dirs = list(getattr(args, "tex_input", None) or [])
+    if getattr(args, "sample", False):
+        from sciga.pipelines.build import sample_dir
+
+        dirs.append(posixpath.join(posixpath.dirname(sample_dir()), "tex"))
+    return dirs
+
+
+def tex_recovery_fn(args: argparse.Namespace):
+    from sciga.transforms.sources.beam import RecoverTexFigures
+
+    return RecoverTexFigures(tex_dirs(args), threshold=getattr(args, "tex_match_threshold", 0.8),
+                             number_min_jaccard=getattr(args, "tex_number_min_jaccard", 0.3))
+
+
+def tex_images_transform(args: argparse.Namespace):
+    from sciga.transforms.sources.beam import AttachTexImages
+
+    return AttachTexImages(tex_dirs(args), dpi=getattr(args, "rasterize_dpi", 150),
+                           max_side=getattr(args, "rasterize_max_side", 2048),
+                           timeout=getattr(args, "rasterize_timeout", 60.0))
+
+
+def fetch_transform(args: argparse.Namespace):
+    from sciga.transforms.sources.beam import FetchPapers
+    from sciga.transforms.sources.endpoints import endpoints_from
+
+    return FetchPapers(args.fetch_cache, endpoints_from(args), workers=args.fetch_workers,
+                       max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)

@@ -1,0 +1,281 @@
+"""Recover figures that ar5iv lost or blanked from the paper's TeX source.
+
+A paper-level step: find the paper's source (beside the page or in ``--tex-input``
+folders), parse its figures (``tex_graphics``), match them to the HTML figures
+(``tex_figure_match``), and for every matched HTML image that is lost (LaTeXML's missing
+image, no image at all), absent (not beside the page, e.g. a page fetched without its
+assets) or blank (one flat colour), point the image at the source file instead:
+``Image(source="tex", path=<file in the e-print>)``. The bytes are attached later, per
+figure row (``AttachTexImages``), rasterized to PNG when the file is PDF / EPS.
+
+Where sources are looked for, for a page ``.../<stem>.html[.gz]`` of paper ``<id>``:
+``<stem>.src.tar.gz`` / ``.src.gz`` / ``.src.tar`` / ``.src.pdf`` / ``.src`` beside the page
+(the ``sciga fetch`` cache layout), a ``source/`` folder beside the page, and in each
+``--tex-input`` folder ``<stem>/`` or ``<safe id>/`` (an extracted tree, or a folder
+holding one e-print file such as ``1709.07020v1.tar.gz``) or ``<stem>.tar.gz`` etc.
+"""
+from __future__ import annotations
+
+import io
+import posixpath
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import fsspec
+
+from sciga.schemas import ids
+from sciga.schemas.records import Image, Paper, Subfigure
+from sciga.transforms.errors import StageError
+from sciga.transforms.sources.assets import candidate_paths
+from sciga.transforms.sources.eprint import DEFAULT_LIMITS, Limits, SourceTree, read_eprint, read_source_dir
+from sciga.transforms.sources.tex_figure_match import (
+    DEFAULT_NUMBER_MIN_JACCARD,
+    DEFAULT_THRESHOLD,
+    html_caption_tokens,
+    match_figures,
+    tokens,
+)
+from sciga.transforms.sources.tex_graphics import TexDocument
+
+SOURCE_SUFFIXES = (".src.tar.gz", ".src.tgz", ".src.tar", ".src.gz", ".src.pdf", ".src")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".eprint")
+BLANK_CHECK_MAX_BYTES = 32 * 1024 * 1024
+
+
+def _split_chain(uri: str) -> tuple[str, Optional[str]]:
+    """``zip://a/b.html::/x.zip`` -> (``zip://a/b.html``, ``/x.zip``)."""
+    if "::" in uri:
+        inner, outer = uri.split("::", 1)
+        return inner, outer
+    return uri, None
+
+
+def page_stem(uri: str) -> str:
+    from sciga.transforms.sources.local_files import stem_of
+
+    return stem_of(_split_chain(uri)[0])
+
+
+def _exists(fs, path: str) -> tuple[bool, bool]:
+    """(exists, is a folder)."""
+    try:
+        info = fs.info(path)
+    except (FileNotFoundError, OSError):
+        return False, False
+    return True, info.get("type") == "directory"
+
+
+def _join(base: str, *parts: str) -> str:
+    return posixpath.join(base.rstrip("/"), *parts) if base else posixpath.join(*parts)
+
+
+def locate_source(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()) -> Optional[str]:
+    """The URI of the paper's TeX source (a file or a folder), or None."""
+    names = []
+    if page_uri:
+        names.append(page_stem(page_uri))
+    if paper_id:
+        for n in (ids.safe_filename(paper_id), paper_id.replace("/", "")):
+            if n not in names:
+                names.append(n)
+    if page_uri and "::" not in page_uri:
+        page_dir = posixpath.dirname(page_uri.replace("\\", "/"))
+        fs, d = fsspec.core.url_to_fs(page_dir)
+        for stem in names[:1]:
+            for suf in SOURCE_SUFFIXES:
+                p = _join(d, stem + suf)
+                ok, is_dir = _exists(fs, p)
+                if ok and not is_dir:
+                    return _with_protocol(fs, p, page_dir)
+        p = _join(d, "source")
+        ok, is_dir = _exists(fs, p)
+        if ok and is_dir:
+            return _with_protocol(fs, p, page_dir)
+    for tex_dir in tex_dirs:
+        fs, d = fsspec.core.url_to_fs(tex_dir)
+        for stem in names:
+            p = _join(d, stem)
+            ok, is_dir = _exists(fs, p)
+            if ok:
+                return _with_protocol(fs, p, tex_dir)
+            for suf in SOURCE_SUFFIXES + ARCHIVE_SUFFIXES:
+                p = _join(d, stem + suf)
+                ok, is_dir = _exists(fs, p)
+                if ok and not is_dir:
+                    return _with_protocol(fs, p, tex_dir)
+    return None
+
+
+def _with_protocol(fs, path: str, like: str) -> str:
+    """``path`` as fsspec returned it, with the protocol put back for remote stores."""
+    proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
+    if proto in ("file", "local") or "://" not in like:
+        return path
+    return f"{proto}://{path}"
+
+
+def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DEFAULT_LIMITS) -> SourceTree:
+    """A source folder or e-print file -> SourceTree (with the same safety limits)."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    ok, is_dir = _exists(fs, path)
+    if not ok:
+        raise StageError("tex_source", "missing_source", f"{uri} disappeared before it could be read.", paper_id)
+    if is_dir:
+        entries = [e for e in fs.ls(path, detail=True)]
+        files = [e for e in entries if e.get("type") != "directory"]
+        # A folder that holds just one e-print file (1709.07020/1709.07020v1.tar.gz).
+        if len(entries) == 1 and len(files) == 1 and files[0]["name"].lower().endswith(
+                (".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src")):
+            return load_source(_with_protocol(fs, files[0]["name"], uri), paper_id=paper_id, limits=limits)
+        return read_source_dir(uri, label=uri, paper_id=paper_id, limits=limits)
+    size = fs.size(path)
+    if size is not None and size > limits.max_total_bytes:
+        raise StageError("tex_source", "size_bomb", f"{uri} is {size // (1 << 20)} MiB, above the "
+                         f"{limits.max_total_bytes // (1 << 20)} MiB source limit; it was not read.", paper_id)
+    with fs.open(path, "rb") as f:
+        data = f.read(limits.max_total_bytes + 1)
+    return read_eprint(data, label=uri, paper_id=paper_id, limits=limits)
+
+
+# -- state of the HTML images ---------------------------------------------------------------
+def is_blank(data: bytes) -> bool:
+    """One flat colour (or fully transparent): what a failed PDF conversion often leaves."""
+    from PIL import Image as PILImage
+
+    try:
+        with PILImage.open(io.BytesIO(data)) as im:
+            if im.size[0] * im.size[1] > 64_000_000:
+                return False
+            im.draft("L", (256, 256))
+            if im.mode in ("RGBA", "LA") or (im.mode == "P" and "transparency" in im.info):
+                rgba = im.convert("RGBA")
+                if rgba.getchannel("A").getextrema()[1] == 0:
+                    return True
+                lo, hi = rgba.convert("L").getextrema()
+            else:
+                lo, hi = im.convert("L").getextrema()
+            return lo == hi
+    except Exception:  # noqa: BLE001 - an unreadable image is not "blank", it is someone else's error
+        return False
+
+
+def image_problem(img: Image, page_uri: Optional[str], check_blank: bool = True) -> Optional[str]:
+    """Why an HTML image needs the source: 'lost', 'absent', 'blank', or None if fine."""
+    if img.kind == "inline_svg":
+        return None
+    if img.kind in ("missing", "unrendered") or not img.path:
+        return "lost"
+    if not page_uri:
+        return None
+    cands = candidate_paths(page_uri, img.path)
+    for cand in cands:
+        fs, p = fsspec.core.url_to_fs(cand)
+        try:
+            if not fs.isfile(p):
+                continue
+            if check_blank and img.kind == "raster" and fs.size(p) <= BLANK_CHECK_MAX_BYTES:
+                with fs.open(p, "rb") as f:
+                    if is_blank(f.read()):
+                        return "blank"
+            return None
+        except OSError:
+            continue
+    return "absent"
+
+
+# -- recovery ----------------------------------------------------------------------------
+@dataclass
+class RecoveryReport:
+    source_uri: Optional[str] = None
+    source_kind: Optional[str] = None
+    tex_figures: int = 0
+    matched: int = 0
+    matched_by_number: int = 0
+    recovered: int = 0  # HTML images now pointing at a source file
+    missing_in_source: list = field(default_factory=list)  # TeX refs of needed files absent from the e-print
+    ambiguous: list = field(default_factory=list)  # figure ids whose image counts differ
+    problems: list = field(default_factory=list)
+
+
+def _tex_image(path: str, html_id: Optional[str] = None) -> Image:
+    return Image(path=path, url=None, kind="raster", width=None, height=None, html_id=html_id, source="tex")
+
+
+def _point_at_source(img: Image, graphic) -> bool:
+    """Repoint one HTML image at its source file; True if it now has one. When the e-print
+    lacks the file too, the HTML image is left as it was (its own error stands)."""
+    if not graphic.path:
+        return False
+    img.source = "tex"
+    img.url = None
+    img.width = img.height = None
+    img.path = graphic.path
+    img.kind = "raster"
+    return True
+
+
+def recover_figures(paper: Paper, doc: TexDocument, problem_of: Callable[[Image], Optional[str]], *,
+                    threshold: float = DEFAULT_THRESHOLD,
+                    number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD) -> RecoveryReport:
+    """Mutates ``paper``: lost/absent/blank images of matched figures now point at the source."""
+    rep = RecoveryReport(tex_figures=len(doc.figures), problems=list(doc.problems))
+    if not paper.subjects.acm and doc.acm_classes:
+        paper.subjects.acm = list(doc.acm_classes)
+    if not paper.subjects.msc and doc.msc_classes:
+        paper.subjects.msc = list(doc.msc_classes)
+    if not doc.figures or not paper.figures:
+        return rep
+    html_side = [(f.number, html_caption_tokens(f.caption)) for f in paper.figures]
+    tex_side = [(t.number if t.caption else None, tokens(t.caption)) for t in doc.figures]
+    matches = match_figures(html_side, tex_side, threshold=threshold, number_min_jaccard=number_min_jaccard)
+    rep.matched = len(matches)
+    rep.matched_by_number = sum(1 for m in matches if m.by == "number")
+    # Files some HTML figure already shows: LaTeXML sometimes repeats a caption of a
+    # multi-caption float as an empty figure; it must not get a second copy of an image.
+    shown = {img.path for f in paper.figures for img in f.images if img.path and img.kind != "missing"}
+    for m in matches:
+        fig = paper.figures[m.html_index]
+        tf = doc.figures[m.tex_index]
+        graphics = tf.graphics
+        if not graphics:
+            continue
+        slots = list(fig.images)
+        if not slots and any(g.path in shown for g in graphics):
+            rep.ambiguous.append(fig.id)
+            continue
+        if not slots:
+            # Caption-only figure: the HTML kept no image at all.
+            rep.missing_in_source.extend(g.ref for g in graphics if not g.path)
+            found = [g for g in graphics if g.path]
+            if len(found) == 1:
+                fig.images.append(_tex_image(found[0].path))
+                rep.recovered += 1
+            else:
+                for k, g in enumerate(found, 1):
+                    img = _tex_image(g.path)
+                    fig.images.append(img)
+                    fig.subfigures.append(Subfigure(id=ids.subfigure_id(fig.id, k), html_id=None, label=None,
+                                                    caption=g.subcaption or "", images=[img],
+                                                    caption_source="tex" if g.subcaption else "none"))
+                    rep.recovered += 1
+            continue
+        problems = [problem_of(img) for img in slots]
+        if not any(problems):
+            continue
+        if len(slots) == len(graphics):
+            pairs = list(zip(slots, graphics, problems))
+        elif len(graphics) == 1:
+            pairs = [(slots[0], graphics[0], problems[0])] if len(slots) == 1 else []
+        else:
+            pairs = []
+        if not pairs:
+            rep.ambiguous.append(fig.id)
+            continue
+        for img, g, prob in pairs:
+            if not prob:
+                continue
+            if _point_at_source(img, g):
+                rep.recovered += 1
+            else:
+                rep.missing_in_source.append(g.ref)
+    return rep
