@@ -28,7 +28,7 @@ from sciga.schemas.records import Image, Paper, Subfigure
 from sciga.transforms.errors import StageError
 from sciga.transforms.sources.assets import candidate_paths
 from sciga.transforms.sources.eprint import DEFAULT_LIMITS, Limits, SourceTree, read_eprint, read_source_dir
-from sciga.transforms.sources.tex_figure_match import (
+from sciga.transforms.link.tex_figure_match import (
     DEFAULT_NUMBER_MIN_JACCARD,
     DEFAULT_THRESHOLD,
     html_caption_tokens,
