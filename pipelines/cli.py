@@ -17,6 +17,12 @@ def _build(args, rest):
     return 0 if result.counts.reconciled else 1
 
 
+def _validate(args, rest):
+    from sciga.pipelines.validate import run_validate
+
+    return run_validate(args)
+
+
 def make_parser() -> argparse.ArgumentParser:
     from sciga import __version__
     from sciga.pipelines.build import add_build_arguments
@@ -28,6 +34,11 @@ def make_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
     add_build_arguments(b)
     b.set_defaults(func=_build, beam_flags=True)
+    from sciga.pipelines.validate import add_validate_arguments  # issue 6: quality gate
+
+    v = sub.add_parser("validate", help="quality gate (Great Expectations) over a build; non-zero exit on failure")
+    add_validate_arguments(v)
+    v.set_defaults(func=_validate)
     return ap
 
 

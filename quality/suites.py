@@ -1,0 +1,314 @@
+"""The expectation suites: one flat table per concern, each with its Great Expectations suite.
+
+Great Expectations validates flat columns; the configs are nested (papers hold sections,
+paragraphs, figures, subfigures, a graphical abstract). So each check first flattens what it
+needs with DuckDB (``sql``) or reads file facts in Python (``quality/facts.py``), and the
+suite then states the rule on plain columns. Every flat table has a ``record`` column naming
+the row (an id, a mention span, a shard path) so failures come with example ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import great_expectations.expectations as gxe
+
+from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
+from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
+from sciga.schemas.records import IMAGE_KINDS
+from sciga.schemas.version import SCHEMA_VERSION
+
+STEM_ID = r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$"  # schemas.ids.local_id_from_stem
+SECTION_ID = SECTION_ID_RE.pattern.replace("(?P<paper>", "(?:").replace("(?P<local>", "(?:")
+SHARD_NAME = r"^data/[a-z_]+/[\w\-]+-\d{5}-of-\d{5}\.parquet$"
+
+
+@dataclass
+class FlatTable:
+    name: str  # flat table (and suite) name
+    config: str  # the config it is about ("build" for manifest/file facts)
+    what: str  # one line for the report
+    expectations: Callable[[dict], list]  # options -> GX expectations
+    sql: Optional[str] = None  # DuckDB SELECT over the config views; None: built in Python
+    examples: list = field(default_factory=list)
+
+
+def _d(exp, description: str):
+    exp.description = description
+    return exp
+
+
+def _true(column: str, description: str):
+    return _d(gxe.ExpectColumnValuesToBeInSet(column=column, value_set=[True]), description)
+
+
+# ---------------------------------------------------------------------------------------
+# Temp tables shared by several checks (built once per gate run).
+SETUP_SQL = [
+    # Every figure and subfigure a paper defines.
+    """CREATE OR REPLACE TEMP TABLE _fig AS
+       WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
+       SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id FROM f
+       UNION ALL
+       SELECT s.id, paper_id, 'subfigure', fid FROM
+         (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
+    """CREATE OR REPLACE TEMP TABLE _tab AS
+       SELECT t.id AS id, paper_id FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+    """CREATE OR REPLACE TEMP TABLE _sec AS
+       SELECT s.id AS id, paper_id, s.parent_id AS parent_id, s.title AS title, s.body AS body,
+              s.figure_ids AS figure_ids, s.paragraphs AS paragraphs
+       FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
+    """CREATE OR REPLACE TEMP TABLE _para AS
+       SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
+         (SELECT paper_id, id AS section_id, unnest(paragraphs) AS para,
+                 unnest(range(len(paragraphs))) AS pi FROM _sec)""",
+]
+
+
+def _ref_sql(relation: str, source: str, universe: str) -> str:
+    """A reference table: each row one (referrer, target) pair; ``resolved`` is the target
+    found in ``universe`` within the same paper, NULL when dangling."""
+    return f"""
+        SELECT '{relation}: ' || coalesce(r.referrer, '?') || ' -> ' || coalesce(r.target, 'NULL') AS record,
+               r.target, u.id AS resolved
+        FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
+
+
+FIGS = "SELECT id, paper_id FROM _fig"
+FIGS_AND_TABLES = "SELECT id, paper_id FROM _fig UNION ALL SELECT id, paper_id FROM _tab"
+SECTIONS = "SELECT id, paper_id FROM _sec"
+PAPERS = "SELECT id, id AS paper_id FROM papers"
+
+# (relation, referrer rows with paper_id/referrer/target, universe)
+REFERENCES = [
+    ("sections.figure_ids", "SELECT paper_id, id AS referrer, unnest(figure_ids) AS target FROM _sec", FIGS),
+    ("mentions.figure_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, figure_id AS target FROM mentions", FIGS),
+    ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM papers", FIGS),
+    ("graphical_abstract.components",
+     "SELECT id AS paper_id, id AS referrer, unnest(graphical_abstract.components) AS target FROM papers WHERE graphical_abstract IS NOT NULL", FIGS),
+    ("paragraphs.ref_spans",
+     "SELECT paper_id, section_id || '#p' || pi AS referrer, rs.ref_id AS target FROM "
+     "(SELECT paper_id, section_id, pi, unnest(ref_spans) AS rs FROM _para)", FIGS_AND_TABLES),
+    ("figures.id (row of the figures config)", "SELECT paper_id, id AS referrer, id AS target FROM figures", FIGS),
+    ("papers.figures (has a figures row)", "SELECT paper_id, paper_id AS referrer, id AS target FROM _fig",
+     "SELECT id, paper_id FROM figures"),
+    ("figures.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM figures WHERE parent_id IS NOT NULL", FIGS),
+    ("sections.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM _sec WHERE parent_id IS NOT NULL", SECTIONS),
+    ("figures.paper_id", "SELECT paper_id, id AS referrer, paper_id AS target FROM figures", PAPERS),
+    ("mentions.paper_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, paper_id AS target FROM mentions", PAPERS),
+]
+
+
+def _texts_sql() -> str:
+    """Every text field that may carry tokens, as (record, skeleton), skipping token-free
+    texts (an empty skeleton is trivially balanced)."""
+    parts = [
+        ("papers.title", "id", "title", "papers"),
+        ("papers.abstract", "id", "abstract", "papers"),
+        ("sections.title", "id", "title", "_sec"),
+        ("sections.body", "id", "body", "_sec"),
+        ("papers.figures.caption", "f.id", "f.caption", "(SELECT unnest(figures) AS f FROM papers)"),
+        ("papers.figures.subfigures.caption", "s.id", "s.caption",
+         "(SELECT unnest(f.subfigures) AS s FROM (SELECT unnest(figures) AS f FROM papers))"),
+        ("papers.tables.caption", "t.id", "t.caption", "(SELECT unnest(tables) AS t FROM papers)"),
+        ("graphical_abstract.caption", "id", "graphical_abstract.caption", "papers"),
+        ("figures.caption", "id", "caption", "figures"),
+        ("figures.subcaption", "id", "subcaption", "figures"),
+        ("mentions.sentence", "paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index", "sentence", "mentions"),
+        ("dead_letter.message", "coalesce(paper_id, input_uri)", "message", "dead_letter"),
+    ]
+    selects = [
+        f"SELECT '{field}: ' || coalesce(CAST({rid} AS VARCHAR), '?') AS record, {skeleton_sql(col)} AS skeleton FROM {src}"
+        for field, rid, col, src in parts
+    ]
+    return "SELECT * FROM (" + "\nUNION ALL ".join(selects) + ") WHERE skeleton <> ''"
+
+
+SPANS_SQL = """
+    SELECT 'mentions: ' || m.paper_id || ':' || coalesce(m.section_id, '?') || '#p' || m.paragraph_index
+             || '[' || m.char_start || ':' || m.char_end || '] -> ' || m.figure_id AS record,
+           pa.text IS NOT NULL AS paragraph_found,
+           coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= length(pa.text), false) AS span_inside,
+           m.surface AS surface,
+           substring(pa.text, m.char_start + 1, m.char_end - m.char_start) AS paragraph_text
+    FROM mentions m LEFT JOIN _para pa
+      ON pa.paper_id = m.paper_id AND pa.section_id = m.section_id AND pa.pi = m.paragraph_index
+    UNION ALL
+    SELECT 'paragraphs.ref_spans: ' || section_id || '#p' || pi || '[' || rs.start || ':' || rs."end" || '] -> ' || rs.ref_id,
+           true,
+           coalesce(rs.start >= 0 AND rs."end" > rs.start AND rs."end" <= length(text), false),
+           rs.text,
+           substring(text, rs.start + 1, rs."end" - rs.start)
+    FROM (SELECT section_id, pi, text, unnest(ref_spans) AS rs FROM _para)"""
+
+
+def _papers(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every paper has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "paper ids are unique"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=ARXIV_ID_RE.pattern, row_condition='id_source != "stem"',
+                                              condition_parser="pandas"),
+           "paper ids are arXiv ids (2401.13641, astro-ph/0601001) unless taken from a file stem"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=STEM_ID, row_condition='id_source == "stem"',
+                                              condition_parser="pandas"),
+           "local stem ids use only letters, digits, '.' and '-'"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="title_chars", min_value=1), "every paper has a non-empty title"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="abstract_chars", min_value=1), "every paper has a non-empty abstract"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"provenance.schema_version is {SCHEMA_VERSION}"),
+    ]
+
+
+def _paper_figures(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figure and subfigure has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figure and subfigure ids are unique"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+           "figure ids are <paper id>_F<n> (subfigures <paper id>_F<n>.<m>)"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_parent", column_B="parent_id", ignore_row_if="both_values_are_missing"),
+           "subfigure ids extend their parent figure's id"),
+    ]
+
+
+def _sections(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "section ids are unique"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=SECTION_ID), "section ids are <paper id>_S<n>[.<m>...]"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"), "section ids start with their paper's id"),
+    ]
+
+
+def _figures(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figures row has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figures rows have unique ids"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+           "figures ids are <paper id>_F<n>[.<m>] of the row's paper"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]), "kind is figure or subfigure"),
+        _true("parent_consistent", "subfigures (and only they) have a parent_id"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
+           f"image_kind is one of {', '.join(IMAGE_KINDS)}"),
+    ]
+
+
+def _mentions(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeUnique(column="record"), "no mention is listed twice"),
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="surface"), "every mention has its surface text"),
+    ]
+
+
+def _spans(o):
+    return [
+        _true("paragraph_found", "every mention points at an existing paragraph (section id + paragraph index)"),
+        _true("span_inside", "mention spans lie inside their paragraph (0 <= start < end <= length)"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="surface", column_B="paragraph_text", ignore_row_if="either_value_is_missing"),
+           "the mention's surface text equals the paragraph's text at its span"),
+    ]
+
+
+def _texts(o):
+    return [
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="skeleton", regex=BALANCED_SKELETON),
+           "<MATH>, <NOTE>, <TAG> open and close in pairs; only MATH nests, inside NOTE "
+           "(skeleton letters: m/M MATH, n/N NOTE, t/T TAG)"),
+    ]
+
+
+def _dead_letter(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="stage"), "every dead letter names its stage"),
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="error_type"), "every dead letter names its error type"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="message_chars", min_value=1), "every dead letter says what went wrong"),
+    ]
+
+
+def _references(o):
+    return [_d(gxe.ExpectColumnValuesToNotBeNull(column="resolved"), "the referenced id exists in the same paper")]
+
+
+def _shards(o):
+    return [
+        _true("on_disk", "every shard listed in manifest.json exists"),
+        _true("listed", "every shard on disk is listed in manifest.json"),
+        _true("name_ok", "shards follow data/<config>/<split>-NNNNN-of-MMMMM.parquet"),
+        _true("readable", "every shard is a readable Parquet file"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"each shard's Arrow metadata says sciga.schema_version = {SCHEMA_VERSION}"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="config_meta", column_B="config"),
+           "each shard's Arrow metadata names the config of its folder"),
+        _true("schema_matches", "each shard has exactly the config's Arrow schema (names, types, nesting)"),
+        _true("sha256_matches", "each shard's sha256 equals the one in manifest.json"),
+        _true("rows_match", "each shard's row count equals the one in manifest.json"),
+    ]
+
+
+def _counts(o):
+    return [_d(gxe.ExpectColumnPairValuesToBeEqual(column_A="manifest", column_B="actual", ignore_row_if="neither"),
+               "manifest.json counts equal the rows in the shards")]
+
+
+def _build(o):
+    r = o["max_dead_letter_rate"]
+    return [
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"manifest.json says schema_version {SCHEMA_VERSION}"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="dead_letter_rate", min_value=0, max_value=r),
+           f"dead-letter rate (dead letters / inputs) is at most {r:g}"),
+    ]
+
+
+def _images(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeNull(column="decode_error"),
+           f"embedded image bytes decode ({o['image_check']}, pixel limit {o['max_pixels']:,})"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_width", column_B="width", ignore_row_if="either_value_is_missing"),
+           "decoded image width equals the recorded width"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_height", column_B="height", ignore_row_if="either_value_is_missing"),
+           "decoded image height equals the recorded height"),
+    ]
+
+
+def flat_tables() -> list[FlatTable]:
+    tables = [
+        FlatTable("shards", "build", "shard files: presence, names, schema version, Arrow schema, sha256 and rows vs manifest", _shards),
+        FlatTable("manifest_counts", "build", "manifest.json counts vs rows in the shards", _counts),
+        FlatTable("build", "build", "build-level facts: schema version, dead-letter rate", _build),
+        FlatTable("papers", "papers", "one row per paper: id format and uniqueness, title/abstract, schema version", _papers,
+                  sql="""SELECT coalesce(id, '?') AS record, id, coalesce(provenance.id_source, '') AS id_source,
+                                length(trim(coalesce(title, ''))) AS title_chars,
+                                length(trim(coalesce(abstract, ''))) AS abstract_chars,
+                                provenance.schema_version AS schema_version FROM papers"""),
+        FlatTable("paper_figures", "papers", "papers.figures and their subfigures, unnested", _paper_figures,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id,
+                                 CASE WHEN kind = 'figure' THEN regexp_extract(id, '^(.+)_F\d+$', 1)
+                                      ELSE regexp_extract(id, '^(.+)_F\d+\.\d+$', 1) END AS id_paper,
+                                 CASE WHEN kind = 'subfigure' THEN regexp_extract(id, '^(.+_F\d+)\.\d+$', 1) END AS id_parent
+                          FROM _fig"""),
+        FlatTable("sections", "papers", "papers.sections, unnested", _sections,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id,
+                                 regexp_extract(id, '^(.+)_(?:Pt\d+\.)?(?:S|A|Sx|Ch|P)[\w.]*$', 1) AS id_paper FROM _sec"""),
+        FlatTable("figures", "figures", "one row per figure or subfigure image", _figures,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id, kind, image_kind,
+                                 regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
+                                 coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent
+                          FROM figures"""),
+        FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
+        FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
+                  sql="""SELECT paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index || '['
+                                || char_start || ':' || char_end || '] -> ' || figure_id AS record, surface FROM mentions"""),
+        FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL),
+        FlatTable("texts", "papers+figures+mentions", "token skeletons of every text field that holds a token", _texts,
+                  sql=_texts_sql()),
+        FlatTable("dead_letter", "dead_letter", "one row per failed input", _dead_letter,
+                  sql="""SELECT coalesce(paper_id, input_uri, '?') || ' @ ' || coalesce(stage, '?') AS record, stage, error_type,
+                                length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter"""),
+    ]
+    for relation, source, universe in REFERENCES:
+        config = relation.split(".")[0].replace("graphical_abstract", "papers").replace("paragraphs", "papers")
+        config = config.replace("sections", "papers")
+        tables.append(FlatTable(f"ref {relation}", config, f"references {relation} resolve", _references,
+                                sql=_ref_sql(relation, source, universe)))
+    assert {t.config for t in tables} >= set(CONFIGS)
+    return tables
