@@ -11,8 +11,7 @@ import sys
 
 import fsspec
 
-from sciga.quality.gate import DEFAULT_MAX_DEAD_LETTER_RATE, GateResult, run_gate
-from sciga.quality.images import DEFAULT_MAX_PIXELS, IMAGE_CHECKS
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIXELS, IMAGE_CHECKS
 
 REPORT_DIR = "quality"
 
@@ -42,13 +41,15 @@ def check_is_build(out: str) -> None:
                                 "give the --output folder of `sciga build`.")
 
 
-def gate_from_args(args) -> GateResult:
+def gate_from_args(args):
+    from sciga.quality.gate import run_gate
+
     check_is_build(args.out)
     return run_gate(args.out, max_dead_letter_rate=args.max_dead_letter_rate, image_check=args.image_check,
                     max_pixels=args.max_image_pixels, image_workers=args.image_workers)
 
 
-def write_reports(result: GateResult, out: str, report: str | None) -> list[str]:
+def write_reports(result, out: str, report: str | None) -> list[str]:
     from sciga.quality import report as rp
 
     renderers = {".md": rp.markdown, ".html": rp.html_page, ".json": rp.json_text}

@@ -26,7 +26,7 @@ from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 
 log = logging.getLogger("sciga.quality")
-DEFAULT_MAX_DEAD_LETTER_RATE = 0.10
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE  # noqa: E402
 MAX_EXAMPLES = 10
 
 
@@ -42,6 +42,7 @@ class CheckResult:
     unexpected_count: int = 0
     examples: list = field(default_factory=list)
     error: Optional[str] = None
+    breakdown: dict = field(default_factory=dict)  # group -> unexpected rows (e.g. per reference relation)
 
 
 @dataclass
@@ -172,6 +173,10 @@ def _validate(gx, ctx, bd, table: FlatTable, df: pd.DataFrame, options: dict) ->
             examples=_examples(result, [] if cfg.type == "expect_column_values_to_not_be_null" else _columns(cfg)),
             error=err,
         ))
+        if table.breakdown and not out[-1].success and cfg.type == "expect_column_values_to_not_be_null":
+            group, col = table.breakdown
+            counts = df.loc[df[col].isna(), group].value_counts()
+            out[-1].breakdown = {str(k): int(v) for k, v in sorted(counts.items())}
     return out
 
 

@@ -20,8 +20,7 @@ from typing import Optional
 
 from PIL import Image
 
-DEFAULT_MAX_PIXELS = 178_956_970  # Pillow's own bomb threshold (2**32 / 4 / 6 ... rounded)
-IMAGE_CHECKS = ("decode", "header", "none")
+from sciga.quality.defaults import DEFAULT_MAX_PIXELS, IMAGE_CHECKS  # noqa: F401
 
 
 def check_image(data: bytes, kind: Optional[str] = None, level: str = "decode",

@@ -33,6 +33,8 @@ def summary_text(result: GateResult, max_examples: int = 5) -> str:
             continue
         lines.append(f"  FAILED {where}: {c.description} -- {c.expectation}: "
                      f"{c.unexpected_count} of {c.element_count} rows unexpected")
+        if c.breakdown:
+            lines.append("      by " + ", ".join(f"{k}: {v}" for k, v in c.breakdown.items()))
         for ex in c.examples[:max_examples]:
             lines.append(f"      e.g. {ex}")
     return "\n".join(lines)
@@ -52,6 +54,8 @@ def markdown(result: GateResult) -> str:
                   "|---|---|---|---|---:|---|"]
         for c in result.failed:
             unexpected = c.error if c.error else f"{c.unexpected_count} of {c.element_count}"
+            if c.breakdown:
+                unexpected += " (" + ", ".join(f"{k}: {v}" for k, v in c.breakdown.items()) + ")"
             lines.append(f"| {_md_cell(c.table)} | {_md_cell(c.column)} | `{c.expectation}` | {_md_cell(c.description)} | "
                          f"{_md_cell(unexpected)} | {_md_cell('; '.join(c.examples[:5]))} |")
         lines.append("")
@@ -85,6 +89,8 @@ def html_page(result: GateResult) -> str:
                      "<th>rule</th><th>unexpected</th><th>examples</th></tr>")
         for c in result.failed:
             unexpected = c.error if c.error else f"{c.unexpected_count} of {c.element_count}"
+            if c.breakdown:
+                unexpected += " (" + ", ".join(f"{k}: {v}" for k, v in c.breakdown.items()) + ")"
             ex = "<br>".join(e(x) for x in c.examples[:10])
             parts.append(f"<tr><td>{e(c.table)}</td><td>{e(c.column)}</td><td><code>{e(c.expectation)}</code></td>"
                          f"<td>{e(c.description)}</td><td class='fail'>{e(unexpected)}</td><td>{ex}</td></tr>")

@@ -8,7 +8,7 @@ the row (an id, a mention span, a shard path) so failures come with example ids.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Optional
 
 import great_expectations.expectations as gxe
@@ -31,7 +31,8 @@ class FlatTable:
     what: str  # one line for the report
     expectations: Callable[[dict], list]  # options -> GX expectations
     sql: Optional[str] = None  # DuckDB SELECT over the config views; None: built in Python
-    examples: list = field(default_factory=list)
+    # (group column, checked column): failures of a not-null check are also counted per group
+    breakdown: Optional[tuple] = None
 
 
 def _d(exp, description: str):
@@ -67,12 +68,16 @@ SETUP_SQL = [
 
 
 def _ref_sql(relation: str, source: str, universe: str) -> str:
-    """A reference table: each row one (referrer, target) pair; ``resolved`` is the target
-    found in ``universe`` within the same paper, NULL when dangling."""
+    """One relation's references: each row one (referrer, target) pair; ``resolved`` is the
+    target found in ``universe`` within the same paper, NULL when dangling."""
     return f"""
         SELECT '{relation}: ' || coalesce(r.referrer, '?') || ' -> ' || coalesce(r.target, 'NULL') AS record,
-               r.target, u.id AS resolved
+               '{relation}' AS relation, r.target, u.id AS resolved
         FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
+
+
+def references_sql() -> str:
+    return "\nUNION ALL ".join(_ref_sql(*r) for r in REFERENCES)
 
 
 FIGS = "SELECT id, paper_id FROM _fig"
@@ -225,7 +230,8 @@ def _dead_letter(o):
 
 
 def _references(o):
-    return [_d(gxe.ExpectColumnValuesToNotBeNull(column="resolved"), "the referenced id exists in the same paper")]
+    return [_d(gxe.ExpectColumnValuesToNotBeNull(column="resolved"),
+               "every referenced id exists in the same paper (" + "; ".join(r[0] for r in REFERENCES) + ")")]
 
 
 def _shards(o):
@@ -305,10 +311,8 @@ def flat_tables() -> list[FlatTable]:
                   sql="""SELECT coalesce(paper_id, input_uri, '?') || ' @ ' || coalesce(stage, '?') AS record, stage, error_type,
                                 length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter"""),
     ]
-    for relation, source, universe in REFERENCES:
-        config = relation.split(".")[0].replace("graphical_abstract", "papers").replace("paragraphs", "papers")
-        config = config.replace("sections", "papers")
-        tables.append(FlatTable(f"ref {relation}", config, f"references {relation} resolve", _references,
-                                sql=_ref_sql(relation, source, universe)))
+    tables.append(FlatTable("references", "papers+figures+mentions",
+                            "every id one record gives for another (figure, table, section, paper), one row per reference",
+                            _references, sql=references_sql(), breakdown=("relation", "resolved")))
     assert {t.config for t in tables} >= set(CONFIGS)
     return tables
