@@ -46,6 +46,7 @@ CORE = [
     "scispacy>=0.5.4",
     "pysbd>=0.3.4",
     "matplotlib>=3.8",
+    "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.

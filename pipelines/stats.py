@@ -22,6 +22,10 @@ import argparse
 import os
 import posixpath
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pandas is imported where it is used: the CLI parser imports this module
+    import pandas as pd
 
 
 TOKEN_RULE = ("whitespace-separated tokens of the stored text; <MATH>, </MATH>, <NOTE>, </NOTE>, <TAG>, </TAG> "
@@ -51,11 +55,14 @@ def _setup_sql(level: str) -> list[str]:
     retired = " ".join(f"WHEN a = '{k}' THEN '{v}'" for k, v in RETIRED.items())
     group = f"CASE WHEN a IS NULL OR a = '' THEN 'unknown' WHEN a IN ({physics}) THEN 'physics' {retired} ELSE a END"
     return [
+        # Each token with the whitespace around it becomes one 'x' (a text of only whitespace
+        # keeps its whitespace, removed by the outer, cheap replace): the count equals
+        # len(text.split()) and is the fastest form DuckDB offered among those measured.
         r"CREATE OR REPLACE TEMP MACRO sciga_ntok(s) AS "
-        r"CASE WHEN s IS NULL OR trim(s) = '' THEN 0 ELSE len(string_split_regex(trim(s), '\s+')) END",
+        r"coalesce(length(regexp_replace(regexp_replace(s, '\s*\S+\s*', 'x', 'g'), '\s+', '', 'g')), 0)",
         f"CREATE OR REPLACE TEMP MACRO sciga_group(a) AS {group}",
         "CREATE OR REPLACE TEMP MACRO sciga_archive(a) AS CASE WHEN a IS NULL OR a = '' THEN 'unknown' ELSE a END",
-        f"""CREATE OR REPLACE TEMP VIEW paper_stats AS
+        f"""CREATE OR REPLACE TEMP TABLE paper_stats AS
             SELECT id,
                    sciga_{'group' if level == 'group' else 'archive'}(split_part(coalesce(primary_category, subjects.arxiv[1],
                        CASE WHEN id LIKE '%/%' THEN split_part(id, '/', 1) END), '.', 1)) AS category,
@@ -66,7 +73,9 @@ def _setup_sql(level: str) -> list[str]:
                    coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0) AS subfigures,
                    len(figures) + coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0)
                        AS figures_incl_subfigures,
-                   graphical_abstract
+                   list_transform(figures, lambda f: sciga_ntok(f.caption)) AS caption_token_list,
+                   graphical_abstract.type AS ga_type, graphical_abstract IS NOT NULL AS has_ga,
+                   coalesce(graphical_abstract.de_facto, false) AS ga_de_facto
             FROM papers""",
     ]
 
@@ -84,23 +93,18 @@ def stats_queries() -> dict[str, str]:
         paper_parts.append(f"SELECT '{metric}' AS metric, '{label}' AS label, category, {d} FROM paper_stats GROUP BY category")
         paper_parts.append(f"SELECT '{metric}', '{label}', '{OVERALL}', {d} FROM paper_stats")
     metric, label = CAPTION_METRIC
-    captions = ("(SELECT category, sciga_ntok(f.caption) AS caption_tokens FROM "
-                "(SELECT category, unnest(f) AS f FROM (SELECT category, figures AS f FROM papers_cat)))")
+    captions = "(SELECT category, unnest(caption_token_list) AS caption_tokens FROM paper_stats)"
     d = _describe("caption_tokens", "figure")
     return {
         "per_category": "\nUNION ALL ".join(paper_parts),
-        "captions": f"""WITH papers_cat AS (SELECT p.figures, s.category FROM papers p JOIN paper_stats s ON s.id = p.id)
-                        SELECT '{metric}' AS metric, '{label}' AS label, category, {d} FROM {captions} GROUP BY category
+        "captions": f"""SELECT '{metric}' AS metric, '{label}' AS label, category, {d} FROM {captions} GROUP BY category
                         UNION ALL
                         SELECT '{metric}', '{label}', '{OVERALL}', {d} FROM {captions}""",
-        "ga_types": """SELECT coalesce(graphical_abstract.type, CASE WHEN graphical_abstract IS NULL THEN 'no GA' ELSE 'untyped' END)
-                              AS ga_type,
-                              count(*) AS papers,
-                              count(*) FILTER (WHERE graphical_abstract.de_facto) AS de_facto
+        "ga_types": """SELECT coalesce(ga_type, CASE WHEN has_ga THEN 'untyped' ELSE 'no GA' END) AS ga_type,
+                              count(*) AS papers, count(*) FILTER (WHERE ga_de_facto) AS de_facto
                        FROM paper_stats GROUP BY ALL""",
-        "ga_types_by_category": """SELECT category, coalesce(graphical_abstract.type,
-                                       CASE WHEN graphical_abstract IS NULL THEN 'no GA' ELSE 'untyped' END) AS ga_type,
-                                       count(*) AS papers
+        "ga_types_by_category": """SELECT category, coalesce(ga_type, CASE WHEN has_ga THEN 'untyped' ELSE 'no GA' END) AS ga_type,
+                                          count(*) AS papers
                                    FROM paper_stats GROUP BY ALL""",
     }
 

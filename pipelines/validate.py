@@ -6,6 +6,7 @@ expectation with its unexpected count and example ids), 2 when OUT is not a buil
 from __future__ import annotations
 
 import argparse
+import os
 import posixpath
 import sys
 
@@ -23,7 +24,8 @@ def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
                     help="decode every embedded image (default), only read headers and structure, or skip images")
     ap.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
                     help="images with more pixels than N fail the gate without being decoded")
-    ap.add_argument("--image-workers", type=int, default=1, metavar="N", help="processes decoding images")
+    ap.add_argument("--image-workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                    help="processes decoding images (default: one per core)")
 
 
 def add_validate_arguments(ap: argparse.ArgumentParser) -> None:

@@ -10,7 +10,7 @@ import hashlib
 import json
 import posixpath
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterator, Optional
+from typing import Optional
 
 import fsspec
 import pandas as pd
@@ -122,39 +122,33 @@ def build_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
     }])
 
 
-def _image_batches(out_dir: str, batch_rows: int = 512) -> Iterator[list[tuple]]:
-    fs, _ = fsspec.core.url_to_fs(out_dir)
-    for path in shard_files(out_dir, "figures"):
-        with fs.open(path, "rb") as f:
-            pf = pq.ParquetFile(f)
-            names = set(pf.schema_arrow.names)
-            if not {"id", "image"} <= names:
-                continue
-            cols = [c for c in ("id", "image", "image_kind", "width", "height") if c in names]
-            for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
-                d = batch.to_pydict()
-                n = batch.num_rows
-                kinds = d.get("image_kind") or [None] * n
-                ws = d.get("width") or [None] * n
-                hs = d.get("height") or [None] * n
-                out = []
-                for i in range(n):
-                    img = d["image"][i]
-                    data = img.get("bytes") if img else None
-                    if data is not None:
-                        out.append((d["id"][i], data, kinds[i], ws[i], hs[i]))
-                if out:
-                    yield out
-
-
-def _check_batch(args) -> list[dict]:
-    batch, level, max_pixels = args
-    rows = []
-    for rid, data, kind, w, h in batch:
-        dw, dh, err = check_image(data, kind, level, max_pixels)
-        rows.append({"record": rid, "image_kind": kind, "decode_error": err,
-                     "decoded_width": dw, "decoded_height": dh, "width": w, "height": h})
-    return rows
+def _check_shard(args) -> list[tuple]:
+    """One figures shard -> (id, kind, error, decoded w, decoded h, recorded w, recorded h) per
+    embedded image. Runs in a worker process: the shard is read there, so image bytes are
+    never pickled between processes."""
+    path, protocol, level, max_pixels = args
+    fs = fsspec.filesystem(protocol)
+    out = []
+    with fs.open(path, "rb") as f:
+        pf = pq.ParquetFile(f)
+        names = set(pf.schema_arrow.names)
+        if not {"id", "image"} <= names:
+            return out
+        cols = [c for c in ("id", "image", "image_kind", "width", "height") if c in names]
+        for batch in pf.iter_batches(batch_size=256, columns=cols):
+            d = batch.to_pydict()
+            n = batch.num_rows
+            kinds = d.get("image_kind") or [None] * n
+            ws = d.get("width") or [None] * n
+            hs = d.get("height") or [None] * n
+            for i in range(n):
+                img = d["image"][i]
+                data = img.get("bytes") if img else None
+                if data is None:
+                    continue
+                dw, dh, err = check_image(data, kinds[i], level, max_pixels)
+                out.append((d["id"][i], kinds[i], err, dw, dh, ws[i], hs[i]))
+    return out
 
 
 def images_table(out_dir: str, level: str = "decode", max_pixels: Optional[int] = None,
@@ -163,17 +157,19 @@ def images_table(out_dir: str, level: str = "decode", max_pixels: Optional[int] 
     from sciga.quality.images import DEFAULT_MAX_PIXELS
 
     cols = ["record", "image_kind", "decode_error", "decoded_width", "decoded_height", "width", "height"]
-    rows: list[dict] = []
+    rows: list = []
     if level != "none":
-        jobs = ((b, level, max_pixels or DEFAULT_MAX_PIXELS) for b in _image_batches(out_dir))
-        if workers > 1:
+        fs, _ = fsspec.core.url_to_fs(out_dir)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        jobs = [(p, protocol, level, max_pixels or DEFAULT_MAX_PIXELS) for p in shard_files(out_dir, "figures")]
+        if workers > 1 and len(jobs) > 1:
             from concurrent.futures import ProcessPoolExecutor
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                for part in pool.map(_check_batch, jobs):
+                for part in pool.map(_check_shard, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
                     rows.extend(part)
         else:
             for job in jobs:
-                rows.extend(_check_batch(job))
+                rows.extend(_check_shard(job))
     df = pd.DataFrame(rows, columns=cols)
     return df.astype({"decoded_width": "Int64", "decoded_height": "Int64", "width": "Int64", "height": "Int64"})

@@ -3,8 +3,8 @@
 Great Expectations validates flat columns; the configs are nested (papers hold sections,
 paragraphs, figures, subfigures, a graphical abstract). So each check first flattens what it
 needs with DuckDB (``sql``) or reads file facts in Python (``quality/facts.py``), and the
-suite then states the rule on plain columns. Every flat table has a ``record`` column naming
-the row (an id, a mention span, a shard path) so failures come with example ids.
+suite then states the rule on plain columns. Every flat table has index columns naming the
+row (an id, a mention span, a shard path) so failures come with example ids.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from sciga.schemas.version import SCHEMA_VERSION
 
 STEM_ID = r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$"  # schemas.ids.local_id_from_stem
 SECTION_ID = SECTION_ID_RE.pattern.replace("(?P<paper>", "(?:").replace("(?P<local>", "(?:")
-SHARD_NAME = r"^data/[a-z_]+/[\w\-]+-\d{5}-of-\d{5}\.parquet$"
 
 
 @dataclass
@@ -31,8 +30,12 @@ class FlatTable:
     what: str  # one line for the report
     expectations: Callable[[dict], list]  # options -> GX expectations
     sql: Optional[str] = None  # DuckDB SELECT over the config views; None: built in Python
-    # (group column, checked column): failures of a not-null check are also counted per group
+    # (group column, checked boolean column): failures are also counted per group
     breakdown: Optional[tuple] = None
+    # columns naming a row in examples (building one "record" string per row costs time on
+    # tables with millions of rows), and how to join them into one label
+    index: tuple = ("record",)
+    label: Optional[Callable[[dict], str]] = None
 
 
 def _d(exp, description: str):
@@ -45,25 +48,44 @@ def _true(column: str, description: str):
 
 
 # ---------------------------------------------------------------------------------------
-# Temp tables shared by several checks (built once per gate run).
+# Temp tables shared by several checks, built once per gate run: each config is scanned as
+# few times as possible and long texts are kept only as their token skeletons (paragraph
+# texts stay, for the span checks).
+def _sk(col: str) -> str:
+    return skeleton_sql(col)
+
+
 SETUP_SQL = [
+    f"""CREATE OR REPLACE TEMP TABLE _pap AS
+        SELECT id, coalesce(provenance.id_source, '') AS id_source,
+               length(trim(coalesce(title, ''))) AS title_chars, length(trim(coalesce(abstract, ''))) AS abstract_chars,
+               provenance.schema_version AS schema_version, {_sk('title')} AS title_sk, {_sk('abstract')} AS abstract_sk,
+               {_sk('graphical_abstract.caption')} AS ga_sk, teaser, graphical_abstract.components AS ga_components
+        FROM papers""",
     # Every figure and subfigure a paper defines.
-    """CREATE OR REPLACE TEMP TABLE _fig AS
-       WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
-       SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id FROM f
-       UNION ALL
-       SELECT s.id, paper_id, 'subfigure', fid FROM
-         (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
-    """CREATE OR REPLACE TEMP TABLE _tab AS
-       SELECT t.id AS id, paper_id FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
-    """CREATE OR REPLACE TEMP TABLE _sec AS
-       SELECT s.id AS id, paper_id, s.parent_id AS parent_id, s.title AS title, s.body AS body,
-              s.figure_ids AS figure_ids, s.paragraphs AS paragraphs
-       FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
+    f"""CREATE OR REPLACE TEMP TABLE _fig AS
+        WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
+        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk('f.caption')} AS caption_sk FROM f
+        UNION ALL
+        SELECT s.id, paper_id, 'subfigure', fid, {_sk('s.caption')} FROM
+          (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
+    f"""CREATE OR REPLACE TEMP TABLE _tab AS
+        SELECT t.id AS id, paper_id, {_sk('t.caption')} AS caption_sk
+        FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+    # Sections and paragraphs straight from the shards (measured faster than materializing
+    # the unnested sections once and deriving both from that copy).
+    f"""CREATE OR REPLACE TEMP TABLE _sec AS
+        SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk('s.title')} AS title_sk, {_sk('s.body')} AS body_sk,
+               s.figure_ids AS figure_ids FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
     """CREATE OR REPLACE TEMP TABLE _para AS
        SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
-         (SELECT paper_id, id AS section_id, unnest(paragraphs) AS para,
-                 unnest(range(len(paragraphs))) AS pi FROM _sec)""",
+         (SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
+          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p))""",
+    # The figures config, without image bytes.
+    f"""CREATE OR REPLACE TEMP TABLE _figrows AS
+        SELECT id, paper_id, parent_id, kind, image_kind, {_sk('caption')} AS caption_sk, {_sk('subcaption')} AS subcaption_sk,
+               coalesce(octet_length(image.bytes) > 0, false) AS has_image
+        FROM figures""",
 ]
 
 
@@ -71,68 +93,75 @@ def _ref_sql(relation: str, source: str, universe: str) -> str:
     """One relation's references: each row one (referrer, target) pair; ``resolved`` is the
     target found in ``universe`` within the same paper, NULL when dangling."""
     return f"""
-        SELECT '{relation}: ' || coalesce(r.referrer, '?') || ' -> ' || coalesce(r.target, 'NULL') AS record,
-               '{relation}' AS relation, r.target, u.id AS resolved
+        SELECT '{relation}' AS relation, r.referrer, r.target, u.id IS NOT NULL AS resolved
         FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
 
 
+# The figures config and the figures/subfigures papers define must be the same set, with
+# the same parents: one full outer join instead of three one-way relations.
+FIGURE_ROWS_SQL = """
+    SELECT CASE WHEN r.id IS NULL THEN 'papers.figures (has no row in the figures config)'
+                WHEN f.id IS NULL THEN 'figures.id (not a figure of its paper)'
+                WHEN r.parent_id IS DISTINCT FROM f.parent_id THEN 'figures.parent_id (not the parent papers.figures gives)'
+                ELSE 'figures <-> papers.figures' END AS relation,
+           coalesce(r.paper_id, f.paper_id) AS referrer, coalesce(r.id, f.id) AS target,
+           r.id IS NOT NULL AND f.id IS NOT NULL AND r.parent_id IS NOT DISTINCT FROM f.parent_id AS resolved
+    FROM _figrows r FULL OUTER JOIN _fig f ON f.id = r.id AND f.paper_id = r.paper_id"""
+
+
 def references_sql() -> str:
-    return "\nUNION ALL ".join(_ref_sql(*r) for r in REFERENCES)
+    return "\nUNION ALL ".join([_ref_sql(*r) for r in REFERENCES] + [FIGURE_ROWS_SQL])
 
 
 FIGS = "SELECT id, paper_id FROM _fig"
 FIGS_AND_TABLES = "SELECT id, paper_id FROM _fig UNION ALL SELECT id, paper_id FROM _tab"
+
 SECTIONS = "SELECT id, paper_id FROM _sec"
-PAPERS = "SELECT id, id AS paper_id FROM papers"
 
 # (relation, referrer rows with paper_id/referrer/target, universe)
 REFERENCES = [
     ("sections.figure_ids", "SELECT paper_id, id AS referrer, unnest(figure_ids) AS target FROM _sec", FIGS),
     ("mentions.figure_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, figure_id AS target FROM mentions", FIGS),
-    ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM papers", FIGS),
+    ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM _pap", FIGS),
     ("graphical_abstract.components",
-     "SELECT id AS paper_id, id AS referrer, unnest(graphical_abstract.components) AS target FROM papers WHERE graphical_abstract IS NOT NULL", FIGS),
+     "SELECT id AS paper_id, id AS referrer, unnest(ga_components) AS target FROM _pap WHERE ga_components IS NOT NULL", FIGS),
     ("paragraphs.ref_spans",
      "SELECT paper_id, section_id || '#p' || pi AS referrer, rs.ref_id AS target FROM "
      "(SELECT paper_id, section_id, pi, unnest(ref_spans) AS rs FROM _para)", FIGS_AND_TABLES),
-    ("figures.id (row of the figures config)", "SELECT paper_id, id AS referrer, id AS target FROM figures", FIGS),
-    ("papers.figures (has a figures row)", "SELECT paper_id, paper_id AS referrer, id AS target FROM _fig",
-     "SELECT id, paper_id FROM figures"),
-    ("figures.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM figures WHERE parent_id IS NOT NULL", FIGS),
     ("sections.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM _sec WHERE parent_id IS NOT NULL", SECTIONS),
-    ("figures.paper_id", "SELECT paper_id, id AS referrer, paper_id AS target FROM figures", PAPERS),
-    ("mentions.paper_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, paper_id AS target FROM mentions", PAPERS),
 ]
+# figures.paper_id and mentions.paper_id need no relation of their own: the figure id must
+# resolve *within the same paper*, which only a paper in the papers config can provide.
 
 
 def _texts_sql() -> str:
     """Every text field that may carry tokens, as (record, skeleton), skipping token-free
-    texts (an empty skeleton is trivially balanced)."""
+    texts (an empty skeleton is trivially balanced). Skeletons come from the temp tables."""
     parts = [
-        ("papers.title", "id", "title", "papers"),
-        ("papers.abstract", "id", "abstract", "papers"),
-        ("sections.title", "id", "title", "_sec"),
-        ("sections.body", "id", "body", "_sec"),
-        ("papers.figures.caption", "f.id", "f.caption", "(SELECT unnest(figures) AS f FROM papers)"),
-        ("papers.figures.subfigures.caption", "s.id", "s.caption",
-         "(SELECT unnest(f.subfigures) AS s FROM (SELECT unnest(figures) AS f FROM papers))"),
-        ("papers.tables.caption", "t.id", "t.caption", "(SELECT unnest(tables) AS t FROM papers)"),
-        ("graphical_abstract.caption", "id", "graphical_abstract.caption", "papers"),
-        ("figures.caption", "id", "caption", "figures"),
-        ("figures.subcaption", "id", "subcaption", "figures"),
-        ("mentions.sentence", "paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index", "sentence", "mentions"),
-        ("dead_letter.message", "coalesce(paper_id, input_uri)", "message", "dead_letter"),
+        ("papers.title", "id", "title_sk", "_pap"),
+        ("papers.abstract", "id", "abstract_sk", "_pap"),
+        ("graphical_abstract.caption", "id", "ga_sk", "_pap"),
+        ("sections.title", "id", "title_sk", "_sec"),
+        ("sections.body", "id", "body_sk", "_sec"),
+        ("papers.figures[.subfigures].caption", "id", "caption_sk", "_fig"),
+        ("papers.tables.caption", "id", "caption_sk", "_tab"),
+        ("figures.caption", "id", "caption_sk", "_figrows"),
+        ("figures.subcaption", "id", "subcaption_sk", "_figrows"),
+        ("mentions.sentence", "paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index", _sk("sentence"),
+         "mentions"),
+        ("dead_letter.message", "coalesce(paper_id, input_uri)", _sk("message"), "dead_letter"),
     ]
     selects = [
-        f"SELECT '{field}: ' || coalesce(CAST({rid} AS VARCHAR), '?') AS record, {skeleton_sql(col)} AS skeleton FROM {src}"
+        f"SELECT '{field}: ' || coalesce(CAST({rid} AS VARCHAR), '?') AS record, sk AS skeleton "
+        f"FROM (SELECT *, {col} AS sk FROM {src}) WHERE sk <> ''"
         for field, rid, col, src in parts
     ]
-    return "SELECT * FROM (" + "\nUNION ALL ".join(selects) + ") WHERE skeleton <> ''"
+    return "\nUNION ALL ".join(selects)
 
 
 SPANS_SQL = """
-    SELECT 'mentions: ' || m.paper_id || ':' || coalesce(m.section_id, '?') || '#p' || m.paragraph_index
-             || '[' || m.char_start || ':' || m.char_end || '] -> ' || m.figure_id AS record,
+    SELECT 'mentions' AS source, m.paper_id || ':' || coalesce(m.section_id, '?') AS section, m.paragraph_index AS paragraph,
+           m.char_start AS span_start, m.char_end AS span_end, m.figure_id AS target,
            pa.text IS NOT NULL AS paragraph_found,
            coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= length(pa.text), false) AS span_inside,
            m.surface AS surface,
@@ -140,7 +169,7 @@ SPANS_SQL = """
     FROM mentions m LEFT JOIN _para pa
       ON pa.paper_id = m.paper_id AND pa.section_id = m.section_id AND pa.pi = m.paragraph_index
     UNION ALL
-    SELECT 'paragraphs.ref_spans: ' || section_id || '#p' || pi || '[' || rs.start || ':' || rs."end" || '] -> ' || rs.ref_id,
+    SELECT 'paragraphs.ref_spans', section_id, pi, rs.start, rs."end", rs.ref_id,
            true,
            coalesce(rs.start >= 0 AND rs."end" > rs.start AND rs."end" <= length(text), false),
            rs.text,
@@ -230,8 +259,8 @@ def _dead_letter(o):
 
 
 def _references(o):
-    return [_d(gxe.ExpectColumnValuesToNotBeNull(column="resolved"),
-               "every referenced id exists in the same paper (" + "; ".join(r[0] for r in REFERENCES) + ")")]
+    return [_true("resolved", "every referenced id exists in the same paper (" + "; ".join(r[0] for r in REFERENCES)
+                  + "; figures rows = papers.figures and subfigures, same parents)")]
 
 
 def _shards(o):
@@ -282,10 +311,8 @@ def flat_tables() -> list[FlatTable]:
         FlatTable("manifest_counts", "build", "manifest.json counts vs rows in the shards", _counts),
         FlatTable("build", "build", "build-level facts: schema version, dead-letter rate", _build),
         FlatTable("papers", "papers", "one row per paper: id format and uniqueness, title/abstract, schema version", _papers,
-                  sql="""SELECT coalesce(id, '?') AS record, id, coalesce(provenance.id_source, '') AS id_source,
-                                length(trim(coalesce(title, ''))) AS title_chars,
-                                length(trim(coalesce(abstract, ''))) AS abstract_chars,
-                                provenance.schema_version AS schema_version FROM papers"""),
+                  sql="""SELECT coalesce(id, '?') AS record, id, id_source, title_chars, abstract_chars, schema_version
+                         FROM _pap"""),
         FlatTable("paper_figures", "papers", "papers.figures and their subfigures, unnested", _paper_figures,
                   sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id,
                                  CASE WHEN kind = 'figure' THEN regexp_extract(id, '^(.+)_F\d+$', 1)
@@ -299,12 +326,15 @@ def flat_tables() -> list[FlatTable]:
                   sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id, kind, image_kind,
                                  regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
                                  coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent
-                          FROM figures"""),
+                          FROM _figrows"""),
         FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
         FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
                   sql="""SELECT paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index || '['
                                 || char_start || ':' || char_end || '] -> ' || figure_id AS record, surface FROM mentions"""),
-        FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL),
+        FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL,
+                  index=("source", "section", "paragraph", "span_start", "span_end", "target"),
+                  label=lambda r: f"{r.get('source')}: {r.get('section')}#p{r.get('paragraph')}"
+                                  f"[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"),
         FlatTable("texts", "papers+figures+mentions", "token skeletons of every text field that holds a token", _texts,
                   sql=_texts_sql()),
         FlatTable("dead_letter", "dead_letter", "one row per failed input", _dead_letter,
@@ -313,6 +343,8 @@ def flat_tables() -> list[FlatTable]:
     ]
     tables.append(FlatTable("references", "papers+figures+mentions",
                             "every id one record gives for another (figure, table, section, paper), one row per reference",
-                            _references, sql=references_sql(), breakdown=("relation", "resolved")))
+                            _references, sql=references_sql(), breakdown=("relation", "resolved"),
+                            index=("relation", "referrer", "target"),
+                            label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}"))
     assert {t.config for t in tables} >= set(CONFIGS)
     return tables

@@ -64,9 +64,8 @@ def explain(skel: str) -> Optional[str]:
 
 
 def skeleton_sql(expr: str) -> str:
-    """DuckDB expression computing the skeleton of ``expr`` (NULL text -> '')."""
-    s = f"array_to_string(regexp_extract_all(coalesce({expr}, ''), '</?(?:MATH|NOTE|TAG)>'), '')"
-    # Closing tokens first: '<MATH>' is not a substring of '</MATH>', but keep it obvious.
-    for tok in ("</MATH>", "</NOTE>", "</TAG>", "<MATH>", "<NOTE>", "<TAG>"):
-        s = f"replace({s}, '{tok}', '{LETTERS[tok]}')"
-    return s
+    """DuckDB expression computing the skeleton of ``expr`` (NULL text -> ''). Mapping the
+    extracted tokens with a lambda measured faster than six string replaces."""
+    cases = " ".join(f"WHEN '{tok}' THEN '{letter}'" for tok, letter in LETTERS.items())
+    return (f"array_to_string(list_transform(regexp_extract_all(coalesce({expr}, ''), '</?(?:MATH|NOTE|TAG)>'), "
+            f"lambda t: CASE t {cases} END), '')")

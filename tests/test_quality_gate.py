@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from quality_fixtures import build_copy, edit_manifest, read_rows, rewrite_shard, sample_build  # noqa: F401
 from sciga.pipelines.cli import main
 from sciga.quality.gate import run_gate
@@ -70,6 +68,16 @@ def test_dangling_teaser_and_section_figure_ids_are_rejected(build_copy):
     assert bad[0].breakdown == {"papers.teaser": 1, "sections.figure_ids": 1}
     assert any(e.startswith("papers.teaser: ") and e.endswith("_F42") for e in bad[0].examples)
     assert any(e.startswith("sections.figure_ids: ") and e.endswith("_F77.1") for e in bad[0].examples)
+
+
+def test_figures_rows_must_match_the_figures_papers_define(build_copy):
+    rows = read_rows(build_copy, "figures")
+    sub = next(r for r in rows if r["kind"] == "subfigure")
+    rewrite_shard(build_copy, "figures", lambda rs: [r for r in rs if r["id"] != sub["id"]])
+    result = run_gate(str(build_copy))
+    bad = failed(result, "references")
+    assert bad and bad[0].breakdown == {"papers.figures (has no row in the figures config)": 1}
+    assert any(e.endswith(sub["id"]) for e in bad[0].examples)
 
 
 def test_unbalanced_tokens_are_rejected(build_copy):
