@@ -156,6 +156,17 @@ def _hub_error(e: Exception, what: str, repo_id: str) -> PublishError:
     return PublishError(f"{msg}; {hint}.")
 
 
+def _is_network_error(e: BaseException) -> bool:
+    """Connection refused, DNS, TLS, timeouts: huggingface_hub lets its HTTP client's
+    transport errors through unwrapped."""
+    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
+
+
+def _unreachable(api, e: BaseException) -> PublishError:
+    return PublishError(f"cannot reach the Hub at {api.endpoint} ({type(e).__name__}); check --endpoint / HF_ENDPOINT and "
+                        "the network, then run the same command again.")
+
+
 def _commit_texts(manifest: dict, version: str) -> tuple[str, str]:
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
@@ -198,24 +209,30 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
     api = HfApi(endpoint=endpoint)
     result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
 
-    # 3. What the Hub has.
+    # 3. What the Hub has: refs, and the files at the version's tag (if any) and at main.
     try:
-        refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
-        repo_exists = True
-    except RepositoryNotFoundError:
-        refs, repo_exists = None, False
-    except HfHubHTTPError as e:
+        try:
+            refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+            repo_exists = True
+        except RepositoryNotFoundError:
+            refs, repo_exists = None, False
+        tags = {t.name: t.target_commit for t in (refs.tags if refs else [])}
+        head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
+        at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None
+        remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
+    except Exception as e:  # noqa: BLE001 - HTTP and transport errors become one sentence
+        if not isinstance(e, HfHubHTTPError) and not _is_network_error(e):
+            raise
+        problem = _hub_error(e, "reading the repo", repo_id) if isinstance(e, HfHubHTTPError) else _unreachable(api, e)
         if dry_run:
-            result.notes.append(f"remote state unknown ({_hub_error(e, 'reading refs', repo_id)})")
+            result.notes.append(f"remote state unknown: {problem}")
             result.added = sorted(local)
             result.upload_bytes = sum(f.size for f in local.values())
             return result
-        raise _hub_error(e, "reading refs", repo_id) from None
-    tags = {t.name: t.target_commit for t in (refs.tags if refs else [])}
-    head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
+        raise problem from None
 
-    if version in tags:
-        add, delete, unchanged = diff(local, remote_files(api, repo_id, tags[version]))
+    if at_tag is not None:
+        add, delete, unchanged = diff(local, at_tag)
         if not add and not delete:
             result.status, result.commit, result.unchanged = "already published", tags[version], unchanged
             return result
@@ -223,7 +240,6 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
                            f"({len(add)} differ or are new, {len(delete)} would go); a version never changes: "
                            "publish this build under a new --version.")
 
-    remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
     add, delete, unchanged = diff(local, remote)
     result.added, result.deleted, result.unchanged = add, delete, unchanged
     result.upload_bytes = sum(local[p].size for p in add)
@@ -262,8 +278,14 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
                        tag_message=f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}")
     except HfHubHTTPError as e:
         raise _hub_error(e, "publishing", repo_id) from None
-    except RuntimeError as e:  # huggingface_hub wraps failed LFS uploads in RuntimeError
+    except Exception as e:  # noqa: BLE001
+        if _is_network_error(e):
+            raise _unreachable(api, e) from None
+        if not isinstance(e, RuntimeError):  # huggingface_hub wraps failed LFS uploads in RuntimeError
+            raise
         cause = e.__cause__
+        if cause is not None and _is_network_error(cause):
+            raise _unreachable(api, cause) from None
         if isinstance(cause, HfHubHTTPError):
             raise _hub_error(cause, "uploading a shard", repo_id) from None
         raise PublishError(f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused.") from None
