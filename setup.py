@@ -48,6 +48,7 @@ CORE = [
     "matplotlib>=3.8",
     "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
     "imagehash>=4.3",  # vision: perceptual hashes of figures
+    "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.

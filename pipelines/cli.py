@@ -25,6 +25,30 @@ def _fetch(args, rest):
     return 130 if summary.interrupted else 0
 
 
+def _validate(args, rest):
+    from sciga.pipelines.validate import run_validate
+
+    return run_validate(args)
+
+
+def _stats(args, rest):
+    from sciga.pipelines.stats import run_stats
+
+    return run_stats(args)
+
+
+def _sql(args, rest):
+    from sciga.pipelines.sql_shell import run_sql
+
+    return run_sql(args)
+
+
+def _publish(args, rest):
+    from sciga.pipelines.publish import run_publish
+
+    return run_publish(args)
+
+
 def make_parser() -> argparse.ArgumentParser:
     from sciga import __version__
     from sciga.pipelines.build import add_build_arguments
@@ -50,6 +74,26 @@ def make_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fetch", help="arXiv ids or a query -> metadata, HTML and TeX sources in a resumable local cache")
     add_fetch_arguments(f)
     f.set_defaults(func=_fetch)
+    from sciga.pipelines.validate import add_validate_arguments  # issue 6: quality gate
+
+    v = sub.add_parser("validate", help="quality gate (Great Expectations) over a build; non-zero exit on failure")
+    add_validate_arguments(v)
+    v.set_defaults(func=_validate)
+    from sciga.pipelines.stats import add_stats_arguments  # issue 6: SciGA Appendix B statistics
+
+    st = sub.add_parser("stats", help="SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots")
+    add_stats_arguments(st)
+    st.set_defaults(func=_stats)
+    from sciga.pipelines.sql_shell import add_sql_arguments  # issue 6: DuckDB over a build
+
+    q = sub.add_parser("sql", help="DuckDB SQL over a build (configs and task views registered); shell without a query")
+    add_sql_arguments(q)
+    q.set_defaults(func=_sql)
+    from sciga.pipelines.publish import add_publish_arguments  # issue 6: Hub publishing
+
+    pb = sub.add_parser("publish", help="gate, then upload a build to the Hugging Face Hub as one commit + version tag")
+    add_publish_arguments(pb)
+    pb.set_defaults(func=_publish)
     return ap
 
 

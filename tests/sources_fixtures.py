@@ -286,6 +286,9 @@ class FaultServer:
             pass
 
     def _send(self, h, status: int, body: bytes, headers: dict, entry: dict, declared: Optional[int] = None) -> None:
+        # Logged before writing: the client may read the response (and a test inspect the
+        # log) before this thread runs again.
+        entry["status"] = status
         h.send_response(status)
         for k, v in headers.items():
             h.send_header(k, v)
@@ -320,12 +323,12 @@ class FaultServer:
         if route.etag:
             headers["ETag"] = route.etag
             if h.headers.get("If-None-Match") == route.etag:
+                entry["status"] = 304
+                entry["complete"] = True
                 h.send_response(304)
                 h.send_header("ETag", route.etag)
                 h.send_header("Content-Length", "0")
                 h.end_headers()
-                entry["status"] = 304
-                entry["complete"] = True
                 return
         body = route.body
         if step == "truncate":

@@ -1,0 +1,254 @@
+"""The dataset card (README.md) of a published build: YAML metadata the Hub and `datasets`
+read (``configs:`` with ``data_files`` per config, ``dataset_info`` with features and split
+sizes, licence, tags) and a Markdown body for people (what is inside, counts, statistics,
+how it was built and validated, how to load it).
+
+The card is a pure function of the build (manifest, shards, gate result) plus the repo id
+and version: no clock values, so publishing the same build twice yields the same bytes.
+"""
+from __future__ import annotations
+
+import posixpath
+from typing import Optional
+
+import duckdb
+import fsspec
+import pyarrow.parquet as pq
+import yaml
+
+from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.transforms.write.parquet_shards import SPLIT
+
+CONFIG_DOC = {
+    "papers": "one row per paper, nested like SciGA's Listing 1: metadata, sections (with paragraphs and "
+              "S2ORC-style figure ref spans), figures with subfigures, tables, teaser, graphical abstract, provenance",
+    "figures": "one row per figure or subfigure image, with the image itself (`struct<bytes, path>`, the `datasets` "
+               "Image convention), caption, subcaption, parent id, medical filter, GA/teaser role",
+    "mentions": "one row per inline reference to a figure: paper, figure (subfigure when named), section, paragraph, "
+                "character span, surface text",
+    "dead_letter": "one row per input that failed a stage: paper id, stage, error type, message, input URI",
+}
+
+
+def _size_category(n: int) -> str:
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                        (10_000_000, "1M<n<10M")):
+        if n < limit:
+            return name
+    return "10M<n<100M"
+
+
+def _features_yaml(config: str) -> Optional[list]:
+    """The config's features in the card's YAML form (needs `datasets`; None without it)."""
+    try:
+        import datasets
+    except ImportError:
+        return None
+    features = datasets.Features.from_arrow_schema(SCHEMAS[config])
+    if config == "figures":
+        features["image"] = datasets.Image()
+    return features._to_yaml_list()
+
+
+def shard_facts(out_dir: str, manifest: dict) -> dict:
+    """config -> {files, rows, parquet_bytes, arrow_bytes} from the manifest and Parquet footers."""
+    fs, root = fsspec.core.url_to_fs(out_dir)
+    facts = {}
+    for config in CONFIGS:
+        entries = (manifest.get("files") or {}).get(config) or []
+        arrow_bytes = 0
+        for e in entries:
+            with fs.open(posixpath.join(root, e["path"]), "rb") as f:
+                md = pq.ParquetFile(f).metadata
+                arrow_bytes += sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
+        facts[config] = {"files": entries, "rows": sum(e["rows"] for e in entries),
+                         "parquet_bytes": sum(e["bytes"] for e in entries), "arrow_bytes": arrow_bytes}
+    return facts
+
+
+def card_metadata(repo_id: str, facts: dict, papers: int) -> dict:
+    configs, infos = [], []
+    for config in CONFIGS:
+        if not facts[config]["rows"]:
+            continue  # `datasets` cannot load a split with no rows; the (empty) shard is still uploaded
+        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
+        if config == "papers":
+            entry["default"] = True
+        configs.append(entry)
+        info = {"config_name": config}
+        feats = _features_yaml(config)
+        if feats is not None:
+            info["features"] = feats
+        info["splits"] = [{"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}]
+        info["download_size"] = facts[config]["parquet_bytes"]
+        info["dataset_size"] = facts[config]["arrow_bytes"]
+        infos.append(info)
+    return {
+        "pretty_name": f"{repo_id.split('/')[-1]}: scientific figures in context",
+        "language": ["en"],
+        "license": "other",
+        "license_name": "per-paper-licenses",
+        "license_details": "Each paper keeps the licence its authors chose on arXiv (papers.license); "
+                           "the builder's code is Apache-2.0.",
+        "tags": ["arxiv", "scientific-figures", "graphical-abstract", "figure-captions", "latexml", "sciga"],
+        "task_categories": ["image-to-text", "text-to-image"],
+        "size_categories": [_size_category(papers)],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+def _facts_sql(con: duckdb.DuckDBPyConnection) -> dict:
+    def rows(sql):
+        return con.execute(sql).fetchall()
+
+    return {
+        "licenses": rows("SELECT coalesce(license, 'unknown') AS l, count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "sources": rows("SELECT coalesce(provenance.source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "generators": rows("SELECT coalesce(provenance.generator, 'unknown') || ' ' || coalesce(provenance.generator_version, ''), "
+                           "count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "id_sources": rows("SELECT coalesce(provenance.id_source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "dead_letter": rows("SELECT error_type, count(*) FROM dead_letter GROUP BY ALL ORDER BY 2 DESC, 1"),
+    }
+
+
+def _table(header: list[str], rows: list) -> str:
+    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or (isinstance(r[i], str) and r[i].replace(".", "", 1).isdigit())
+                                  for r in rows) for i in range(len(header))]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
+    return "\n".join(out)
+
+
+def render_card(out_dir: str, manifest: dict, repo_id: str, version: str, gate_summary: dict) -> str:
+    from sciga.pipelines.duckdb_views import connect
+    from sciga.pipelines.stats import OVERALL, compute_stats
+
+    facts = shard_facts(out_dir, manifest)
+    con = connect(out_dir)
+    stats = compute_stats(con, "group")
+    extra = _facts_sql(con)
+    con.close()
+    counts = manifest.get("counts") or {}
+    meta = card_metadata(repo_id, facts, counts.get("papers", facts["papers"]["rows"]))
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+
+    per = stats.per_category
+    overall = per[per["category"] == OVERALL]
+    stat_rows = [(r.label, r.n, f"{r.mean:.2f}" if r.mean == r.mean else "", f"{r.std:.2f}" if r.std == r.std else "",
+                  "" if r.max != r.max else int(r.max)) for r in overall.itertuples()]
+    cats = sorted(set(per["category"]) - {OVERALL})
+    cat_rows = []
+    for c in cats:
+        part = per[per["category"] == c].set_index("metric")
+        cat_rows.append([c, int(part.loc["title_tokens", "n"])] + [
+            f"{part.loc[m, 'mean']:.1f}" if m in part.index else ""
+            for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
+    ga_rows = [(r.ga_type, r.papers, f"{r.percent_of_papers:.1f}", "" if r.percent_of_gas is None or r.percent_of_gas != r.percent_of_gas
+                else f"{r.percent_of_gas:.1f}") for r in stats.ga_types.itertuples()]
+    name = repo_id
+    empty = [c for c in CONFIGS if not facts[c]["rows"]]
+    empty_note = (f"\n\nConfigs without rows in this version ({', '.join(empty)}) keep their typed, empty shard for SQL "
+                  "readers but are not declared in `configs:` (`datasets` cannot load an empty split).") if empty else ""
+    inputs = manifest.get("inputs") or {}
+    shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
+                   for c in CONFIGS for e in facts[c]["files"]]
+
+    body = f"""
+# {repo_id.split('/')[-1]}
+
+Scientific papers from arXiv with their full text, figures, subfigures, captions, inline figure
+references, teasers and graphical abstracts, built from LaTeXML HTML (ar5iv / arXiv HTML) by
+sciga-builder in the layout of SciGA-145k. Version **{version}**.
+
+## Configs
+
+{_table(["config", "rows", "files", "Parquet bytes", "what a row is"],
+        [(c, facts[c]["rows"], len(facts[c]["files"]), facts[c]["parquet_bytes"], CONFIG_DOC[c]) for c in CONFIGS])}
+
+Counts: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}.{empty_note}
+
+## Load it
+
+```python
+from datasets import load_dataset
+papers = load_dataset("{name}", "papers", revision="{version}", split="train")
+figures = load_dataset("{name}", "figures", revision="{version}", split="train")  # `image` decodes to PIL
+```
+
+```sql
+-- DuckDB (hf:// paths)
+SELECT id, title FROM 'hf://datasets/{name}@{version}/data/papers/*.parquet' LIMIT 5;
+```
+
+or `sciga sql hf://datasets/{name}@{version} "SELECT count(*) FROM figures"`.
+
+## Statistics
+
+Token lengths count whitespace tokens of the stored text, SciGA's special tokens verbatim
+(`<MATH>` ... `</MATH>` each one token); full text is all section bodies.
+
+{_table(["statistic (all papers)", "n", "mean", "std", "max"], stat_rows)}
+
+Per top-level arXiv category (means):
+
+{_table(["category", "papers", "title", "abstract", "full text", "caption", "figures", "subfigures"], cat_rows)}
+
+Graphical-abstract types:
+
+{_table(["type", "papers", "% of papers", "% of GAs"], ga_rows)}
+
+## Text conventions
+
+Text fields keep SciGA's tokens: `<MATH> alttext </MATH>`, `<NOTE> footnote </NOTE>`,
+`<TAG> Figure 2: </TAG>`. Ids are derived from the paper: `2401.13641_S2.1` (section),
+`2401.13641_F3` (figure), `2401.13641_F3.2` (subfigure), `2401.13641_GA`. Papers without an
+arXiv id carry a local id from their file name (`provenance.id_source = 'stem'`).
+
+## Licence
+
+`license: other`: every paper keeps the licence its authors gave it on arXiv, recorded per row
+in `papers.license`. Check it before redistributing a paper's text or figures.
+
+{_table(["papers.license", "papers"], extra["licenses"])}
+
+## How it was built
+
+- builder: sciga-builder {manifest.get('builder_version')}, schema version {manifest.get('schema_version')}
+- inputs: {inputs.get('count')} pages, list sha256 `{inputs.get('sha256')}`
+- sources (`provenance.source`): {', '.join(f'{s} {n}' for s, n in extra['sources'])}
+- HTML generator: {', '.join(f'{s.strip()} {n}' for s, n in extra['generators'])}
+- paper ids from: {', '.join(f'{s} {n}' for s, n in extra['id_sources'])}
+- dead letters (inputs that failed a stage, kept in `dead_letter`): {counts.get('dead_letter', 0)}"""
+    if extra["dead_letter"]:
+        body += " (" + ", ".join(f"{t} {n}" for t, n in extra["dead_letter"]) + ")"
+    body += f"""
+- quality gate: {gate_summary.get('passed')} of {gate_summary.get('expectations')} Great Expectations expectations met
+  (dead-letter rate at most {gate_summary.get('max_dead_letter_rate')}, image check `{gate_summary.get('image_check')}`)
+
+Same input, same bytes: shards are sorted and assigned by a hash of the paper id, and no
+clock value is written into them.
+
+<details><summary>Shards and their sha256</summary>
+
+| file | rows | bytes | sha256 |
+|---|---:|---:|---|
+{chr(10).join(shard_lines)}
+
+</details>
+"""
+    return f"---\n{front}---\n{body}"
+
+
+def gate_summary(result) -> dict:
+    return {"expectations": len(result.checks), "passed": len(result.checks) - len(result.failed),
+            "max_dead_letter_rate": result.options["max_dead_letter_rate"], "image_check": result.options["image_check"]}
+
+
+def read_front_matter(card: str) -> dict:
+    if not card.startswith("---\n"):
+        return {}
+    end = card.index("\n---\n", 4)
+    return yaml.safe_load(card[4:end]) or {}
+

@@ -1,0 +1,180 @@
+"""`sciga sql OUT ["SELECT ..."]`: DuckDB over a build's shards, configs and task views pre-registered.
+
+With a query (or ``--view NAME``) it prints or exports the result (``--format
+table|csv|json|parquet``, ``--output FILE``); without one it starts a small line-based
+shell: statements end with ``;``, ``.views`` lists the registered views, ``.schema NAME``
+shows one, ``.quit`` leaves. OUT may be a local folder, any fsspec path, or a published
+dataset on the Hub, ``hf://datasets/ORG/NAME@v1.2.0`` (read through huggingface_hub's
+filesystem, so no DuckDB extension has to be downloaded).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from typing import Optional, TextIO
+
+import duckdb
+
+FORMATS = ("table", "csv", "json", "parquet")
+COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet, COMPRESSION zstd"}
+
+
+def add_sql_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("out", metavar="OUT", help="build folder (or hf://datasets/ORG/NAME[@REVISION])")
+    ap.add_argument("query", nargs="?", help="one SQL statement; omit for an interactive shell")
+    ap.add_argument("--view", metavar="NAME", help="shorthand for SELECT * FROM NAME")
+    ap.add_argument("--format", choices=FORMATS, default=None,
+                    help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)")
+    ap.add_argument("--output", metavar="FILE", help="write the result here instead of standard output")
+    ap.add_argument("--max-rows", type=int, default=40, help="rows shown by the table format (default 40)")
+
+
+def open_build(out: str) -> duckdb.DuckDBPyConnection:
+    """A connection with the build's configs and task views registered."""
+    from sciga.pipelines.duckdb_views import connect
+
+    con = duckdb.connect()
+    if out.startswith("hf://"):
+        # DuckDB's own hf:// support lives in the httpfs extension, downloaded on first use;
+        # huggingface_hub's fsspec filesystem reads the same paths with the user's login.
+        con.register_filesystem(hf_filesystem())
+    return connect(out, con)
+
+
+def hf_filesystem():
+    """huggingface_hub's fsspec filesystem, with the one method DuckDB asks for that it lacks
+    for repo paths (``modified``, used to cache file metadata)."""
+    from datetime import datetime, timezone
+
+    from huggingface_hub import HfFileSystem
+
+    class HubFiles(HfFileSystem):
+        def modified(self, path):
+            # Files at a revision never change; DuckDB only compares this value between reads.
+            return datetime.fromtimestamp(0, tz=timezone.utc)
+
+    return HubFiles()
+
+
+def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r[0] for r in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND temporary = false ORDER BY view_name").fetchall()]
+
+
+def _materialize(con: duckdb.DuckDBPyConnection, query: str) -> Optional[int]:
+    """Run ``query`` into the temp table ``_sciga_result`` and return its row count, or run a
+    statement that has no result (``CREATE VIEW ...``, ``SET ...``) and return None."""
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _sciga_result AS {query}")
+    except duckdb.ParserException:
+        con.execute(query)  # not a query; an error here is the statement's own
+        return None
+    return con.execute("SELECT count(*) FROM _sciga_result").fetchall()[0][0]
+
+
+def export(con: duckdb.DuckDBPyConnection, query: str, fmt: str, output: Optional[str], stream: TextIO,
+           max_rows: int = 40) -> int:
+    """Run ``query`` and write the result; returns the number of rows."""
+    n = _materialize(con, query)
+    if n is None:
+        return 0
+    if fmt == "table":
+        if output is None:
+            text = str(con.sql(f"SELECT * FROM _sciga_result LIMIT {int(max_rows)}"))
+            stream.write(text.rstrip("\n") + "\n")
+            if n > max_rows:
+                stream.write(f"({n} rows, {max_rows} shown; use --format csv/json/parquet --output FILE for all)\n")
+        else:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(con.execute("SELECT * FROM _sciga_result").df().to_string(index=False) + "\n")
+        return n
+    if fmt == "parquet" and output is None:
+        raise SystemExit("sciga sql: --format parquet writes binary data; give --output FILE.")
+    target = output
+    tmpdir = None
+    if target is None:
+        tmpdir = tempfile.mkdtemp(prefix="sciga-sql-")
+        target = os.path.join(tmpdir, f"result.{fmt}")
+    try:
+        quoted = target.replace("'", "''")
+        con.execute(f"COPY _sciga_result TO '{quoted}' ({COPY_OPTIONS[fmt]})")
+        if output is None:
+            with open(target, encoding="utf-8") as f:
+                shutil.copyfileobj(f, stream)
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    return n
+
+
+def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str = "table", max_rows: int = 40) -> int:
+    """A line-based shell: statements end with ';'. Errors are shown, never fatal."""
+    try:
+        import readline  # noqa: F401 - history and line editing on terminals
+    except ImportError:
+        pass
+    interactive = stdin.isatty()
+    if interactive:
+        stdout.write("sciga sql: views " + ", ".join(view_names(con)) + "\n"
+                     "end statements with ';'  .views  .schema NAME  .mode table|csv|json  .quit\n")
+    buf: list[str] = []
+    while True:
+        if interactive:
+            stdout.write("sciga> " if not buf else "   ...> ")
+            stdout.flush()
+        line = stdin.readline()
+        if not line:
+            break
+        s = line.strip()
+        if not buf and s.startswith("."):
+            cmd, _, arg = s.partition(" ")
+            if cmd in (".quit", ".exit", ".q"):
+                break
+            if cmd == ".views":
+                stdout.write("\n".join(view_names(con)) + "\n")
+            elif cmd == ".schema" and arg:
+                try:
+                    export(con, f"DESCRIBE {arg.strip()}", "table", None, stdout, 1000)
+                except Exception as e:  # noqa: BLE001
+                    stdout.write(f"error: {(str(e).splitlines() or [type(e).__name__])[0]}\n")
+            elif cmd == ".mode" and arg.strip() in ("table", "csv", "json"):
+                fmt = arg.strip()
+            else:
+                stdout.write("commands: .views  .schema NAME  .mode table|csv|json  .quit\n")
+            continue
+        if not s and not buf:
+            continue
+        buf.append(line)
+        if s.endswith(";"):
+            query = "".join(buf).strip().rstrip(";")
+            buf = []
+            try:
+                export(con, query, fmt, None, stdout, max_rows)
+            except Exception as e:  # noqa: BLE001 - a bad statement never ends the shell
+                stdout.write(f"error: {(str(e).splitlines() or [type(e).__name__])[0]}\n")
+    return 0
+
+
+def run_sql(args) -> int:
+    from sciga.pipelines.validate import check_is_build
+
+    if not args.out.startswith("hf://"):
+        check_is_build(args.out)
+    con = open_build(args.out)
+    query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
+    fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
+    if fmt not in FORMATS:
+        fmt = "csv"
+    if query is None:
+        return repl(con, sys.stdin, sys.stdout, fmt if fmt != "parquet" else "table", args.max_rows)
+    try:
+        n = export(con, query, fmt, args.output, sys.stdout, args.max_rows)
+    except duckdb.Error as e:
+        print(f"sciga sql: the query failed: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 1
+    if args.output:
+        print(f"{n} rows -> {args.output}", file=sys.stderr)
+    return 0

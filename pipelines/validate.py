@@ -1,0 +1,81 @@
+"""`sciga validate OUT`: run the quality gate over a build and write its report.
+
+Exit status 0 when every expectation holds, 1 when any fails (the terminal names each failed
+expectation with its unexpected count and example ids), 2 when OUT is not a build.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import posixpath
+import sys
+
+import fsspec
+
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIXELS, IMAGE_CHECKS
+
+REPORT_DIR = "quality"
+
+
+def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--max-dead-letter-rate", type=float, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
+                    help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
+    ap.add_argument("--image-check", choices=IMAGE_CHECKS, default="decode",
+                    help="decode every embedded image (default), only read headers and structure, or skip images")
+    ap.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
+                    help="images with more pixels than N fail the gate without being decoded")
+    ap.add_argument("--image-workers", type=int, default=os.cpu_count() or 1, metavar="N",
+                    help="processes decoding images (default: one per core)")
+
+
+def add_validate_arguments(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
+    add_gate_arguments(ap)
+    ap.add_argument("--report", metavar="PATH",
+                    help="report file (.md or .html; .json for machine-readable) or folder; "
+                         f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}")
+
+
+def check_is_build(out: str) -> None:
+    fs, root = fsspec.core.url_to_fs(out)
+    if not fs.isdir(posixpath.join(root, "data")) and not fs.exists(posixpath.join(root, "manifest.json")):
+        raise FileNotFoundError(f"{out} is not a build folder (no data/ and no manifest.json); "
+                                "give the --output folder of `sciga build`.")
+
+
+def gate_from_args(args):
+    from sciga.quality.gate import run_gate
+
+    check_is_build(args.out)
+    return run_gate(args.out, max_dead_letter_rate=args.max_dead_letter_rate, image_check=args.image_check,
+                    max_pixels=args.max_image_pixels, image_workers=args.image_workers)
+
+
+def write_reports(result, out: str, report: str | None) -> list[str]:
+    from sciga.quality import report as rp
+
+    renderers = {".md": rp.markdown, ".html": rp.html_page, ".json": rp.json_text}
+    if report and posixpath.splitext(report)[1] in renderers:
+        targets = [report]
+    else:
+        folder = report or posixpath.join(out.rstrip("/"), REPORT_DIR)
+        targets = [posixpath.join(folder, f"report{ext}") for ext in (".md", ".html", ".json")]
+    for path in targets:
+        fs, p = fsspec.core.url_to_fs(path)
+        parent = posixpath.dirname(p)
+        if parent:
+            fs.makedirs(parent, exist_ok=True)
+        with fs.open(p, "w", encoding="utf-8") as f:
+            f.write(renderers[posixpath.splitext(path)[1]](result))
+    return targets
+
+
+def run_validate(args) -> int:
+    from sciga.quality.report import summary_text
+
+    result = gate_from_args(args)
+    paths = write_reports(result, args.out, args.report)
+    stream = sys.stdout if result.success else sys.stderr
+    print(summary_text(result), file=stream)
+    print(f"report: {', '.join(paths)}", file=stream)
+    return 0 if result.success else 1

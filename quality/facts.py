@@ -1,0 +1,175 @@
+"""File-level facts of a build as flat tables: shards, manifest counts, the build row, images.
+
+These are the checks that need Python rather than SQL (Parquet footers, file hashes, the
+manifest, image decoders). Each function returns a pandas DataFrame with a ``record``
+column that names the thing a row is about, so a failed expectation can cite examples.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+import fsspec
+import pandas as pd
+import pyarrow.parquet as pq
+
+from sciga.pipelines.manifest import MANIFEST, shard_files
+from sciga.quality.images import check_image
+from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.transforms.write.parquet_shards import SHARD_RE
+
+
+def read_manifest(out_dir: str) -> tuple[Optional[dict], Optional[str]]:
+    """(manifest, problem): the manifest or None with one sentence saying why."""
+    fs, root = fsspec.core.url_to_fs(out_dir)
+    path = posixpath.join(root, MANIFEST)
+    if not fs.exists(path):
+        return None, f"{MANIFEST} is missing from {out_dir}"
+    try:
+        with fs.open(path, "r") as f:
+            return json.load(f), None
+    except (ValueError, OSError) as e:
+        return None, f"{MANIFEST} in {out_dir} is not readable JSON ({e})"
+
+
+def _sha256(fs, path: str) -> tuple[str, int]:
+    h = hashlib.sha256()
+    n = 0
+    with fs.open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
+def shards_table(out_dir: str, manifest: Optional[dict]) -> pd.DataFrame:
+    """One row per shard on disk or listed in the manifest."""
+    fs, root = fsspec.core.url_to_fs(out_dir)
+    listed = {}
+    for config, entries in ((manifest or {}).get("files") or {}).items():
+        for e in entries:
+            listed[e["path"]] = (config, e)
+    on_disk = {}
+    for config in CONFIGS:
+        for path in shard_files(out_dir, config):
+            on_disk[posixpath.relpath(path, root)] = (config, path)
+
+    def one(rel: str) -> dict:
+        config = (on_disk.get(rel) or listed.get(rel))[0]
+        row = {"record": rel, "config": config, "on_disk": rel in on_disk, "listed": rel in listed,
+               "name_ok": bool(SHARD_RE.match(posixpath.basename(rel))) and rel.startswith(f"data/{config}/"),
+               "schema_version": None, "config_meta": None, "schema_matches": False, "rows": None,
+               "sha256_matches": False, "rows_match": False, "readable": False}
+        if rel in on_disk:
+            path = on_disk[rel][1]
+            digest, _ = _sha256(fs, path)
+            try:
+                with fs.open(path, "rb") as f:
+                    pf = pq.ParquetFile(f)
+                    schema = pf.schema_arrow
+                    meta = schema.metadata or {}
+                    row["rows"] = pf.metadata.num_rows
+                row["readable"] = True
+                row["schema_version"] = (meta.get(b"sciga.schema_version") or b"").decode() or None
+                row["config_meta"] = (meta.get(b"sciga.config") or b"").decode() or None
+                row["schema_matches"] = schema.remove_metadata().equals(SCHEMAS[config].remove_metadata())
+            except Exception:  # noqa: BLE001 - an unreadable shard is a finding
+                pass
+            if rel in listed:
+                entry = listed[rel][1]
+                row["sha256_matches"] = entry.get("sha256") == digest
+                row["rows_match"] = entry.get("rows") == row["rows"]
+        return row
+
+    names = sorted(set(on_disk) | set(listed))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        rows = list(pool.map(one, names))
+    return pd.DataFrame(rows, columns=["record", "config", "on_disk", "listed", "name_ok", "readable", "schema_version",
+                                       "config_meta", "schema_matches", "rows", "sha256_matches", "rows_match"])
+
+
+COUNT_METRICS = ("papers", "figures", "subfigures", "teasers", "mentions", "dead_letter", "images_embedded")
+
+
+def counts_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
+    """Manifest counts next to the counts read from the shards."""
+    counts = (manifest or {}).get("counts") or {}
+    rows = [{"record": m, "manifest": counts.get(m), "actual": actual.get(m)} for m in COUNT_METRICS]
+    inputs = ((manifest or {}).get("inputs") or {}).get("count")
+    rows.append({"record": "inputs (= papers + dead_letter)", "manifest": inputs,
+                 "actual": (actual.get("papers") or 0) + (actual.get("dead_letter") or 0)})
+    df = pd.DataFrame(rows, columns=["record", "manifest", "actual"])
+    return df.astype({"manifest": "Int64", "actual": "Int64"})
+
+
+def build_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
+    """One row about the build as a whole: its schema version and dead-letter rate."""
+    dead = actual.get("dead_letter") or 0
+    inputs = ((manifest or {}).get("inputs") or {}).get("count")
+    if not inputs:
+        inputs = (actual.get("papers") or 0) + dead
+    rate = dead / inputs if inputs else 0.0
+    return pd.DataFrame([{
+        "record": MANIFEST,
+        "schema_version": (manifest or {}).get("schema_version"),
+        "builder_version": (manifest or {}).get("builder_version"),
+        "inputs": inputs,
+        "dead_letter": dead,
+        "dead_letter_rate": rate,
+    }])
+
+
+def _check_shard(args) -> list[tuple]:
+    """One figures shard -> (id, kind, error, decoded w, decoded h, recorded w, recorded h) per
+    embedded image. Runs in a worker process: the shard is read there, so image bytes are
+    never pickled between processes."""
+    path, protocol, level, max_pixels = args
+    fs = fsspec.filesystem(protocol)
+    out = []
+    with fs.open(path, "rb") as f:
+        pf = pq.ParquetFile(f)
+        names = set(pf.schema_arrow.names)
+        if not {"id", "image"} <= names:
+            return out
+        cols = [c for c in ("id", "image", "image_kind", "width", "height") if c in names]
+        for batch in pf.iter_batches(batch_size=256, columns=cols):
+            d = batch.to_pydict()
+            n = batch.num_rows
+            kinds = d.get("image_kind") or [None] * n
+            ws = d.get("width") or [None] * n
+            hs = d.get("height") or [None] * n
+            for i in range(n):
+                img = d["image"][i]
+                data = img.get("bytes") if img else None
+                if data is None:
+                    continue
+                dw, dh, err = check_image(data, kinds[i], level, max_pixels)
+                out.append((d["id"][i], kinds[i], err, dw, dh, ws[i], hs[i]))
+    return out
+
+
+def images_table(out_dir: str, level: str = "decode", max_pixels: Optional[int] = None,
+                 workers: int = 1) -> pd.DataFrame:
+    """One row per embedded image: did it decode, and to which size."""
+    from sciga.quality.images import DEFAULT_MAX_PIXELS
+
+    cols = ["record", "image_kind", "decode_error", "decoded_width", "decoded_height", "width", "height"]
+    rows: list = []
+    if level != "none":
+        fs, _ = fsspec.core.url_to_fs(out_dir)
+        protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+        jobs = [(p, protocol, level, max_pixels or DEFAULT_MAX_PIXELS) for p in shard_files(out_dir, "figures")]
+        if workers > 1 and len(jobs) > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=workers) as pool:
+                for part in pool.map(_check_shard, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
+                    rows.extend(part)
+        else:
+            for job in jobs:
+                rows.extend(_check_shard(job))
+    df = pd.DataFrame(rows, columns=cols)
+    return df.astype({"decoded_width": "Int64", "decoded_height": "Int64", "width": "Int64", "height": "Int64"})

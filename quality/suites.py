@@ -1,0 +1,368 @@
+"""The expectation suites: one flat table per concern, each with its Great Expectations suite.
+
+Great Expectations validates flat columns; the configs are nested (papers hold sections,
+paragraphs, figures, subfigures, a graphical abstract). So each check first flattens what it
+needs with DuckDB (``sql``) or reads file facts in Python (``quality/facts.py``), and the
+suite then states the rule on plain columns. Every flat table has index columns naming the
+row (an id, a mention span, a shard path) so failures come with example ids.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import great_expectations.expectations as gxe
+
+from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
+from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
+from sciga.schemas.records import IMAGE_KINDS
+from sciga.schemas.version import SCHEMA_VERSION
+
+STEM_ID = r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$"  # schemas.ids.local_id_from_stem
+SECTION_ID = SECTION_ID_RE.pattern.replace("(?P<paper>", "(?:").replace("(?P<local>", "(?:")
+
+
+@dataclass
+class FlatTable:
+    name: str  # flat table (and suite) name
+    config: str  # the config it is about ("build" for manifest/file facts)
+    what: str  # one line for the report
+    expectations: Callable[[dict], list]  # options -> GX expectations
+    sql: Optional[str] = None  # DuckDB SELECT over the config views; None: built in Python
+    # (group column, checked boolean column): failures are also counted per group
+    breakdown: Optional[tuple] = None
+    # columns naming a row in examples (building one "record" string per row costs time on
+    # tables with millions of rows), and how to join them into one label
+    index: tuple = ("record",)
+    label: Optional[Callable[[dict], str]] = None
+
+
+def _d(exp, description: str):
+    exp.description = description
+    return exp
+
+
+def _true(column: str, description: str):
+    return _d(gxe.ExpectColumnValuesToBeInSet(column=column, value_set=[True]), description)
+
+
+# ---------------------------------------------------------------------------------------
+# Temp tables shared by several checks, built once per gate run: each config is scanned as
+# few times as possible and long texts are kept only as their token skeletons (paragraph
+# texts stay, for the span checks).
+def _sk(col: str) -> str:
+    return skeleton_sql(col)
+
+
+SETUP_SQL = [
+    f"""CREATE OR REPLACE TEMP TABLE _pap AS
+        SELECT id, coalesce(provenance.id_source, '') AS id_source,
+               length(trim(coalesce(title, ''))) AS title_chars, length(trim(coalesce(abstract, ''))) AS abstract_chars,
+               provenance.schema_version AS schema_version, {_sk('title')} AS title_sk, {_sk('abstract')} AS abstract_sk,
+               {_sk('graphical_abstract.caption')} AS ga_sk, teaser, graphical_abstract.components AS ga_components
+        FROM papers""",
+    # Every figure and subfigure a paper defines.
+    f"""CREATE OR REPLACE TEMP TABLE _fig AS
+        WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
+        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk('f.caption')} AS caption_sk FROM f
+        UNION ALL
+        SELECT s.id, paper_id, 'subfigure', fid, {_sk('s.caption')} FROM
+          (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
+    f"""CREATE OR REPLACE TEMP TABLE _tab AS
+        SELECT t.id AS id, paper_id, {_sk('t.caption')} AS caption_sk
+        FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+    # Sections and paragraphs straight from the shards (measured faster than materializing
+    # the unnested sections once and deriving both from that copy).
+    f"""CREATE OR REPLACE TEMP TABLE _sec AS
+        SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk('s.title')} AS title_sk, {_sk('s.body')} AS body_sk,
+               s.figure_ids AS figure_ids FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
+    """CREATE OR REPLACE TEMP TABLE _para AS
+       SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
+         (SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
+          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p))""",
+    # Texts other than paragraphs that can hold a mention (linking stage): section titles
+    # (keyed by section id) and captions of figures, subfigures and tables (keyed by id).
+    """CREATE OR REPLACE TEMP TABLE _ctx AS
+       WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
+       SELECT paper_id, 'title' AS context, s.id AS key, s.title AS text
+         FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)
+       UNION ALL SELECT paper_id, 'caption', f.id, f.caption FROM f
+       UNION ALL SELECT paper_id, 'caption', s.id, s.caption FROM (SELECT paper_id, unnest(f.subfigures) AS s FROM f)
+       UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+    # The figures config, without image bytes.
+    f"""CREATE OR REPLACE TEMP TABLE _figrows AS
+        SELECT id, paper_id, parent_id, kind, image_kind, {_sk('caption')} AS caption_sk, {_sk('subcaption')} AS subcaption_sk,
+               coalesce(octet_length(image.bytes) > 0, false) AS has_image
+        FROM figures""",
+]
+
+
+def _ref_sql(relation: str, source: str, universe: str) -> str:
+    """One relation's references: each row one (referrer, target) pair; ``resolved`` is the
+    target found in ``universe`` within the same paper, NULL when dangling."""
+    return f"""
+        SELECT '{relation}' AS relation, r.referrer, r.target, u.id IS NOT NULL AS resolved
+        FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
+
+
+# The figures config and the figures/subfigures papers define must be the same set, with
+# the same parents: one full outer join instead of three one-way relations.
+FIGURE_ROWS_SQL = """
+    SELECT CASE WHEN r.id IS NULL THEN 'papers.figures (has no row in the figures config)'
+                WHEN f.id IS NULL THEN 'figures.id (not a figure of its paper)'
+                WHEN r.parent_id IS DISTINCT FROM f.parent_id THEN 'figures.parent_id (not the parent papers.figures gives)'
+                ELSE 'figures <-> papers.figures' END AS relation,
+           coalesce(r.paper_id, f.paper_id) AS referrer, coalesce(r.id, f.id) AS target,
+           r.id IS NOT NULL AND f.id IS NOT NULL AND r.parent_id IS NOT DISTINCT FROM f.parent_id AS resolved
+    FROM _figrows r FULL OUTER JOIN _fig f ON f.id = r.id AND f.paper_id = r.paper_id"""
+
+
+def references_sql() -> str:
+    return "\nUNION ALL ".join([_ref_sql(*r) for r in REFERENCES] + [FIGURE_ROWS_SQL])
+
+
+FIGS = "SELECT id, paper_id FROM _fig"
+FIGS_AND_TABLES = "SELECT id, paper_id FROM _fig UNION ALL SELECT id, paper_id FROM _tab"
+
+SECTIONS = "SELECT id, paper_id FROM _sec"
+
+# (relation, referrer rows with paper_id/referrer/target, universe)
+REFERENCES = [
+    ("sections.figure_ids", "SELECT paper_id, id AS referrer, unnest(figure_ids) AS target FROM _sec", FIGS),
+    ("mentions.figure_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, figure_id AS target FROM mentions", FIGS),
+    ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM _pap", FIGS),
+    ("graphical_abstract.components",
+     "SELECT id AS paper_id, id AS referrer, unnest(ga_components) AS target FROM _pap WHERE ga_components IS NOT NULL", FIGS),
+    ("paragraphs.ref_spans",
+     "SELECT paper_id, section_id || '#p' || pi AS referrer, rs.ref_id AS target FROM "
+     "(SELECT paper_id, section_id, pi, unnest(ref_spans) AS rs FROM _para)", FIGS_AND_TABLES),
+    ("sections.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM _sec WHERE parent_id IS NOT NULL", SECTIONS),
+]
+# figures.paper_id and mentions.paper_id need no relation of their own: the figure id must
+# resolve *within the same paper*, which only a paper in the papers config can provide.
+
+
+def _texts_sql() -> str:
+    """Every text field that may carry tokens, as (record, skeleton), skipping token-free
+    texts (an empty skeleton is trivially balanced). Skeletons come from the temp tables."""
+    parts = [
+        ("papers.title", "id", "title_sk", "_pap"),
+        ("papers.abstract", "id", "abstract_sk", "_pap"),
+        ("graphical_abstract.caption", "id", "ga_sk", "_pap"),
+        ("sections.title", "id", "title_sk", "_sec"),
+        ("sections.body", "id", "body_sk", "_sec"),
+        ("papers.figures[.subfigures].caption", "id", "caption_sk", "_fig"),
+        ("papers.tables.caption", "id", "caption_sk", "_tab"),
+        ("figures.caption", "id", "caption_sk", "_figrows"),
+        ("figures.subcaption", "id", "subcaption_sk", "_figrows"),
+        ("mentions.sentence", "paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index", _sk("sentence"),
+         "mentions"),
+        ("dead_letter.message", "coalesce(paper_id, input_uri)", _sk("message"), "dead_letter"),
+    ]
+    selects = [
+        f"SELECT '{field}: ' || coalesce(CAST({rid} AS VARCHAR), '?') AS record, sk AS skeleton "
+        f"FROM (SELECT *, {col} AS sk FROM {src}) WHERE sk <> ''"
+        for field, rid, col, src in parts
+    ]
+    return "\nUNION ALL ".join(selects)
+
+
+SPANS_SQL = """
+    SELECT 'mentions' AS source,
+           m.paper_id || ':' || coalesce(m.section_id, '?') || CASE WHEN coalesce(m.context, 'paragraph') = 'paragraph'
+             THEN '' ELSE ' ' || m.context || ' ' || coalesce(m.context_id, m.section_id, '?') END AS section,
+           m.paragraph_index AS paragraph,
+           m.char_start AS span_start, m.char_end AS span_end, m.figure_id AS target,
+           t.text IS NOT NULL AS paragraph_found,
+           coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= length(t.text), false) AS span_inside,
+           m.surface AS surface,
+           substring(t.text, m.char_start + 1, m.char_end - m.char_start) AS paragraph_text
+    FROM mentions m
+    LEFT JOIN _para pa
+      ON coalesce(m.context, 'paragraph') = 'paragraph'
+     AND pa.paper_id = m.paper_id AND pa.section_id = m.section_id AND pa.pi = m.paragraph_index
+    LEFT JOIN _ctx c
+      ON m.context IN ('title', 'caption') AND c.paper_id = m.paper_id AND c.context = m.context
+     AND c.key = CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END
+    CROSS JOIN LATERAL (SELECT coalesce(pa.text, c.text) AS text) t
+    UNION ALL
+    SELECT 'paragraphs.ref_spans', section_id, pi, rs.start, rs."end", rs.ref_id,
+           true,
+           coalesce(rs.start >= 0 AND rs."end" > rs.start AND rs."end" <= length(text), false),
+           rs.text,
+           substring(text, rs.start + 1, rs."end" - rs.start)
+    FROM (SELECT section_id, pi, text, unnest(ref_spans) AS rs FROM _para)"""
+
+
+def _papers(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every paper has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "paper ids are unique"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=ARXIV_ID_RE.pattern, row_condition='id_source != "stem"',
+                                              condition_parser="pandas"),
+           "paper ids are arXiv ids (2401.13641, astro-ph/0601001) unless taken from a file stem"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=STEM_ID, row_condition='id_source == "stem"',
+                                              condition_parser="pandas"),
+           "local stem ids use only letters, digits, '.' and '-'"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="title_chars", min_value=1), "every paper has a non-empty title"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="abstract_chars", min_value=1), "every paper has a non-empty abstract"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"provenance.schema_version is {SCHEMA_VERSION}"),
+    ]
+
+
+def _paper_figures(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figure and subfigure has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figure and subfigure ids are unique"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+           "figure ids are <paper id>_F<n> (subfigures <paper id>_F<n>.<m>)"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_parent", column_B="parent_id", ignore_row_if="both_values_are_missing"),
+           "subfigure ids extend their parent figure's id"),
+    ]
+
+
+def _sections(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "section ids are unique"),
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=SECTION_ID), "section ids are <paper id>_S<n>[.<m>...]"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"), "section ids start with their paper's id"),
+    ]
+
+
+def _figures(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figures row has an id"),
+        _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figures rows have unique ids"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+           "figures ids are <paper id>_F<n>[.<m>] of the row's paper"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]), "kind is figure or subfigure"),
+        _true("parent_consistent", "subfigures (and only they) have a parent_id"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
+           f"image_kind is one of {', '.join(IMAGE_KINDS)}"),
+    ]
+
+
+def _mentions(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeUnique(column="record"), "no mention is listed twice"),
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="surface"), "every mention has its surface text"),
+    ]
+
+
+def _spans(o):
+    return [
+        _true("paragraph_found", "every mention points at an existing text: a paragraph (section id + index), a section title or a caption"),
+        _true("span_inside", "mention spans lie inside their text (0 <= start < end <= length)"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="surface", column_B="paragraph_text", ignore_row_if="either_value_is_missing"),
+           "the mention's surface text equals the paragraph's text at its span"),
+    ]
+
+
+def _texts(o):
+    return [
+        _d(gxe.ExpectColumnValuesToMatchRegex(column="skeleton", regex=BALANCED_SKELETON),
+           "<MATH>, <NOTE>, <TAG> open and close in pairs; only MATH nests, inside NOTE "
+           "(skeleton letters: m/M MATH, n/N NOTE, t/T TAG)"),
+    ]
+
+
+def _dead_letter(o):
+    return [
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="stage"), "every dead letter names its stage"),
+        _d(gxe.ExpectColumnValuesToNotBeNull(column="error_type"), "every dead letter names its error type"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="message_chars", min_value=1), "every dead letter says what went wrong"),
+    ]
+
+
+def _references(o):
+    return [_true("resolved", "every referenced id exists in the same paper (" + "; ".join(r[0] for r in REFERENCES)
+                  + "; figures rows = papers.figures and subfigures, same parents)")]
+
+
+def _shards(o):
+    return [
+        _true("on_disk", "every shard listed in manifest.json exists"),
+        _true("listed", "every shard on disk is listed in manifest.json"),
+        _true("name_ok", "shards follow data/<config>/<split>-NNNNN-of-MMMMM.parquet"),
+        _true("readable", "every shard is a readable Parquet file"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"each shard's Arrow metadata says sciga.schema_version = {SCHEMA_VERSION}"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="config_meta", column_B="config"),
+           "each shard's Arrow metadata names the config of its folder"),
+        _true("schema_matches", "each shard has exactly the config's Arrow schema (names, types, nesting)"),
+        _true("sha256_matches", "each shard's sha256 equals the one in manifest.json"),
+        _true("rows_match", "each shard's row count equals the one in manifest.json"),
+    ]
+
+
+def _counts(o):
+    return [_d(gxe.ExpectColumnPairValuesToBeEqual(column_A="manifest", column_B="actual", ignore_row_if="neither"),
+               "manifest.json counts equal the rows in the shards")]
+
+
+def _build(o):
+    r = o["max_dead_letter_rate"]
+    return [
+        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+           f"manifest.json says schema_version {SCHEMA_VERSION}"),
+        _d(gxe.ExpectColumnValuesToBeBetween(column="dead_letter_rate", min_value=0, max_value=r),
+           f"dead-letter rate (dead letters / inputs) is at most {r:g}"),
+    ]
+
+
+def _images(o):
+    return [
+        _d(gxe.ExpectColumnValuesToBeNull(column="decode_error"),
+           f"embedded image bytes decode ({o['image_check']}, pixel limit {o['max_pixels']:,})"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_width", column_B="width", ignore_row_if="either_value_is_missing"),
+           "decoded image width equals the recorded width"),
+        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_height", column_B="height", ignore_row_if="either_value_is_missing"),
+           "decoded image height equals the recorded height"),
+    ]
+
+
+def flat_tables() -> list[FlatTable]:
+    tables = [
+        FlatTable("shards", "build", "shard files: presence, names, schema version, Arrow schema, sha256 and rows vs manifest", _shards),
+        FlatTable("manifest_counts", "build", "manifest.json counts vs rows in the shards", _counts),
+        FlatTable("build", "build", "build-level facts: schema version, dead-letter rate", _build),
+        FlatTable("papers", "papers", "one row per paper: id format and uniqueness, title/abstract, schema version", _papers,
+                  sql="""SELECT coalesce(id, '?') AS record, id, id_source, title_chars, abstract_chars, schema_version
+                         FROM _pap"""),
+        FlatTable("paper_figures", "papers", "papers.figures and their subfigures, unnested", _paper_figures,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id,
+                                 CASE WHEN kind = 'figure' THEN regexp_extract(id, '^(.+)_F\d+$', 1)
+                                      ELSE regexp_extract(id, '^(.+)_F\d+\.\d+$', 1) END AS id_paper,
+                                 CASE WHEN kind = 'subfigure' THEN regexp_extract(id, '^(.+_F\d+)\.\d+$', 1) END AS id_parent
+                          FROM _fig"""),
+        FlatTable("sections", "papers", "papers.sections, unnested", _sections,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id,
+                                 regexp_extract(id, '^(.+)_(?:Pt\d+\.)?(?:S|A|Sx|Ch|P)[\w.]*$', 1) AS id_paper FROM _sec"""),
+        FlatTable("figures", "figures", "one row per figure or subfigure image", _figures,
+                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id, kind, image_kind,
+                                 regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
+                                 coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent
+                          FROM _figrows"""),
+        FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
+        FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
+                  sql="""SELECT paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index || '['
+                                || char_start || ':' || char_end || '] -> ' || figure_id AS record, surface FROM mentions"""),
+        FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL,
+                  index=("source", "section", "paragraph", "span_start", "span_end", "target"),
+                  label=lambda r: f"{r.get('source')}: {r.get('section')}#p{r.get('paragraph')}"
+                                  f"[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"),
+        FlatTable("texts", "papers+figures+mentions", "token skeletons of every text field that holds a token", _texts,
+                  sql=_texts_sql()),
+        FlatTable("dead_letter", "dead_letter", "one row per failed input", _dead_letter,
+                  sql="""SELECT coalesce(paper_id, input_uri, '?') || ' @ ' || coalesce(stage, '?') AS record, stage, error_type,
+                                length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter"""),
+    ]
+    tables.append(FlatTable("references", "papers+figures+mentions",
+                            "every id one record gives for another (figure, table, section, paper), one row per reference",
+                            _references, sql=references_sql(), breakdown=("relation", "resolved"),
+                            index=("relation", "referrer", "target"),
+                            label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}"))
+    assert {t.config for t in tables} >= set(CONFIGS)
+    return tables

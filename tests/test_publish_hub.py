@@ -1,0 +1,270 @@
+"""Publishing against a Hub-compatible server on 127.0.0.1 (tests/hub_fixtures.py) with the
+real huggingface_hub client: one commit per publish plus a version tag, the card's YAML, the
+file list, idempotent re-publish, resumption after a failed commit, a refused failing build,
+and a token that never reaches logs or output. Loading the result back: `datasets` from the
+build folder and from the loopback Hub, DuckDB over hf:// paths."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pyarrow.parquet as pq
+import pytest
+
+from hub_fixtures import FakeHub
+from quality_fixtures import ROOT, build_copy, edit_manifest, rewrite_shard, sample_build, shard  # noqa: F401
+from sciga.pipelines.cli import main
+from sciga.pipelines.dataset_card import read_front_matter
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+
+TOKEN = "hf_sciga_TEST_token_5b7f0c9e2d"  # a fake token: the tests assert it never shows up
+REPO = "sciga-org/sample"
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    import huggingface_hub.constants as hf_constants
+
+    server = FakeHub(TOKEN).start()
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # never the user's stored login
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    # The real Hub stores large files with Xet; the loopback server speaks the LFS protocol
+    # that huggingface_hub uses when Xet is off.
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+    yield server
+    server.stop()
+
+
+def publish(build, version, hub, *extra):
+    return main(["publish", str(build), "--repo-id", REPO, "--version", version, "--endpoint", hub.url, *extra])
+
+
+def puts(hub):
+    return [p for m, p in hub.requests if m == "PUT"]
+
+
+def commit_posts(hub):
+    return [p for m, p in hub.requests if m == "POST" and "/commit/" in p]
+
+
+def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy, capsys, caplog):
+    caplog.set_level(logging.DEBUG)  # every logger, huggingface_hub's included: the token must not appear
+    local_shards = sorted(p.relative_to(build_copy).as_posix() for p in (build_copy / "data").rglob("*.parquet"))
+
+    # v1.0.0: repo created, one commit with every shard and the card, then the tag.
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    out = capsys.readouterr().out
+    assert "published" in out
+    commits = hub.commits(REPO)
+    assert len(commits) == 2  # the repo's initial .gitattributes commit + ours
+    assert len(commit_posts(hub)) == 1
+    repo = hub.repos[("dataset", REPO)]
+    assert repo.tags["v1.0.0"][0] == commits[0].oid
+    assert BUILDER_VERSION in repo.tags["v1.0.0"][1] and SCHEMA_VERSION in repo.tags["v1.0.0"][1]
+    files = hub.files_at(REPO, "v1.0.0")
+    assert sorted(files) == sorted([".gitattributes", "README.md"] + local_shards)
+    for path in local_shards:
+        assert files[path] == (build_copy / path).read_bytes()
+        assert repo.resolve("v1.0.0").files[path].lfs  # shards went through the LFS batch API
+    assert len(puts(hub)) == len(local_shards)
+
+    card = files["README.md"].decode()
+    meta = read_front_matter(card)
+    assert meta["license"] == "other"
+    by_name = {c["config_name"]: c for c in meta["configs"]}
+    manifest = json.loads((build_copy / "manifest.json").read_text())
+    non_empty = {c for c, entries in manifest["files"].items() if sum(e["rows"] for e in entries)}
+    assert set(by_name) == non_empty  # `datasets` cannot load an empty split: empty configs are left out
+    assert by_name["papers"]["default"] is True
+    assert by_name["figures"]["data_files"] == [{"split": "train", "path": "data/figures/train-*.parquet"}]
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert infos["papers"]["splits"][0]["num_examples"] == manifest["counts"]["papers"]
+    assert infos["figures"]["splits"][0]["num_examples"] == manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
+    assert {"name": "image", "dtype": "image"} in infos["figures"]["features"]
+    assert "v1.0.0" in card and f"schema version {SCHEMA_VERSION}" in card and manifest["inputs"]["sha256"] in card
+    assert "quality gate: 45 of 45 Great Expectations expectations met" in card
+
+    # Same build, same version: a no-op that writes nothing.
+    before = len(hub.requests)
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    assert "already published" in capsys.readouterr().out
+    assert [r for r in hub.requests[before:] if r[0] in ("POST", "PUT")] == []
+    assert len(hub.commits(REPO)) == 2
+
+    # Same build, new version: one new commit (only the card changes) and a new tag; no shard re-uploaded.
+    assert publish(build_copy, "v1.1.0", hub) == 0
+    commits = hub.commits(REPO)
+    assert len(commits) == 3 and repo.tags["v1.1.0"][0] == commits[0].oid
+    changed = {p for p in commits[0].files if commits[0].files[p].data != commits[1].files.get(p, None).data}
+    assert changed == {"README.md"}
+    assert len(puts(hub)) == len(local_shards)
+
+    # A version never changes: different files under an existing tag are refused.
+    rewrite_shard(build_copy, "mentions", lambda rows: rows[:-1])
+    edit_manifest(build_copy, lambda m: m["counts"].__setitem__("mentions", m["counts"]["mentions"] - 1))
+    assert publish(build_copy, "v1.1.0", hub) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert len(hub.commits(REPO)) == 3
+
+    out_err = capsys.readouterr()
+    assert TOKEN not in caplog.text and TOKEN not in out_err.out and TOKEN not in out_err.err
+    assert hub.authorized_writes > 0  # the token was used, just never shown
+
+
+def test_shard_layout_change_deletes_stale_shards_in_the_same_commit(hub, build_copy):
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    # Rebuild-like change: mentions now come in two shards.
+    old = shard(build_copy, "mentions")
+    table = pq.read_table(old)
+    half = table.num_rows // 2
+    new_paths = [old.parent / "train-00000-of-00002.parquet", old.parent / "train-00001-of-00002.parquet"]
+    pq.write_table(table.slice(0, half), new_paths[0])
+    pq.write_table(table.slice(half), new_paths[1])
+    old.unlink()
+
+    def relist(m):
+        from sciga.pipelines.manifest import count_build
+
+        _, files = count_build(str(build_copy))
+        m["files"] = files
+    edit_manifest(build_copy, relist)
+    assert publish(build_copy, "v2.0.0", hub) == 0
+    v2 = hub.files_at(REPO, "v2.0.0")
+    assert "data/mentions/train-00000-of-00001.parquet" not in v2
+    assert {"data/mentions/train-00000-of-00002.parquet", "data/mentions/train-00001-of-00002.parquet"} <= set(v2)
+    assert "data/mentions/train-00000-of-00001.parquet" in hub.files_at(REPO, "v1.0.0")  # old version intact
+    assert len(commit_posts(hub)) == 2
+
+
+def test_failing_gate_uploads_nothing(hub, build_copy, capsys):
+    def dangle(rows):
+        rows[0]["figure_id"] = rows[0]["paper_id"] + "_F99"
+        return rows
+
+    rewrite_shard(build_copy, "mentions", dangle)
+    assert publish(build_copy, "v1.0.0", hub) == 1
+    err = capsys.readouterr().err
+    assert "quality gate failed; nothing was uploaded" in err and "mentions.figure_id: 1" in err
+    assert hub.requests == []  # not even a read
+    assert hub.repos == {}
+
+
+def test_interrupted_publish_resumes_without_reuploading(hub, build_copy, capsys):
+    hub.fail["commit"] = 1  # the commit call fails after every shard was uploaded
+    assert publish(build_copy, "v1.0.0", hub) == 1
+    err = capsys.readouterr().err
+    assert "answered 500" in err and "run the same command again" in err
+    uploaded = len(puts(hub))
+    assert uploaded == 4 and len(hub.lfs) == 4
+    assert len(hub.commits(REPO)) == 1 and not hub.repos[("dataset", REPO)].tags
+
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    assert len(puts(hub)) == uploaded  # the LFS batch API said every object was already there
+    assert len(hub.commits(REPO)) == 2
+    assert "v1.0.0" in hub.repos[("dataset", REPO)].tags
+
+    # A commit that landed without its tag (interrupted between the two): the next run only tags.
+    del hub.repos[("dataset", REPO)].tags["v1.0.0"]
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    assert "tagged" in capsys.readouterr().out
+    assert len(hub.commits(REPO)) == 2 and "v1.0.0" in hub.repos[("dataset", REPO)].tags
+
+
+def test_dry_run_sends_no_writes_and_missing_token_is_one_sentence(hub, build_copy, capsys, monkeypatch):
+    assert publish(build_copy, "v1.0.0", hub, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "dry run" in out and "would create dataset repo" in out and "nothing was sent" in out
+    assert all(m == "GET" for m, _ in hub.requests) and hub.repos == {}
+
+    monkeypatch.delenv("HF_TOKEN")
+    n = len(hub.requests)
+    assert publish(build_copy, "v1.0.0", hub) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sciga publish: no Hugging Face token found") and err.count("\n") == 0
+    assert len(hub.requests) == n
+
+
+def test_private_repo_is_private(hub, build_copy):
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    assert publish(build_copy, "v1.0.0", hub, "--private") == 0
+    assert hub.repos[("dataset", REPO)].private
+    with pytest.raises(RepositoryNotFoundError):
+        HfApi(endpoint=hub.url, token=False).list_repo_refs(REPO, repo_type="dataset")
+
+
+def _hub_env(hub, tmp_path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(tmp_path / "hf_home_sub"), HF_HUB_DISABLE_XET="1",
+               HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=str(ROOT))
+    return env
+
+
+LOAD_FROM_HUB = r"""
+import duckdb, sys
+from datasets import load_dataset
+from sciga.pipelines.sql_shell import hf_filesystem
+repo, rev = sys.argv[1], sys.argv[2]
+papers = load_dataset(repo, "papers", revision=rev, split="train")
+figures = load_dataset(repo, "figures", revision=rev, split="train")
+img = next(r["image"] for r in figures if r["image"] is not None)
+con = duckdb.connect()
+con.register_filesystem(hf_filesystem())
+n = con.execute(f"SELECT count(*) FROM read_parquet('hf://datasets/{repo}@{rev}/data/figures/*.parquet')").fetchall()[0][0]
+print(papers.num_rows, figures.num_rows, type(img).__name__, img.size[0] > 0, n)
+"""
+
+
+def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, sample_build, tmp_path):
+    assert publish(sample_build, "v1.0.0", hub) == 0
+    manifest = json.loads((sample_build / "manifest.json").read_text())
+    n_papers = manifest["counts"]["papers"]
+    n_figs = manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
+    env = _hub_env(hub, tmp_path)
+    res = subprocess.run([sys.executable, "-c", LOAD_FROM_HUB, REPO, "v1.0.0"], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.split() == [str(n_papers), str(n_figs), "PngImageFile", "True", str(n_figs)]
+    assert TOKEN not in res.stdout + res.stderr
+
+    # `sciga sql` straight on the published version.
+    res = subprocess.run([sys.executable, "-m", "sciga", "sql", f"hf://datasets/{REPO}@v1.0.0",
+                          "SELECT count(*) AS n FROM papers", "--format", "csv"], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.split() == ["n", str(n_papers)]
+
+
+LOAD_LOCAL = r"""
+import sys
+from datasets import load_dataset
+folder, shards = sys.argv[1], sys.argv[2]
+papers = load_dataset("parquet", data_files={"train": shards + "/data/papers/*.parquet"}, split="train")
+figures = load_dataset(folder, "figures", split="train")  # through the card's configs
+img = next(r["image"] for r in figures if r["image"] is not None)
+print(papers.num_rows, figures.num_rows, type(img).__name__)
+"""
+
+
+def test_build_folder_loads_with_datasets_locally(sample_build, tmp_path):
+    import shutil
+
+    from sciga.pipelines.dataset_card import render_card
+    from sciga.pipelines.manifest import read_manifest
+
+    folder = tmp_path / "with_card"
+    shutil.copytree(sample_build / "data", folder / "data")
+    (folder / "README.md").write_text(render_card(str(sample_build), read_manifest(str(sample_build)), REPO, "v0.0.1", {}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", LOAD_LOCAL, str(folder), str(sample_build)], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    manifest = json.loads((sample_build / "manifest.json").read_text())
+    c = manifest["counts"]
+    assert res.stdout.split() == [str(c["papers"]), str(c["figures"] + c["subfigures"]), "PngImageFile"]
