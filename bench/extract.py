@@ -28,12 +28,10 @@ from sciga.transforms.parse import parse_latexml_html  # noqa: E402
 
 
 def corpus_pages() -> list[tuple[str, bytes]]:
-    import os
+    from paths import corpus_dir
 
-    corpus = Path(os.environ.get("SCIGA_CORPUS", ROOT.parent / "shared" / "corpus"))
-    if not corpus.is_dir():
-        corpus = Path("/work/shared/corpus")
-    files = sorted(corpus.glob("html/*.html")) + sorted(corpus.glob("latexml/*.html"))
+    corpus = corpus_dir()
+    files = (sorted(corpus.glob("html/*.html")) + sorted(corpus.glob("latexml/*.html"))) if corpus else []
     files += sorted((ROOT / "samples" / "html").glob("*/*.html"))
     return [(f.stem, f.read_bytes()) for f in files]
 

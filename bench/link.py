@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import statistics
 import sys
 import time
@@ -40,11 +39,11 @@ def clock() -> float:
 
 def default_pages() -> list[Path]:
     pages = sorted((ROOT / "samples" / "html").glob("*/*.html"))
-    env = os.environ.get("SCIGA_CORPUS")
-    for corpus in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")]:
-        if corpus.is_dir():
-            pages += sorted(corpus.glob("html/*.html")) + sorted(corpus.glob("latexml/*.html"))
-            break
+    from paths import corpus_dir
+
+    corpus = corpus_dir()
+    if corpus is not None:
+        pages += sorted(corpus.glob("html/*.html")) + sorted(corpus.glob("latexml/*.html"))
     return pages
 
 

@@ -40,11 +40,12 @@ from sciga.transforms.sources.tex_graphics import parse_document  # noqa: E402
 
 
 def corpus() -> Path:
-    env = os.environ.get("SCIGA_CORPUS")
-    for c in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")]:
-        if c.is_dir():
-            return c
-    raise SystemExit("bench/sources.py needs the development corpus (../shared/corpus or SCIGA_CORPUS).")
+    from paths import corpus_dir
+
+    found = corpus_dir()
+    if found is None:
+        raise SystemExit("bench/sources.py needs the development corpus (../shared/corpus or SCIGA_CORPUS).")
+    return found
 
 
 def tar_gz(folder: Path) -> bytes:

@@ -25,10 +25,11 @@ import sciga  # noqa: E402,F401
 
 def figure_files() -> list[bytes]:
     files = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
-    corpus = Path(os.environ.get("SCIGA_CORPUS") or ROOT.parent / "shared" / "corpus")
-    if not corpus.is_dir():
-        corpus = Path("/work/shared/corpus")
-    files += sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))
+    from paths import corpus_dir
+
+    corpus = corpus_dir()
+    if corpus is not None:
+        files += sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))
     return [f.read_bytes() for f in files]
 
 

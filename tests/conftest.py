@@ -13,12 +13,11 @@ if str(ROOT) not in sys.path:
 
 
 def _corpus_dir() -> Path:
-    env = os.environ.get("SCIGA_CORPUS")
-    if env:
-        return Path(env)
-    for cand in (ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
-        if cand.is_dir():
-            return cand
+    """``$SCIGA_CORPUS``, else ``../shared/corpus`` beside the checkout (as CI lays it out),
+    else the development machine's copy. The one place tests look for the corpus."""
+    for cand in (os.environ.get("SCIGA_CORPUS"), ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
+        if cand and Path(cand).is_dir():
+            return Path(cand)
     return ROOT.parent / "shared" / "corpus"
 
 

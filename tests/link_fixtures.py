@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,15 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples" / "html"
 
 
-def corpus_dir() -> Path:
-    env = os.environ.get("SCIGA_CORPUS")
-    for cand in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")]:
-        if cand.is_dir():
-            return cand
-    return Path("/nonexistent-corpus")
-
-
-CORPUS = corpus_dir()
+from conftest import CORPUS  # noqa: E402  (the one corpus lookup of the tests)
 needs_corpus = pytest.mark.skipif(not (CORPUS / "latexml").is_dir(), reason="../shared/corpus is not available")
 
 SAMPLE_STEMS = ("2511.99001", "2511.99002", "2511.99003", "q-bio0601999")

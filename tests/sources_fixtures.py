@@ -16,7 +16,6 @@ import glob
 import gzip
 import io
 import json
-import os
 import socket
 import struct
 import tarfile
@@ -30,15 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def corpus_dir() -> Path:
-    env = os.environ.get("SCIGA_CORPUS")
-    for cand in ([Path(env)] if env else []) + [ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")]:
-        if cand.is_dir():
-            return cand
-    return Path("/nonexistent-corpus")
-
-
-CORPUS = corpus_dir()
+from conftest import CORPUS  # noqa: E402  (the one corpus lookup of the tests)
 HAVE_CORPUS = (CORPUS / "arxiv_api").is_dir()
 
 # ar5iv's page for a conversion that failed (the structure its server renders when the

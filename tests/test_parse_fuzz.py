@@ -2,7 +2,6 @@
 and whatever comes out keeps the contract (tokens balanced, ids well-formed)."""
 from __future__ import annotations
 
-import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -4,7 +4,6 @@ image files (bombs, CMYK JPEG, animated GIF ...)."""
 from __future__ import annotations
 
 import io
-import os
 import random
 import shutil
 import struct
@@ -21,10 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def corpus_dir() -> Optional[Path]:
-    for cand in (os.environ.get("SCIGA_CORPUS"), ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return None
+    from conftest import CORPUS  # the one corpus lookup of the tests
+
+    return CORPUS if CORPUS.is_dir() else None
 
 
 def rasterize_pdf(data: bytes, dpi: int = 60) -> Optional[Image.Image]:

@@ -54,6 +54,17 @@ def sniff_encoding(data: bytes) -> tuple[str, int]:
     return "utf-8", 0
 
 
+def _decode_replacing(body: bytes, enc: str, uri: str) -> tuple[bytes, int]:
+    """Decode with U+FFFD for bad bytes; a page with more than a trace of them is in
+    another encoding than it says, and is rejected rather than turned into mojibake."""
+    text = body.decode(enc, errors="replace")
+    already = body.count(b"\xef\xbf\xbd") if enc == "utf-8" else 0  # U+FFFD present in the source
+    bad = max(1, text.count("\ufffd") - already)
+    if bad > max(16, _MAX_BAD_FRACTION * len(text)):
+        raise ParseError("bad_encoding", f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.")
+    return text.encode("utf-8"), bad
+
+
 def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, int]:
     """Return (the page as UTF-8 bytes, number of undecodable bytes replaced).
 
@@ -76,32 +87,17 @@ def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tu
     if not enc.startswith("utf-16") and b"\x00" in data[:8192]:
         raise ParseError("not_html", f"{uri} is binary data, not an HTML page; check that the right file was given.")
     body = data[skip:] if skip else data
-    bad = 0
     if enc in ("utf-8", "ascii"):
         try:
             body.decode("utf-8")
-            utf8 = body
+            utf8, bad = body, 0  # valid UTF-8: handed to lxml as is
         except UnicodeDecodeError:
-            text = body.decode("utf-8", errors="replace")
-            bad = max(1, text.count("\ufffd") - body.count(b"\xef\xbf\xbd"))  # U+FFFD already in the source
-            if bad > max(16, _MAX_BAD_FRACTION * len(text)):
-                raise ParseError(
-                    "bad_encoding",
-                    f"{uri} is not valid UTF-8 ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
-                ) from None
-            utf8 = text.encode("utf-8")
+            utf8, bad = _decode_replacing(body, "utf-8", uri)
     else:
         try:
-            text = body.decode(enc)
+            utf8, bad = body.decode(enc).encode("utf-8"), 0
         except UnicodeDecodeError:
-            text = body.decode(enc, errors="replace")
-            bad = max(1, text.count("\ufffd"))
-            if bad > max(16, _MAX_BAD_FRACTION * len(text)):
-                raise ParseError(
-                    "bad_encoding",
-                    f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.",
-                ) from None
-        utf8 = text.encode("utf-8")
+            utf8, bad = _decode_replacing(body, enc, uri)
     probe = utf8[:65536].lower()
     if b"<html" not in probe and b"<body" not in probe and b"<article" not in probe and b"<div" not in probe:
         raise ParseError("not_html", f"{uri} does not look like an HTML page; check that the right file was given.")

@@ -21,52 +21,40 @@ def figure_rows(paper: Paper) -> list[FigureRow]:
     return rows
 
 
-def _figure_row(paper: Paper, fig: Figure) -> FigureRow:
-    # A figure made of panels carries no image of its own: its panels are rows too.
-    img = None if fig.subfigures else _primary(fig.images)
+def _row(paper: Paper, fig: Figure, *, id: str, parent_id, kind: str, label, subcaption, subcaption_source,
+         images: list[Image], primary, html_id) -> FigureRow:
+    """The fields a figure row and a subfigure row share come from the figure."""
     return FigureRow(
-        id=fig.id,
+        id=id,
         paper_id=paper.id,
-        parent_id=None,
-        kind="figure",
+        parent_id=parent_id,
+        kind=kind,
         index=fig.index,
         number=fig.number,
-        label=fig.label,
+        label=label,
         caption=fig.caption,
-        subcaption=None,
-        subcaption_source=None,
+        subcaption=subcaption,
+        subcaption_source=subcaption_source,
         image_bytes=None,
-        image_path=img.path if img else None,
-        image_paths=[i.path for i in fig.images if i.path],
-        image_kind=img.kind if img else None,
-        image_source=img.source if img else None,
-        image_url=img.url if img else None,
+        image_path=primary.path if primary else None,
+        image_paths=[i.path for i in images if i.path],
+        image_kind=primary.kind if primary else None,
+        image_source=primary.source if primary else None,
+        image_url=primary.url if primary else None,
         section_id=fig.section_id,
-        html_id=fig.html_id,
+        html_id=html_id,
         is_teaser=fig.is_teaser,
     )
+
+
+def _figure_row(paper: Paper, fig: Figure) -> FigureRow:
+    # A figure made of panels carries no image of its own: its panels are rows too.
+    primary = None if fig.subfigures else _primary(fig.images)
+    return _row(paper, fig, id=fig.id, parent_id=None, kind="figure", label=fig.label, subcaption=None,
+                subcaption_source=None, images=fig.images, primary=primary, html_id=fig.html_id)
 
 
 def _subfigure_row(paper: Paper, fig: Figure, sub: Subfigure) -> FigureRow:
-    img = _primary(sub.images)
-    return FigureRow(
-        id=sub.id,
-        paper_id=paper.id,
-        parent_id=fig.id,
-        kind="subfigure",
-        index=fig.index,
-        number=fig.number,
-        label=sub.label,
-        caption=fig.caption,
-        subcaption=sub.caption or None,
-        subcaption_source=sub.caption_source,
-        image_bytes=None,
-        image_path=img.path if img else None,
-        image_paths=[i.path for i in sub.images if i.path],
-        image_kind=img.kind if img else None,
-        image_source=img.source if img else None,
-        image_url=img.url if img else None,
-        section_id=fig.section_id,
-        html_id=sub.html_id,
-        is_teaser=fig.is_teaser,
-    )
+    return _row(paper, fig, id=sub.id, parent_id=fig.id, kind="subfigure", label=sub.label,
+                subcaption=sub.caption or None, subcaption_source=sub.caption_source, images=sub.images,
+                primary=_primary(sub.images), html_id=sub.html_id)

@@ -87,7 +87,7 @@ def read_caption(el) -> Caption:
     return Caption(element=el, text=text, label=label, number=number, anchors=anchors)
 
 
-def _nearest_float(el, stop):
+def nearest_float(el, stop):
     """The closest float element strictly between ``el`` and ``stop`` (None if none)."""
     p = el.getparent()
     while p is not None and p is not stop:
@@ -108,7 +108,7 @@ def _direct(fig_el):
             c = el.get("class")
             if not c or ("ltx_caption" not in c and "ltx_figure" not in c):
                 continue
-        if _nearest_float(el, fig_el) is not None:
+        if nearest_float(el, fig_el) is not None:
             continue
         if is_caption(el):
             caps.append(el)

@@ -12,7 +12,7 @@ from typing import Optional
 
 from sciga.schemas import ids
 from sciga.schemas.records import Paragraph, Section
-from sciga.transforms.parse.figures import FloatContext, add_float, float_kind
+from sciga.transforms.parse.figures import FloatContext, nearest_float, add_float, float_kind
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, _classes, plain_text, render_into
 
 _SECTION_CLASSES = frozenset(
@@ -147,7 +147,7 @@ class DocumentWalker:
     def _paragraph(self, el, sec: Optional[Section]) -> None:
         # Floats inside a paragraph block (LaTeXML leaves figures where \begin{figure} was).
         for sub in el.iter("figure"):
-            if sub is not el and not self._inside_float(sub, el):
+            if sub is not el and nearest_float(sub, el) is None:
                 self._float(sub, sec)
         anchors: list = []
         tb = TextBuilder()
@@ -158,14 +158,6 @@ class DocumentWalker:
         para = Paragraph(text=text, html_id=el.get("id"))
         self.result.pending.append(_Pending(el, sec, para, anchors))
 
-    @staticmethod
-    def _inside_float(el, stop) -> bool:
-        p = el.getparent()
-        while p is not None and p is not stop:
-            if float_kind(p) is not None:
-                return True
-            p = p.getparent()
-        return False
 
     def title_anchors(self) -> list:
         """(Section, anchors) for every title that holds cross-references."""
