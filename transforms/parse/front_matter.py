@@ -46,7 +46,9 @@ def generator_of(text) -> tuple[Optional[str], Optional[str]]:
 
 def page_identity(root, title_text: Optional[str]) -> PageIdentity:
     head_links = {}
-    for el in root.iter("link", "meta", "base"):
+    # These live in <head>: searching only there keeps the body (most of the page) untouched.
+    head = root.find("head")
+    for el in (head if head is not None else root).iter("link", "meta", "base"):
         tag = el.tag
         if tag == "link" and (el.get("rel") or "").lower() == "canonical":
             head_links.setdefault("canonical", el.get("href"))
@@ -141,8 +143,8 @@ def authors_of(doc) -> list[Author]:
     authors: list[Author] = []
     # Authors live in div.ltx_authors near the top: find it first instead of testing
     # every span of the document.
-    blocks = [el for el in doc.iter("div") if "ltx_authors" in (el.get("class") or "").split()][:1] or [doc]
-    for el in blocks[0].iter("span", "div"):
+    block = next((el for el in doc.iter("div") if "ltx_authors" in (el.get("class") or "").split()), doc)
+    for el in block.iter("span", "div"):
         cls = _classes(el)
         if "ltx_creator" not in cls or "ltx_role_author" not in cls:
             continue

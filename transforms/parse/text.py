@@ -9,6 +9,7 @@ valid the moment it is taken, so figure-reference anchors get exact spans in one
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -127,8 +128,7 @@ def render_into(el, tb: TextBuilder, opts: RenderOptions) -> None:
 
 # Substrings of the class attribute that need a closer look; anything else renders as
 # plain inline or block content (the prefilter runs on every element, so it is cheap).
-_SPECIAL = ("ltx_note", "ltx_tag", "ltx_ERROR", "ltx_figure", "ltx_table", "ltx_float", "ltx_picture",
-            "ltx_bibliography", "ltx_teaserfigure")
+_SPECIAL = re.compile(r"ltx_(?:note|tag|ERROR|figure|table|float|picture|bibliography|teaserfigure)").search
 
 
 def _render_children(el, tb, opts, in_note, in_tag, in_ref):
@@ -144,7 +144,7 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
     tag = el.tag
     if not isinstance(tag, str):  # comments, processing instructions
         return
-    if tag == "math" or tag.endswith("}math"):
+    if tag == "math":  # the HTML parser never namespaces tags
         alt = math_alttext(el)
         if opts.math and not in_tag:
             tb.add(f"{MATH_OPEN} {alt} {MATH_CLOSE}" if alt else f"{MATH_OPEN} {MATH_CLOSE}")
@@ -154,12 +154,7 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
     if tag in _SKIP_TAGS:
         return
     c = el.get("class")
-    cls: tuple = ()
-    if c:
-        for sub in _SPECIAL:
-            if sub in c:
-                cls = tuple(c.split())
-                break
+    cls: tuple = tuple(c.split()) if c and _SPECIAL(c) else ()
     if cls:
         if "ltx_note" in cls:
             if not opts.notes or in_note or in_tag or not any(r in cls for r in _NOTE_ROLES):
@@ -210,13 +205,21 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
         if href and end > start:
             opts.anchors.append(Anchor(href=href, title=el.get("title"), start=start, end=end))
         return
-    if tag in _BLOCK_TAGS:
+    block = tag in _BLOCK_TAGS
+    if block:
         tb.boundary()
-        if tag != "br":
-            _render_children(el, tb, opts, in_note, in_tag, in_ref)
-            tb.boundary()
-        return
-    _render_children(el, tb, opts, in_note, in_tag, in_ref)
+        if tag == "br":
+            return
+    # The children loop, inlined: this is the path nearly every element takes.
+    add = tb.add
+    if el.text:
+        add(el.text)
+    for child in el:
+        _render_into(child, tb, opts, in_note, in_tag, in_ref)
+        if child.tail:
+            add(child.tail)
+    if block:
+        tb.boundary()
 
 
 def _char_at(tb: TextBuilder, pos: int) -> str:
