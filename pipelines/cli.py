@@ -49,16 +49,22 @@ def _publish(args, rest):
     return run_publish(args)
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The full parser. Given the command line, the `build` options (which import Apache
+    Beam, ~2.5 s) are only defined when the command is `build`, so that `sciga sql`,
+    `validate`, `fetch`... start fast."""
     from sciga import __version__
-    from sciga.pipelines.build import add_build_arguments
 
+    command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else "build"
     ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
     ap.add_argument("--version", action="version", version=f"sciga-builder {__version__}")
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
-    add_build_arguments(b)
+    if command == "build":
+        from sciga.pipelines.build import add_build_arguments
+
+        add_build_arguments(b)
     b.set_defaults(func=_build, beam_flags=True)
 
     # `sciga train <method>`: the medical filter (pipelines/train.py registry) and the GA
@@ -98,7 +104,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = make_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = make_parser(argv)
     args, rest = ap.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
