@@ -101,7 +101,11 @@ def reference_sentences(paper: Paper) -> dict[str, list[str]]:
             for span in para.ref_spans:
                 if not FIGURE_ID_RE.match(span.ref_id):
                     continue
-                s = sentence_around(para.text, span.start, span.end)
+                if span.sentence_start is not None and span.sentence_end is not None:
+                    # The linking stage's scispaCy sentence (the same one `mentions` stores).
+                    s = para.text[span.sentence_start:span.sentence_end].strip()
+                else:  # linking ran without a sentencizer: a cheap splitter stands in
+                    s = sentence_around(para.text, span.start, span.end)
                 lst = out.setdefault(span.ref_id, [])
                 if s and s not in lst:
                     lst.append(s)
