@@ -25,28 +25,23 @@ def _fetch(args, rest):
     return 130 if summary.interrupted else 0
 
 
-def _validate(args, rest):
-    from sciga.pipelines.validate import run_validate
-
-    return run_validate(args)
-
-
-def _stats(args, rest):
-    from sciga.pipelines.stats import run_stats
-
-    return run_stats(args)
+# Commands whose module offers add_<name>_arguments(parser) and run_<name>(args) -> exit code.
+_SIMPLE_COMMANDS = (
+    ("validate", "sciga.pipelines.validate", "quality gate (Great Expectations) over a build; non-zero exit on failure"),
+    ("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
+    ("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
+    ("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
+)
 
 
-def _sql(args, rest):
-    from sciga.pipelines.sql_shell import run_sql
+def _add_simple_command(sub, name: str, module_path: str, help_text: str) -> None:
+    import importlib
 
-    return run_sql(args)
-
-
-def _publish(args, rest):
-    from sciga.pipelines.publish import run_publish
-
-    return run_publish(args)
+    module = importlib.import_module(module_path)
+    p = sub.add_parser(name, help=help_text)
+    getattr(module, f"add_{name}_arguments")(p)
+    run = getattr(module, f"run_{name}")
+    p.set_defaults(func=lambda args, rest: run(args))
 
 
 def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
@@ -80,26 +75,8 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     f = sub.add_parser("fetch", help="arXiv ids or a query -> metadata, HTML and TeX sources in a resumable local cache")
     add_fetch_arguments(f)
     f.set_defaults(func=_fetch)
-    from sciga.pipelines.validate import add_validate_arguments  # issue 6: quality gate
-
-    v = sub.add_parser("validate", help="quality gate (Great Expectations) over a build; non-zero exit on failure")
-    add_validate_arguments(v)
-    v.set_defaults(func=_validate)
-    from sciga.pipelines.stats import add_stats_arguments  # issue 6: SciGA Appendix B statistics
-
-    st = sub.add_parser("stats", help="SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots")
-    add_stats_arguments(st)
-    st.set_defaults(func=_stats)
-    from sciga.pipelines.sql_shell import add_sql_arguments  # issue 6: DuckDB over a build
-
-    q = sub.add_parser("sql", help="DuckDB SQL over a build (configs and task views registered); shell without a query")
-    add_sql_arguments(q)
-    q.set_defaults(func=_sql)
-    from sciga.pipelines.publish import add_publish_arguments  # issue 6: Hub publishing
-
-    pb = sub.add_parser("publish", help="gate, then upload a build to the Hugging Face Hub as one commit + version tag")
-    add_publish_arguments(pb)
-    pb.set_defaults(func=_publish)
+    for name, module_path, help_text in _SIMPLE_COMMANDS:
+        _add_simple_command(sub, name, module_path, help_text)
     return ap
 
 

@@ -53,6 +53,23 @@ def needs_fetch(rec: Optional[PartRecord], *, refresh: bool, retry_failed: bool)
     return retry_failed or not rec.permanent
 
 
+def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[PartRecord], url: str, fetch):
+    """One (conditional) download of a part: (response, None), or (None, the Outcome to
+    report) when the server said 304, or failed. A transient failure keeps a good copy
+    already in the cache; any other failure is journaled."""
+    ok_before = rec is not None and rec.status == "ok"
+    try:
+        resp = fetch(etag=rec.etag if ok_before else None, last_modified=rec.last_modified if ok_before else None)
+    except StageError as e:
+        if ok_before and not getattr(e, "permanent", False):
+            return None, Outcome(paper_id, part, CACHED, 0, e.message, e.error_type)  # keep the good copy
+        cache.fail(paper_id, part, e.error_type, e.message, permanent=bool(getattr(e, "permanent", False)), url=url)
+        return None, Outcome(paper_id, part, FAILED, 0, e.message, e.error_type)
+    if resp.not_modified:
+        return None, Outcome(paper_id, part, CACHED, 0)
+    return resp, None
+
+
 def fetch_html_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints, paper_id: str, version: Optional[str],
                     *, refresh: bool = False, retry_failed: bool = False,
                     dump_index: Optional[dict] = None, max_bytes: int = 256 * 1024 * 1024) -> Outcome:
@@ -75,19 +92,10 @@ def fetch_html_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints,
         cache.save(paper_id, "html", stored, suffix=".html.gz", url=f"zip://{member}::{dump}",
                    info={"source": "ar5iv_dump", "generator": generator_of(body)})
         return Outcome(paper_id, "html", FETCHED, len(body))
-    ok_before = rec is not None and rec.status == "ok"
-    try:
-        page = fetch_html(http, endpoints, paper_id, version,
-                          etag=rec.etag if ok_before else None, last_modified=rec.last_modified if ok_before else None,
-                          max_bytes=max_bytes)
-    except StageError as e:
-        if ok_before and not getattr(e, "permanent", False):
-            return Outcome(paper_id, "html", CACHED, 0, e.message, e.error_type)  # keep the good copy
-        cache.fail(paper_id, "html", e.error_type, e.message, permanent=bool(getattr(e, "permanent", False)),
-                   url=endpoints.html_url(paper_id, version))
-        return Outcome(paper_id, "html", FAILED, 0, e.message, e.error_type)
-    if page.not_modified:
-        return Outcome(paper_id, "html", CACHED, 0)
+    page, done = _conditional_get(cache, paper_id, "html", rec, endpoints.html_url(paper_id, version),
+                                  lambda **kw: fetch_html(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw))
+    if done is not None:
+        return done
     stored = gzip_deterministic(page.body)
     cache.save(paper_id, "html", stored, suffix=".html.gz", url=page.url, etag=page.etag, last_modified=page.last_modified,
                info={"source": page.source, "generator": page.generator, "fatal_marked": page.fatal_marked or None})
@@ -100,19 +108,10 @@ def fetch_source_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoint
     rec = cache.record(paper_id, "source")
     if not needs_fetch(rec, refresh=refresh, retry_failed=retry_failed):
         return Outcome(paper_id, "source", CACHED if rec.status == "ok" else FAILED, 0, rec.message, rec.error_type)
-    ok_before = rec is not None and rec.status == "ok"
-    try:
-        resp = fetch_eprint(http, endpoints, paper_id, version,
-                            etag=rec.etag if ok_before else None, last_modified=rec.last_modified if ok_before else None,
-                            max_bytes=max_bytes)
-    except StageError as e:
-        if ok_before and not getattr(e, "permanent", False):
-            return Outcome(paper_id, "source", CACHED, 0, e.message, e.error_type)
-        cache.fail(paper_id, "source", e.error_type, e.message, permanent=bool(getattr(e, "permanent", False)),
-                   url=endpoints.eprint_url(paper_id, version))
-        return Outcome(paper_id, "source", FAILED, 0, e.message, e.error_type)
-    if resp.not_modified:
-        return Outcome(paper_id, "source", CACHED, 0)
+    resp, done = _conditional_get(cache, paper_id, "source", rec, endpoints.eprint_url(paper_id, version),
+                                  lambda **kw: fetch_eprint(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw))
+    if done is not None:
+        return done
     # Validate before the e-print becomes visible to the build: an unsafe or corrupt
     # archive is recorded as a failure of this part (the blob is kept for inspection).
     try:
