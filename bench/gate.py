@@ -28,7 +28,7 @@ sys.path.insert(0, ROOT)
 
 from PIL import Image  # noqa: E402
 
-from sciga.pipelines import manifest as mf  # noqa: E402
+from sciga.transforms.write import manifest as mf  # noqa: E402
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION  # noqa: E402
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes  # noqa: E402
 

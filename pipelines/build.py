@@ -1,40 +1,43 @@
 """`sciga build`: LaTeXML pages -> typed Parquet shards, dead letters and a manifest.
 
-Composition only: every step is a DoFn/PTransform from ``transforms/``. The stages are
+Composition only. One composite transform per stage, in the order a paper meets them::
 
-    list inputs -> read+parse -> one per paper id -> [link] -> [vision] -> rows -> shards
+    list + plan inputs -> parse -> recover figures from TeX -> link -> vision -> write
+    (transforms/sources) (parse)  (link/tex_stage)             (link)  (vision)  (write)
 
-Rows are written to a fresh staging folder first and moved into ``<out>/data`` only when
-the whole run succeeded, so a rerun replaces the previous build and never mixes with it.
+Each stage passes ``PaperWork`` items on and sends failures to its ``dead_letter`` output.
+Results are kept in a result store under the build folder and only references travel
+through shuffles, so memory does not grow with the corpus; unchanged papers are reused
+from the store (an incremental build), and a killed build resumes where it stopped. The
+shard layout is fixed from the number of inputs before the pipeline starts; shard groups
+write part files into a staging folder that replaces ``<out>/data`` only when the whole
+pipeline succeeded.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
+import json
 import logging
 import os
 import posixpath
+import shutil
+import sys
+import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-import apache_beam as beam
 import fsspec
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from sciga.pipelines import manifest as mf
-from sciga.pipelines.vision import VisionStage, add_vision_arguments
-from sciga.schemas.arrow import CONFIGS, dead_letter_row, figure_row, mention_row, paper_row
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.link.beam import LinkPaper
-from sciga.transforms.link.mentions import mention_rows
-from sciga.transforms.parse.beam import KeepOnePerPaper, ParsePage
-from sciga.transforms.sources.beam import AttachLocalImages
-from sciga.transforms.sources.local_files import input_list_hash, list_inputs
-from sciga.transforms.write.beam import WriteShards
+from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
+LOCAL_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner", "PortableRunner", "FnApiRunner",
+                 "PrismRunner")
 
 
 def sample_dir(part: str = "html") -> str:
@@ -46,6 +49,9 @@ def sample_dir(part: str = "html") -> str:
 
 
 def add_build_arguments(ap: argparse.ArgumentParser) -> None:
+    from sciga.pipelines.sources_options import add_source_build_arguments
+    from sciga.pipelines.vision import add_vision_arguments
+
     ap.add_argument("--input", action="extend", nargs="+", default=[], metavar="PATH_OR_GLOB",
                     help="folder, glob or file of LaTeXML .html / .html.gz pages (any fsspec path); repeatable")
     ap.add_argument("--output", required=True, metavar="DIR", help="build folder (local, gs://...)")
@@ -55,17 +61,90 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--max-page-mb", type=int, default=128, help="pages above this size are dead-lettered")
     ap.add_argument("--max-image-mb", type=int, default=64, help="image files above this size are not embedded")
     ap.add_argument("--papers-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["papers"])
-    ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"])
+    ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"],
+                    help="most figure rows in one figures shard (default: %(default)s)")
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
     ap.add_argument("--sentencizer", default="pysbd", metavar="NAME",
                     help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
+    run = ap.add_argument_group("running the build")
+    run.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="local worker processes (default: every core, %d here); 1 runs in this process" % (os.cpu_count() or 1))
+    run.add_argument("--rebuild", action="store_true",
+                     help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
+                          "since the last build into OUTPUT are reused, and a killed build resumes")
+    run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
+    run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+                     help="when stderr is not a terminal, print a progress line this often (default: %(default)s)")
     add_vision_arguments(ap)
-    from sciga.pipelines.sources_options import add_source_build_arguments
-
     add_source_build_arguments(ap)
 
+
+# ------------------------------------------------------------------ typed options
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Everything a build needs, resolved from the command line once."""
+
+    output: str
+    specs: tuple[str, ...] = ()
+    fetch_ids: tuple[str, ...] = ()
+    parse: object = None  # ParseOptions
+    tex: object = None  # TexOptions
+    link: object = None  # LinkOptions
+    vision: object = None  # VisionOptions
+    papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"]
+    figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"]
+    no_images: bool = False
+    workers: Optional[int] = None
+    rebuild: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    progress_interval: float = 10.0
+    recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
+
+
+def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
+    from sciga.pipelines.sources_options import prepare_source_args, tex_options_from_args
+    from sciga.pipelines.vision import vision_options_from_args
+    from sciga.transforms.link.beam import LinkOptions
+    from sciga.transforms.parse.stage import ParseOptions
+
+    specs = list(args.input)
+    if args.sample:
+        specs.append(sample_dir())
+        args.metadata = args.metadata or sample_dir("meta")
+    prepare_source_args(args)
+    recorded = {k: v for k, v in sorted(vars(args).items())
+                if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags",
+                             "verbose", "quiet", "progress_interval")}
+    return BuildOptions(
+        output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
+        parse=ParseOptions(max_page_bytes=args.max_page_mb * 1024 * 1024, source=args.source, metadata_dir=args.metadata),
+        tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
+        vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
+        figures_per_shard=args.figures_per_shard, no_images=args.no_images, workers=args.workers,
+        rebuild=args.rebuild, quiet=args.quiet, verbose=bool(getattr(args, "verbose", False)), progress_interval=args.progress_interval, recorded=recorded,
+    )
+
+
+def results_fingerprint(opts: BuildOptions, vision) -> str:
+    """What, besides a paper's own inputs, its result depends on: the code and every option
+    that changes results (not: workers, shard sizes, progress...)."""
+    from sciga.transforms.result_store import code_fingerprint
+
+    blob = json.dumps({
+        "code": code_fingerprint(),
+        "parse": dataclasses.asdict(opts.parse),
+        "tex": dataclasses.asdict(opts.tex),
+        "link": dataclasses.asdict(opts.link),
+        "vision": vision.fingerprint_fields(),
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ composition
 
 @dataclass
 class BuildResult:
@@ -86,93 +165,63 @@ def _input_list_file(inputs: Sequence[str], staging: str) -> str:
     return path
 
 
-def build_pipeline(p: beam.Pipeline, inputs: Sequence[str], out_dir: str, args: argparse.Namespace) -> None:
-    max_bytes = args.max_page_mb * 1024 * 1024
-    fetch_dead = []
-    if getattr(args, "fetch_ids", None):
+def _fetch_dead_ref(dl):
+    from sciga.schemas.build import ResultRef
+
+    return ResultRef(uri=dl.input_uri or f"arxiv:{dl.paper_id}", key=None, paper_id=dl.paper_id, is_paper=False, dead=[dl])
+
+
+def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision, layout, fingerprint: str,
+                   store_root: str, parts_root: str, progress_dir: Optional[str], fetch_args=None):
+    """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
+    import apache_beam as beam
+
+    from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+    from sciga.transforms.link.beam import LinkPapers
+    from sciga.transforms.link.tex_stage import RecoverFiguresFromTex
+    from sciga.transforms.parse.stage import ParsePapers
+    from sciga.transforms.progress import Progress
+    from sciga.transforms.sources.plan import PlanInputs, PlanOptions
+    from sciga.transforms.vision.options import GAIndex
+    from sciga.transforms.vision.stage import Vision
+    from sciga.transforms.write.stage import WriteBuild, WriteOptions
+
+    early_refs = []
+    if opts.fetch_ids:
         # sciga build --ids: fetch into a store first (same polite client as `sciga fetch`).
         from sciga.pipelines.sources_options import fetch_transform
 
-        fetched = p | "Ids" >> beam.Create(list(inputs)) | "Fetch" >> fetch_transform(args)
+        fetched = p | "Ids" >> beam.Create(list(opts.fetch_ids)) | "Fetch" >> fetch_transform(fetch_args)
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
-        fetch_dead = [fetched[DEAD_LETTER_TAG]]
+        early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
         uris = (
             p
-            | "Inputs" >> beam.io.ReadFromText(_input_list_file(inputs, out_dir))
+            | "Inputs" >> beam.io.ReadFromText(inputs_file)
             | "NonEmpty" >> beam.Filter(bool)
             | "Spread" >> beam.Reshuffle()
         )
 
-    parse = ParsePage(max_bytes, args.source, args.metadata)
-    parsed = uris | "Parse" >> beam.ParDo(parse).with_outputs(DEAD_LETTER_TAG, main="papers")
-    deduped = (
-        parsed.papers
-        | "KeyById" >> beam.Map(lambda paper: (paper.id, paper))
-        | "GroupById" >> beam.GroupByKey()
-        | "OnePerPaper" >> beam.ParDo(KeepOnePerPaper()).with_outputs(DEAD_LETTER_TAG, main="papers")
-    )
-    papers = deduped.papers
-    dead = fetch_dead + [parsed[DEAD_LETTER_TAG], deduped[DEAD_LETTER_TAG]]
-
-    # Paper-level stages added by later steps (linking, vision) go here: each takes the
-    # papers and returns (papers, dead letters), so a failure removes the paper from
-    # every config and counts still reconcile.
-    if not getattr(args, "no_tex", False):
-        # TeX-source figures: only papers with a source beside the page / in --tex-input change.
-        from sciga.pipelines.sources_options import tex_recovery_fn
-
-        tex = papers | "TexFigures" >> beam.ParDo(tex_recovery_fn(args)).with_outputs(DEAD_LETTER_TAG, main="papers")
-        papers = tex.papers
-        dead.append(tex[DEAD_LETTER_TAG])
-
-    linked = papers | "Link" >> beam.ParDo(LinkPaper(getattr(args, "sentencizer", "pysbd"))).with_outputs(DEAD_LETTER_TAG, main="papers")
-    papers = linked.papers
-    dead.append(linked[DEAD_LETTER_TAG])
-
-    mentions = papers | "MentionRows" >> beam.FlatMap(mention_rows)
-    # Vision (pipelines/vision.py): keyword stage and de-facto GA roles on the rows, images
-    # read and decoded, graphical abstracts typed, medical classifier via RunInference.
-    # Images are read even with --no-images (sizes, hashes and models need pixels); the
-    # bytes are dropped at the end of the stage instead.
-    vision = VisionStage.from_args(args)
-    figures = papers | "FigureRows" >> beam.FlatMap(vision.figure_rows)
-    if not getattr(args, "no_tex", False):
-        # Figures recovered from the TeX source: read (and rasterize) from the e-print.
-        from sciga.pipelines.sources_options import tex_images_transform
-
-        figures = figures | "TexImages" >> tex_images_transform(args)
-    figures = figures | "ReadImages" >> beam.ParDo(AttachLocalImages(args.max_image_mb * 1024 * 1024))
-    papers, figures = vision.apply(papers, figures)
-
-    rows = {
-        "papers": papers | "PaperToRow" >> beam.Map(paper_row),
-        "figures": figures | "FigureToRow" >> beam.Map(figure_row),
-        "mentions": mentions | "MentionToRow" >> beam.Map(mention_row),
-        "dead_letter": tuple(dead) | "AllDead" >> beam.Flatten() | "DeadToRow" >> beam.Map(dead_letter_row),
-    }
-    per_shard = {"papers": args.papers_per_shard, "figures": args.figures_per_shard}
-    for config in CONFIGS:
-        rows[config] | f"Write{config}" >> WriteShards(config, out_dir, per_shard.get(config))
+    checkers = {"ga": GAIndex(vision.ga_entries_uri)} if vision.ga_entries_uri else {}
+    plan = uris | "Plan" >> PlanInputs(PlanOptions(store_root=store_root, fingerprint=fingerprint, rebuild=opts.rebuild,
+                                                   max_page_bytes=opts.parse.max_page_bytes, progress_dir=progress_dir),
+                                       checkers)
+    parsed = plan.planned | "Parse" >> ParsePapers(opts.parse, fingerprint)
+    works, dead = parsed.papers, [parsed[DEAD_LETTER_TAG]]
+    if opts.tex.enabled:
+        tex = works | "RecoverFromTex" >> RecoverFiguresFromTex(opts.tex)
+        works, dead = tex["papers"], dead + [tex[DEAD_LETTER_TAG]]
+    linked = works | "Link" >> LinkPapers(opts.link)
+    seen = linked[DEAD_LETTER_TAG]
+    vis = linked.papers | "Vision" >> Vision(vision, Progress(progress_dir))
+    all_works = (vis["papers"], vis[DEAD_LETTER_TAG], seen, *dead) | "AllWork" >> beam.Flatten()
+    reused = (plan.reused, *early_refs) | "AllReused" >> beam.Flatten()
+    write = WriteOptions(store_root=store_root, parts_root=parts_root, layout=layout, no_images=opts.no_images,
+                         max_image_bytes=opts.vision.max_image_bytes, progress_dir=progress_dir)
+    return {"works": all_works, "reused": reused, "annotations": vis["annotations"]} | "Write" >> WriteBuild(write)
 
 
-def _finalize(staging: str, out_dir: str) -> None:
-    """Replace each config's shards with the staged ones (stale shards of an earlier run
-    with another shard count are removed)."""
-    fs, out_root = fsspec.core.url_to_fs(out_dir)
-    _, stage_root = fsspec.core.url_to_fs(staging)
-    for config in CONFIGS:
-        dest = posixpath.join(out_root, "data", config)
-        staged = mf.shard_files(staging, config)
-        if fs.isdir(dest):
-            for old in fs.ls(dest, detail=False):
-                if old.endswith(".parquet"):
-                    fs.rm(old)
-        fs.makedirs(dest, exist_ok=True)
-        for path in staged:
-            fs.mv(path, posixpath.join(dest, posixpath.basename(path)))
-    fs.rm(stage_root, recursive=True)
-
+# ------------------------------------------------------------------ running it
 
 def check_sentencizer(name: str) -> None:
     """Fail before the pipeline starts when the requested sentence model is not there."""
@@ -186,45 +235,165 @@ def check_sentencizer(name: str) -> None:
         raise SystemExit(f"sciga build: --sentencizer: {e}.") from None
 
 
-def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
-    t0 = time.time()
-    specs = list(args.input)
-    if args.sample:
-        specs.append(sample_dir())
-        args.metadata = args.metadata or sample_dir("meta")
-    from sciga.pipelines.sources_options import prepare_source_args
+def pipeline_options(beam_args: Optional[list[str]], workers: Optional[int]):
+    """Beam options: the DirectRunner unless told otherwise, with ``--workers`` processes."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-    prepare_source_args(args)
-    check_sentencizer(getattr(args, "sentencizer", "pysbd"))
-    if getattr(args, "fetch_ids", None):
-        inputs = list(args.fetch_ids)
-    else:
-        if not specs:
-            raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
-        inputs = list_inputs(specs)
-        if not inputs:
-            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(specs)}; check the path.")
-    out_dir = args.output
-    fs, out_root = fsspec.core.url_to_fs(out_dir)
-    fs.makedirs(out_root, exist_ok=True)
-    staging = posixpath.join(out_dir.rstrip("/"), ".staging", uuid.uuid4().hex)
-
-    options = PipelineOptions(beam_args or [])
-    std = options.view_as(beam.options.pipeline_options.StandardOptions)
+    args = list(beam_args or [])
+    options = PipelineOptions(args)
+    std = options.view_as(StandardOptions)
     if not std.runner:
         std.runner = "DirectRunner"
-    log.info("building %d pages into %s with %s", len(inputs), out_dir, std.runner)
-    with beam.Pipeline(options=options) as p:
-        build_pipeline(p, inputs, staging, args)
-    _finalize(staging, out_dir)
+    direct = options.view_as(DirectOptions)
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if std.runner in ("DirectRunner", "PortableRunner") and not any(a.startswith("--direct_num_workers") for a in args):
+        direct.direct_num_workers = max(1, n)
+        if not any(a.startswith("--direct_running_mode") for a in args):
+            direct.direct_running_mode = "multi_processing" if n > 1 else "in_memory"
+    if std.runner == "PortableRunner":
+        from apache_beam.options.pipeline_options import PortableOptions
 
-    counts, files = mf.count_build(out_dir)
+        port = options.view_as(PortableOptions)
+        if port.job_endpoint == "embed" and not port.environment_type:
+            port.environment_type = "LOOPBACK"
+    debug = options.view_as(beam.options.pipeline_options.WorkerOptions)
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+        debug.default_sdk_harness_log_level = "WARNING"
+    return options, std.runner
+
+
+def _clean_stale_staging(out_dir: str, keep: str) -> None:
+    """Staging folders of earlier runs that were killed: their parts are of no use (the
+    results they were made from are in the store)."""
+    fs, root = fsspec.core.url_to_fs(posixpath.join(out_dir.rstrip("/"), ".staging"))
+    if not fs.isdir(root):
+        return
+    for p in fs.ls(root, detail=False):
+        if posixpath.basename(p) != keep:
+            fs.rm(p, recursive=True)
+
+
+class _WorkerOutput:
+    """Local worker processes write Beam's start-up chatter straight to file descriptor 2.
+    While the pipeline runs, fd 2 goes to ``<out>/.sciga/logs/build.log`` instead, and the
+    progress line keeps the real stderr; ``--verbose`` leaves everything where it was."""
+
+    def __init__(self, log_path: Optional[str], enabled: bool):
+        self.log_path = log_path
+        self.enabled = enabled and log_path is not None
+        self.stream = sys.stderr
+
+    def __enter__(self):
+        if not self.enabled:
+            return self
+        sys.stderr.flush()
+        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
+        self._log = open(self.log_path, "ab")
+        self._saved = os.dup(2)
+        self.stream = os.fdopen(os.dup(self._saved), "w", buffering=1)
+        os.dup2(self._log.fileno(), 2)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self.enabled:
+            return False
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._log.close()
+        self.stream.close()
+        if exc_type is not None and exc_type is not KeyboardInterrupt:
+            print(f"sciga build: the pipeline failed; worker output is in {self.log_path}", file=sys.stderr)
+        return False
+
+
+class _QuietBeamLogs:
+    """Beam's local runners log worker start/stop chatter at INFO/WARNING on stderr; a
+    normal build shows only our own progress and real problems (--verbose shows all)."""
+
+    NAMES = ("apache_beam.runners.portability", "apache_beam.runners.worker", "apache_beam.runners.direct",
+             "apache_beam.options.pipeline_options", "apache_beam.runners.portability.fn_api_runner")
+
+    def __enter__(self):
+        self.saved = {}
+        if logging.getLogger().getEffectiveLevel() <= logging.INFO:
+            return self
+        for n in self.NAMES:
+            lg = logging.getLogger(n)
+            self.saved[n] = lg.level
+            lg.setLevel(logging.ERROR)
+        return self
+
+    def __exit__(self, *exc):
+        for n, level in self.saved.items():
+            logging.getLogger(n).setLevel(level)
+        return False
+
+
+def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
+    import apache_beam as beam
+
+    from sciga.transforms.progress import ProgressMonitor
+    from sciga.transforms.result_store import ResultStore, store_root
+    from sciga.transforms.sources.local_files import input_list_hash, list_inputs
+    from sciga.transforms.vision.options import VisionConfigError, resolve_vision
+    from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
+    from sciga.transforms.write.layout import layout_for
+
+    t0 = time.time()
+    opts = build_options_from_args(args)
+    check_sentencizer(opts.link.sentencizer)
+    if opts.fetch_ids:
+        inputs = list(opts.fetch_ids)
+    else:
+        if not opts.specs:
+            raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
+        inputs = list_inputs(opts.specs)
+        if not inputs:
+            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path.")
+    out_dir = opts.output.rstrip("/") or opts.output
+    fs, out_root = fsspec.core.url_to_fs(out_dir)
+    fs.makedirs(out_root, exist_ok=True)
+    run_id = uuid.uuid4().hex
+    _clean_stale_staging(out_dir, run_id)
+    staging = posixpath.join(out_dir, ".staging", run_id)
+    try:
+        vision = resolve_vision(opts.vision, staging)
+    except VisionConfigError as e:
+        raise SystemExit(f"sciga build: {e}") from None
+    fingerprint = results_fingerprint(opts, vision)
+    layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
+    options, runner = pipeline_options(beam_args, opts.workers)
+    local = runner in LOCAL_RUNNERS
+    progress_dir = tempfile.mkdtemp(prefix="sciga-progress-") if local else None
+    sroot = store_root(out_dir)
+    parts_root = posixpath.join(staging, "parts")
+    inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging)
+    log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
+    multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
+    worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+    try:
+        with _WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, _QuietBeamLogs(), \
+                ProgressMonitor(progress_dir or tempfile.gettempdir(), len(inputs), layout.total_groups,
+                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
+            with beam.Pipeline(options=options) as p:
+                build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
+                               store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args)
+    finally:
+        if progress_dir:
+            shutil.rmtree(progress_dir, ignore_errors=True)
+
+    infos = read_part_infos(parts_root)
+    files = finalize_parts(out_dir, infos)
+    counts = mf.counts_from_parts(infos)
     counts.inputs = len(inputs)
-    opts = {k: v for k, v in sorted(vars(args).items())
-            if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file")}
+    pruned = ResultStore(sroot).prune(live_keys(infos))
     seconds = time.time() - t0
     manifest = mf.write_manifest(
-        out_dir, counts, files, input_list_hash(inputs), opts,
-        run={"runner": std.runner, "seconds": round(seconds, 3), "finished_unix": int(time.time())},
+        out_dir, counts, files, input_list_hash(inputs), opts.recorded,
+        run={"runner": runner, "workers": options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers,
+             "seconds": round(seconds, 3), "finished_unix": int(time.time()), "results_pruned": pruned},
     )
+    fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=seconds)

@@ -9,7 +9,7 @@ from typing import Optional, Sequence
 
 
 def _build(args, rest):
-    from sciga.pipelines import manifest as mf
+    from sciga.transforms.write import manifest as mf
     from sciga.pipelines.build import run_build
 
     result = run_build(args, rest)

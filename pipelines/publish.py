@@ -27,7 +27,7 @@ from typing import Optional
 
 import fsspec
 
-from sciga.pipelines.manifest import read_manifest
+from sciga.transforms.write.manifest import read_manifest
 from sciga.schemas.arrow import CONFIGS
 
 log = logging.getLogger("sciga.publish")

@@ -60,19 +60,12 @@ def tex_dirs(args: argparse.Namespace) -> list[str]:
     return dirs
 
 
-def tex_recovery_fn(args: argparse.Namespace):
-    from sciga.transforms.sources.beam import RecoverTexFigures
+def tex_options_from_args(args: argparse.Namespace):
+    from sciga.transforms.link.tex_stage import TexOptions
 
-    return RecoverTexFigures(tex_dirs(args), threshold=getattr(args, "tex_match_threshold", 0.8),
-                             number_min_jaccard=getattr(args, "tex_number_min_jaccard", 0.3))
-
-
-def tex_images_transform(args: argparse.Namespace):
-    from sciga.transforms.sources.beam import AttachTexImages
-
-    return AttachTexImages(tex_dirs(args), dpi=getattr(args, "rasterize_dpi", 150),
-                           max_side=getattr(args, "rasterize_max_side", 2048),
-                           timeout=getattr(args, "rasterize_timeout", 60.0))
+    return TexOptions(enabled=not args.no_tex, tex_dirs=tuple(tex_dirs(args)), threshold=args.tex_match_threshold,
+                      number_min_jaccard=args.tex_number_min_jaccard, dpi=args.rasterize_dpi,
+                      max_side=args.rasterize_max_side, timeout=args.rasterize_timeout)
 
 
 def fetch_transform(args: argparse.Namespace):

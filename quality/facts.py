@@ -16,7 +16,7 @@ import fsspec
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sciga.pipelines.manifest import MANIFEST, shard_files
+from sciga.transforms.write.manifest import MANIFEST, shard_files
 from sciga.quality.images import check_image
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.transforms.write.parquet_shards import SHARD_RE

@@ -223,6 +223,7 @@ DEAD_LETTER = _with_version(
             ("error_type", _str),
             ("message", _str),
             ("input_uri", _str),
+            ("scope", _str),
         ]
     ),
     "dead_letter",

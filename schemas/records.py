@@ -247,6 +247,11 @@ class FigureRow:
     image_kind: Optional[str]
     image_source: Optional[str]
     image_url: Optional[str] = None
+    # Build-internal, not published: where the bytes are read from when the shard is
+    # written (the file the image came from and its SHA-256), so bytes never ride along.
+    image_uri: Optional[str] = None
+    image_sha256: Optional[str] = None
+    image_size: Optional[int] = None
     width: Optional[int] = None  # decoded pixel size (None until decoded)
     height: Optional[int] = None
     phash: Optional[str] = None
@@ -288,3 +293,7 @@ class DeadLetter:
     error_type: str
     message: str
     input_uri: Optional[str] = None
+    # "input": the input gave no paper (counted against it: inputs = papers + these);
+    # "part": one part of a kept paper failed (e.g. an unsafe e-print: the paper is in the
+    # build, only its TeX figure recovery was skipped).
+    scope: str = "input"

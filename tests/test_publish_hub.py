@@ -127,7 +127,7 @@ def test_shard_layout_change_deletes_stale_shards_in_the_same_commit(hub, build_
     old.unlink()
 
     def relist(m):
-        from sciga.pipelines.manifest import count_build
+        from sciga.transforms.write.manifest import count_build
 
         _, files = count_build(str(build_copy))
         m["files"] = files
@@ -255,7 +255,7 @@ def test_build_folder_loads_with_datasets_locally(sample_build, tmp_path):
     import shutil
 
     from sciga.pipelines.dataset_card import render_card
-    from sciga.pipelines.manifest import read_manifest
+    from sciga.transforms.write.manifest import read_manifest
 
     folder = tmp_path / "with_card"
     shutil.copytree(sample_build / "data", folder / "data")

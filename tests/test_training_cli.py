@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sciga.pipelines.cli import main
-from sciga.pipelines.manifest import read_manifest
+from sciga.transforms.write.manifest import read_manifest
 
 from training_fixtures import tiny_build
 

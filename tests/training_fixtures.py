@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image as PILImage
 
-from sciga.pipelines import manifest as mf
+from sciga.transforms.write import manifest as mf
 from sciga.schemas.arrow import TO_ROW
 from sciga.schemas.records import (
     Figure, GraphicalAbstract, Image, Paper, Paragraph, Provenance, RefSpan, Section, Subfigure, Subjects,

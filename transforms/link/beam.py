@@ -1,35 +1,54 @@
-"""Beam wrapper of the linking stage: a thin DoFn around ``stage.link_paper``."""
+"""Beam wrapper of the linking stage: a thin per-paper step around ``stage.link_paper``."""
 from __future__ import annotations
 
-import apache_beam as beam
-from apache_beam.metrics import Metrics
+from dataclasses import dataclass
 
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+import apache_beam as beam
+
+from sciga.schemas.build import PaperWork
+from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.sentences import NONE, PYSBD, Sentencizer
 from sciga.transforms.link.stage import STAGE, link_paper
+from sciga.transforms.stage_fn import PaperStageFn
 
 
-class LinkPaper(beam.DoFn):
-    """Paper -> the same Paper with ref spans, sentences and split subcaptions, or one
-    dead-letter row (stage ``link``). The TeX label map travels on ``paper.figure_labels``."""
+@dataclass(frozen=True)
+class LinkOptions:
+    # pysbd (scispaCy's pysbd_sentencizer), an installed spaCy/scispaCy model such as
+    # en_core_sci_sm or a pipeline folder, or "none" (mentions get no sentence).
+    sentencizer: str = PYSBD
 
-    def __init__(self, sentencizer: str = PYSBD):
-        self.sentencizer_name = sentencizer
+
+class LinkPaper(PaperStageFn):
+    """PaperWork -> the same work with the paper's ref spans, sentences and split
+    subcaptions, and its mention rows; or dead-lettered (stage ``link``). The TeX label
+    map travels on ``paper.figure_labels``."""
+
+    STAGE = STAGE
+
+    def __init__(self, options: LinkOptions = LinkOptions()):
+        super().__init__()
+        self.options = options
         self.sentencizer = None
-        self.linked = Metrics.counter("sciga", "papers_linked")
-        self.failed = Metrics.counter("sciga", "papers_dead_lettered_link")
 
     def setup(self):
         # Loaded once per worker: a spaCy pipeline (and a scispaCy model when asked for).
-        # "none": mentions get no sentence (null), e.g. for a quick look at a corpus.
-        self.sentencizer = None if self.sentencizer_name == NONE else Sentencizer(self.sentencizer_name)
+        name = self.options.sentencizer
+        self.sentencizer = None if name == NONE else Sentencizer(name)
 
-    def process(self, paper):
-        try:
-            linked = link_paper(paper, sentencizer=self.sentencizer)
-        except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
-            self.failed.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, dead_letter_from(e, STAGE, paper.provenance.input_uri, paper.id))
-            return
-        self.linked.inc()
-        yield linked
+    def run(self, work: PaperWork):
+        link_paper(work.paper, sentencizer=self.sentencizer)
+        work.mentions = mention_rows(work.paper)
+        return [work]
+
+
+class LinkPapers(beam.PTransform):
+    """PCollection[PaperWork] -> {``papers``, ``dead_letter``}."""
+
+    def __init__(self, options: LinkOptions = LinkOptions()):
+        super().__init__()
+        self.options = options
+
+    def expand(self, works):
+        return works | "LinkPaper" >> beam.ParDo(LinkPaper(self.options)).with_outputs(DEAD_LETTER_TAG, main="papers")

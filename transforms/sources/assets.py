@@ -30,21 +30,45 @@ def candidate_paths(page_uri: str, image_path: str) -> list[str]:
 
 def read_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> tuple[Optional[bytes], Optional[str], Optional[str]]:
     """(bytes, path read, error). Errors are reasons for the figure row, not the paper."""
+    data, path, err, _ = read_asset_checked(page_uri, image_path, max_bytes)
+    return data, path, err
+
+
+def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+                       ) -> tuple[Optional[bytes], Optional[str], Optional[str], list[str]]:
+    """``read_asset`` plus the candidate places that held no file (for the result's
+    dependencies: an image added there later must recompute the paper)."""
     if not image_path:
-        return None, None, None
+        return None, None, None, []
     cands = candidate_paths(page_uri, image_path)
     if not cands:
-        return None, None, f"image path {image_path!r} leaves the page folder; refused"
+        return None, None, f"image path {image_path!r} leaves the page folder; refused", []
+    looked = []
     for cand in cands:
         fs, path = fsspec.core.url_to_fs(cand)
         try:
             if not fs.isfile(path):
+                looked.append(cand)
                 continue
             size = fs.size(path)
             if size > max_bytes:
-                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit"
+                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
             with fs.open(path, "rb") as f:
-                return f.read(), cand, None
+                return f.read(), cand, None, looked
         except OSError as e:
-            return None, cand, f"image file {image_path} could not be read ({e})"
-    return None, None, f"image file {image_path} not found next to the page"
+            return None, cand, f"image file {image_path} could not be read ({e})", looked
+    return None, None, f"image file {image_path} not found next to the page", looked
+
+
+def read_image_ref(ref, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
+    """The bytes an ``ImageRef`` points at, checked against its SHA-256 (a file changed
+    after it was measured raises ``OSError``). Bytes given directly are returned as they are."""
+    import hashlib
+
+    if isinstance(ref, (bytes, bytearray)):
+        return bytes(ref)
+    with fsspec.open(ref.uri, "rb") as f:
+        data = f.read(max_bytes + 1)
+    if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
+        raise OSError(f"image file {ref.uri} changed while the build ran; rerun the build to pick up the new file")
+    return data

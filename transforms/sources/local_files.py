@@ -133,24 +133,48 @@ def sidecar_uri(uri: str) -> str:
     return base + META_SUFFIX + (f"::{chain}" if chain else "")
 
 
+def sidecar_candidates(uri: str, metadata_dir: Optional[str] = None) -> list[str]:
+    """Where a page's metadata sidecar may be, in the order they are tried."""
+    cands = [sidecar_uri(uri)]
+    if metadata_dir:
+        cands.append(posixpath.join(metadata_dir.rstrip("/"), stem_of(uri) + META_SUFFIX))
+    return cands
+
+
+def find_sidecar(uri: str, metadata_dir: Optional[str] = None) -> tuple[Optional[str], list[str]]:
+    """(the sidecar found or None, the places looked at before it)."""
+    looked = []
+    for side in sidecar_candidates(uri, metadata_dir):
+        fs, path = _fs_and_path(side)
+        if fs.exists(path):
+            return side, looked
+        looked.append(side)
+    return None, looked
+
+
 def read_sidecar(uri: str, metadata_dir: Optional[str] = None) -> Optional[PaperMeta]:
     """Metadata sidecar of a page, if one exists: ``<stem>.meta.json`` beside the page,
     else in ``metadata_dir``. A broken sidecar is an error of the paper (dead letter),
     not something to ignore silently."""
-    side = sidecar_uri(uri)
-    fs, path = _fs_and_path(side)
-    if not fs.exists(path) and metadata_dir:
-        side = posixpath.join(metadata_dir.rstrip("/"), stem_of(uri) + META_SUFFIX)
-        fs, path = _fs_and_path(side)
-    if not fs.exists(path):
+    found, _ = find_sidecar(uri, metadata_dir)
+    data = None
+    if found is not None:
+        fs, path = _fs_and_path(found)
+        with fs.open(path, "rb") as f:
+            data = f.read()
+    return sidecar_meta(uri, found, data)
+
+
+def sidecar_meta(uri: str, found: Optional[str], data: Optional[bytes]) -> Optional[PaperMeta]:
+    """The metadata of page ``uri`` from its sidecar ``found`` (content ``data``), or what
+    is known without one."""
+    if found is None:
         # A page read from inside an ar5iv dump: say so in its provenance.
         return PaperMeta(source="ar5iv_dump") if "::" in uri else None
     try:
-        with fs.open(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
-        meta = PaperMeta.from_dict(data)
+        meta = PaperMeta.from_dict(json.loads(data.decode("utf-8")))
     except (ValueError, TypeError, UnicodeDecodeError, AttributeError) as e:
-        raise StageError("read", "bad_metadata", f"{side} is not valid metadata JSON ({e}); fix or delete it.") from None
+        raise StageError("read", "bad_metadata", f"{found} is not valid metadata JSON ({e}); fix or delete it.") from None
     return enrich_meta(meta)
 
 

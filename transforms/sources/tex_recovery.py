@@ -69,8 +69,9 @@ def _join(base: str, *parts: str) -> str:
     return posixpath.join(base.rstrip("/"), *parts) if base else posixpath.join(*parts)
 
 
-def locate_source(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()) -> Optional[str]:
-    """The URI of the paper's TeX source (a file or a folder), or None."""
+def source_candidates(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """Where the paper's TeX source may be, in the order they are tried: (URI, what counts
+    there: "file", "dir" or "any")."""
     names = []
     if page_uri:
         names.append(page_stem(page_uri))
@@ -78,32 +79,38 @@ def locate_source(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Se
         for n in (ids.safe_filename(paper_id), paper_id.replace("/", "")):
             if n not in names:
                 names.append(n)
+    out: list[tuple[str, str]] = []
     if page_uri and "::" not in page_uri:
         page_dir = posixpath.dirname(page_uri.replace("\\", "/"))
-        fs, d = fsspec.core.url_to_fs(page_dir)
         for stem in names[:1]:
             for suf in SOURCE_SUFFIXES:
-                p = _join(d, stem + suf)
-                ok, is_dir = _exists(fs, p)
-                if ok and not is_dir:
-                    return _with_protocol(fs, p, page_dir)
-        p = _join(d, "source")
-        ok, is_dir = _exists(fs, p)
-        if ok and is_dir:
-            return _with_protocol(fs, p, page_dir)
+                out.append((_join(page_dir, stem + suf), "file"))
+        out.append((_join(page_dir, "source"), "dir"))
     for tex_dir in tex_dirs:
-        fs, d = fsspec.core.url_to_fs(tex_dir)
         for stem in names:
-            p = _join(d, stem)
-            ok, is_dir = _exists(fs, p)
-            if ok:
-                return _with_protocol(fs, p, tex_dir)
+            out.append((_join(tex_dir, stem), "any"))
             for suf in SOURCE_SUFFIXES + ARCHIVE_SUFFIXES:
-                p = _join(d, stem + suf)
-                ok, is_dir = _exists(fs, p)
-                if ok and not is_dir:
-                    return _with_protocol(fs, p, tex_dir)
-    return None
+                out.append((_join(tex_dir, stem + suf), "file"))
+    return out
+
+
+def locate_source(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()) -> Optional[str]:
+    """The URI of the paper's TeX source (a file or a folder), or None."""
+    return locate_source_checked(page_uri, paper_id, tex_dirs)[0]
+
+
+def locate_source_checked(page_uri: Optional[str], paper_id: Optional[str],
+                          tex_dirs: Sequence[str] = ()) -> tuple[Optional[str], list[str]]:
+    """(the source found or None, the candidate places that held nothing before it)."""
+    looked: list[str] = []
+    for cand, what in source_candidates(page_uri, paper_id, tex_dirs):
+        fs, p = fsspec.core.url_to_fs(cand)
+        ok, is_dir = _exists(fs, p)
+        if ok and (what == "any" or (what == "dir") == is_dir):
+            return _with_protocol(fs, p, cand), looked
+        if not ok:
+            looked.append(cand)
+    return None, looked
 
 
 def _with_protocol(fs, path: str, like: str) -> str:

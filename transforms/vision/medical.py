@@ -163,13 +163,16 @@ class MedicalRule:
 
     def apply(self, row: FigureRow, probs: Sequence[float]) -> FigureRow:
         """Stage 2 on one row: top-K labels, and the decision "Medical in the top K"."""
+        row.medical = self.decide(row.medical.keyword_hits, probs)
+        return row
+
+    def decide(self, keyword_hits: Sequence[str], probs: Sequence[float]) -> Medical:
+        """Stage 2 for a row with these stage-1 ``keyword_hits`` and classifier ``probs``."""
         labels, scores = top_k(probs, self.labels, self.k)
-        m = row.medical
-        row.medical = Medical(
-            keyword_hits=list(m.keyword_hits),
+        return Medical(
+            keyword_hits=list(keyword_hits),
             classifier_run=True,
             topk_labels=labels,
             topk_scores=scores,
-            is_medical=bool(m.keyword_hits) and self.medical in labels,
+            is_medical=bool(keyword_hits) and self.medical in labels,
         )
-        return row

@@ -1,5 +1,9 @@
 """The run's facts beside the shards: counts, versions, inputs, files. Data files never
-hold wall-clock values; this manifest is where they go."""
+hold wall-clock values; this manifest is where they go.
+
+A build's counts come from the sidecars its shard groups wrote (``parts.py``), so making
+the manifest never reads the shards again; ``count_build`` reads them for builds made
+elsewhere."""
 from __future__ import annotations
 
 import hashlib
@@ -40,10 +44,19 @@ class BuildCounts:
     dead_letter: int = 0
     images_embedded: int = 0
     dead_letter_by_type: dict = field(default_factory=dict)
+    # Dead letters of a *part* of a kept paper (e.g. its e-print): the paper is counted
+    # among the papers, so these are not inputs that failed.
+    dead_letter_parts: int = 0
+    reused: int = 0  # inputs whose stored result was reused (incremental build)
+    recomputed: int = 0
+
+    @property
+    def dead_inputs(self) -> int:
+        return self.dead_letter - self.dead_letter_parts
 
     @property
     def reconciled(self) -> bool:
-        return self.inputs == self.papers + self.dead_letter
+        return self.inputs == self.papers + self.dead_inputs
 
 
 def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
@@ -60,18 +73,20 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                 pf = pq.ParquetFile(f)
                 n = pf.metadata.num_rows
                 if config == "figures" and n:
-                    t = pf.read(columns=["kind", "image"])
-                    kinds = t.column("kind").to_pylist()
+                    kinds = pf.read(columns=["kind"]).column("kind").to_pylist()
                     counts.figures += sum(1 for k in kinds if k == "figure")
                     counts.subfigures += sum(1 for k in kinds if k == "subfigure")
-                    counts.images_embedded += sum(1 for im in t.column("image").to_pylist() if im and im.get("bytes"))
+                    counts.images_embedded += n - _null_count(pf, "image.bytes")
                 elif config == "papers" and n:
                     t = pf.read(columns=["teaser"])
                     counts.teasers += sum(len(x or []) for x in t.column("teaser").to_pylist())
                 elif config == "dead_letter" and n:
-                    t = pf.read(columns=["error_type"])
+                    cols = ["error_type"] + (["scope"] if "scope" in pf.schema_arrow.names else [])
+                    t = pf.read(columns=cols)
                     for e in t.column("error_type").to_pylist():
                         counts.dead_letter_by_type[e] = counts.dead_letter_by_type.get(e, 0) + 1
+                    if "scope" in cols:
+                        counts.dead_letter_parts += sum(1 for x in t.column("scope").to_pylist() if x == "part")
             entries.append({"path": posixpath.relpath(path, fsspec.core.url_to_fs(out_dir)[1]), "rows": n,
                             "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
             if config == "papers":
@@ -82,6 +97,49 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                 counts.dead_letter += n
         files[config] = entries
     return counts, files
+
+
+def _null_count(pf, column_path: str) -> int:
+    """Nulls of a leaf column from the row-group statistics (no data read)."""
+    md = pf.metadata
+    idx = next((i for i in range(md.num_columns) if md.schema.column(i).path == column_path), None)
+    if idx is None:
+        return pf.metadata.num_rows
+    total = 0
+    for g in range(md.num_row_groups):
+        st = md.row_group(g).column(idx).statistics
+        if st is None or not st.has_null_count:
+            return pf.read(columns=[column_path.split(".")[0]]).column(0).to_pylist().count(None)
+        total += st.null_count
+    return total
+
+
+def counts_from_parts(parts: list[dict]) -> BuildCounts:
+    """Counts from the sidecars of the part files a build wrote."""
+    c = BuildCounts()
+    for info in parts:
+        cfg, n, k = info["config"], info["rows"], info.get("counts") or {}
+        if cfg == "papers":
+            c.papers += n
+            c.teasers += k.get("teasers", 0)
+            c.reused += k.get("reused", 0)
+            c.recomputed += k.get("recomputed", 0)
+        elif cfg == "figures":
+            c.figures += k.get("figures", 0)
+            c.subfigures += k.get("subfigures", 0)
+            c.images_embedded += k.get("images_embedded", 0)
+        elif cfg == "mentions":
+            c.mentions += n
+        elif cfg == "dead_letter":
+            c.dead_letter += n
+            c.dead_letter_parts += k.get("dead_part", 0)
+            c.reused += k.get("reused", 0)
+            c.recomputed += k.get("recomputed", 0)
+            for name, v in k.items():
+                if name.startswith("type:"):
+                    t = name[5:]
+                    c.dead_letter_by_type[t] = c.dead_letter_by_type.get(t, 0) + v
+    return c
 
 
 def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: str, options: dict,
@@ -97,8 +155,10 @@ def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: 
             "teasers": counts.teasers,
             "mentions": counts.mentions,
             "dead_letter": counts.dead_letter,
+            "dead_letter_parts": counts.dead_letter_parts,
             "images_embedded": counts.images_embedded,
         },
+        "incremental": {"reused": counts.reused, "recomputed": counts.recomputed},
         "dead_letter_by_type": dict(sorted(counts.dead_letter_by_type.items())),
         "reconciled": counts.reconciled,
         "files": files,
@@ -129,9 +189,14 @@ def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = N
         f"  images embedded {counts.images_embedded:>8}",
         f"  dead-lettered   {counts.dead_letter:>8}"
         + (f"  ({', '.join(f'{k}: {v}' for k, v in sorted(counts.dead_letter_by_type.items()))})" if counts.dead_letter else ""),
-        f"  inputs          {counts.inputs:>8}  "
-        + ("(reconciled: inputs = papers + dead-lettered)" if counts.reconciled else "(NOT reconciled: see manifest.json)"),
     ]
+    if counts.dead_letter_parts:
+        lines.append(f"    of which parts {counts.dead_letter_parts:>5}  (the paper is kept; only that part failed)")
+    lines.append(f"  inputs          {counts.inputs:>8}  "
+                 + ("(reconciled: inputs = papers + dead-lettered inputs)" if counts.reconciled
+                    else "(NOT reconciled: see manifest.json)"))
+    if counts.reused:
+        lines.append(f"  reused          {counts.reused:>8}  (unchanged since the last build; recomputed {counts.recomputed})")
     if seconds is not None:
         lines.append(f"  took            {seconds:>7.1f}s")
     return "\n".join(lines)

@@ -1,0 +1,140 @@
+"""Records of the build itself: what flows between the per-paper stages and the writer.
+
+The published rows are in ``records.py``; these types say how a build gets there:
+
+- ``FileDep``: one file a paper's result was made from (or a place that was looked at and
+  held nothing). A result is reused only while every dependency still says the same.
+- ``PaperWork``: one input on its way through the per-paper stages (parse, TeX, link,
+  vision). It carries the paper and the build's bookkeeping around it, so the record type
+  itself stays the data contract.
+- ``ResultRef``: what is left of a paper once its result is in the result store: a few
+  hundred bytes that travel through the shuffles instead of the paper.
+- ``MedicalResult`` / ``GAResult``: small annotations produced by the model steps
+  (RunInference), merged into stored results before the shards are written.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from sciga.schemas.records import DeadLetter, FigureRow, GraphicalAbstract, Medical, MentionRow, Paper
+
+
+@dataclass(frozen=True)
+class FileDep:
+    """A file a result depends on. ``size is None`` records that nothing was there."""
+
+    uri: str
+    size: Optional[int] = None
+    token: Optional[str] = None  # a cheap change token: mtime, GCS generation, S3 ETag ...
+    sha256: Optional[str] = None  # content hash, when the content was read
+    kind: str = "file"  # "file" | "dir" (token = fingerprint of the tree's names, sizes, tokens)
+
+    @property
+    def absent(self) -> bool:
+        return self.size is None and self.kind == "file"
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """Where a figure's image bytes are: a file we read (``uri`` + ``sha256``), never the
+    bytes themselves, so images do not travel through shuffles."""
+
+    uri: str
+    sha256: str
+    size: int
+
+
+@dataclass
+class PlannedInput:
+    """An input the plan stage decided to (re)compute."""
+
+    uri: str
+    key: Optional[str]  # result key; None when the page could not even be hashed
+    page_sha256: Optional[str] = None
+
+
+@dataclass
+class PaperWork:
+    """One input between the per-paper stages.
+
+    ``paper`` is None once the input is dead-lettered (``dead`` then holds the reason);
+    ``dead`` may also hold rows for a *part* of a kept paper (an unsafe e-print: the paper
+    stays, its TeX recovery is skipped). ``cacheable`` is False for failures that may pass
+    on a rerun (a file that disappeared), so they are retried instead of remembered.
+    """
+
+    uri: str
+    key: Optional[str]
+    paper: Optional[Paper] = None
+    fallback_id: Optional[str] = None  # the id the file name gives, for dead letters before parsing
+    dead: list[DeadLetter] = field(default_factory=list)
+    deps: list[FileDep] = field(default_factory=list)
+    cacheable: bool = True
+    # Image bytes made during the build (TeX figures rasterized to PNG), by the path the
+    # figure names: bytes, or the reason there are none.
+    made_images: dict[str, bytes] = field(default_factory=dict)
+    made_image_errors: dict[str, str] = field(default_factory=dict)
+    figure_rows: list[FigureRow] = field(default_factory=list)
+    mentions: list[MentionRow] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # annotations to wait for: "medical", "ga"
+    stats: dict[str, int] = field(default_factory=dict)  # counters summed into the manifest
+
+    @property
+    def paper_id(self) -> Optional[str]:
+        if self.paper is not None:
+            return self.paper.id
+        return next((d.paper_id for d in self.dead if d.paper_id), self.fallback_id)
+
+    def count(self, name: str, n: int = 1) -> None:
+        self.stats[name] = self.stats.get(name, 0) + n
+
+
+@dataclass
+class ResultRef:
+    """A paper (or a dead-lettered input) whose result is in the store, in a few fields."""
+
+    uri: str
+    key: Optional[str]  # None: nothing stored (the dead letters below are all there is)
+    paper_id: Optional[str]
+    is_paper: bool
+    reused: bool = False
+    pending: bool = False  # stored without the model steps' annotations yet
+    # For choosing among copies of one paper id (dedupe) without reading the results.
+    version: Optional[str] = None
+    n_figures: int = 0
+    n_paragraphs: int = 0
+    content_sha256: Optional[str] = None
+    dead: list[DeadLetter] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class MedicalResult:
+    """Stage 2 of the medical filter for one figure row."""
+
+    key: str
+    paper_id: str
+    row_id: str
+    medical: Medical
+
+
+@dataclass
+class GAResult:
+    """A manifest graphical abstract typed against the paper's figures."""
+
+    key: str
+    paper_id: str
+    graphical_abstract: GraphicalAbstract
+    roles: dict[str, Optional[str]]  # figure row id -> ga_role (every row of the paper)
+    ga_row: FigureRow  # the GA image as a figures row, its bytes inline
+
+
+@dataclass
+class WriteItem:
+    """One paper's share of one shard group, or one dead-letter row."""
+
+    paper_id: str
+    key: Optional[str] = None
+    reused: bool = False
+    dead: Optional[DeadLetter] = None

@@ -1,0 +1,188 @@
+"""Build progress: counted where the work happens, shown where the person is.
+
+Steps call ``Progress.add(inputs=1, images=12, ...)``. Every count is a Beam metric
+(``sciga`` namespace), which is what Dataflow shows. A local build also gives the steps a
+folder (``progress_dir``): each worker process writes its running totals there as a small
+JSON file, at most twice a second, so the launching process can sum them while the pipeline
+runs (Beam's local runners report metrics only at the end). ``ProgressMonitor`` is that
+launching side: a live line on a terminal, a plain line every few seconds otherwise.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+from typing import Optional, TextIO
+
+from apache_beam.metrics import Metrics
+
+FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups")
+_FLUSH_EVERY = 0.5
+_state_lock = threading.Lock()
+_states: dict[str, "_ProcessTotals"] = {}
+
+
+class _ProcessTotals:
+    """One file per process and progress folder; all DoFn instances of the process add here."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.pid = os.getpid()
+        self.path = os.path.join(folder, f"{self.pid}-{uuid.uuid4().hex[:8]}.json")
+        self.totals = dict.fromkeys(FIELDS, 0)
+        self.last = 0.0
+        self.lock = threading.Lock()
+
+    def add(self, counts: dict) -> None:
+        with self.lock:
+            for k, v in counts.items():
+                self.totals[k] = self.totals.get(k, 0) + v
+            now = time.monotonic()
+            if now - self.last >= _FLUSH_EVERY:
+                self._flush(now)
+
+    def flush(self) -> None:
+        with self.lock:
+            self._flush(time.monotonic())
+
+    def _flush(self, now: float) -> None:
+        self.last = now
+        tmp = self.path + ".tmp"
+        try:
+            with open(tmp, "w") as f:
+                json.dump(self.totals, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # progress is a courtesy; never fail a build over it
+
+
+def _totals_for(folder: str) -> _ProcessTotals:
+    with _state_lock:
+        st = _states.get(folder)
+        if st is None or st.pid != os.getpid():  # a forked worker starts its own file
+            st = _states[folder] = _ProcessTotals(folder)
+        return st
+
+
+class Progress:
+    """Counters for one step. Picklable (it is built on the launcher and shipped with the
+    DoFn); the metric objects and files are made lazily where it runs."""
+
+    def __init__(self, folder: Optional[str] = None):
+        self.folder = folder
+        self._metrics = None
+
+    def __getstate__(self):
+        return {"folder": self.folder, "_metrics": None}
+
+    def add(self, **counts: int) -> None:
+        counts = {k: v for k, v in counts.items() if v}
+        if not counts:
+            return
+        if self._metrics is None:
+            self._metrics = {}
+        for k, v in counts.items():
+            m = self._metrics.get(k)
+            if m is None:
+                m = self._metrics[k] = Metrics.counter("sciga", f"progress_{k}")
+            m.inc(v)
+        if self.folder:
+            _totals_for(self.folder).add(counts)
+
+    def flush(self) -> None:
+        if self.folder:
+            _totals_for(self.folder).flush()
+
+
+def read_totals(folder: str) -> dict:
+    out = dict.fromkeys(FIELDS, 0)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(folder, name)) as f:
+                d = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + int(v)
+    return out
+
+
+def _fmt_duration(s: float) -> str:
+    s = int(max(0, s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
+
+
+def progress_line(t: dict, total: int, groups: int, elapsed: float) -> str:
+    done = t.get("inputs", 0)
+    rate = done / elapsed if elapsed > 0 else 0.0
+    img_rate = t.get("images", 0) / elapsed if elapsed > 0 else 0.0
+    parts = [f"inputs {done}/{total}"]
+    if t.get("reused"):
+        parts.append(f"reused {t['reused']}")
+    parts.append(f"{rate:.1f} papers/s")
+    parts.append(f"{img_rate:.0f} images/s")
+    parts.append(f"dead letters {t.get('dead', 0)}")
+    if done >= total:
+        parts.append(f"writing shards: {t.get('groups', 0)} of at most {groups} groups done")
+    elif rate > 0:
+        parts.append(f"ETA {_fmt_duration((total - done) / rate)}")
+    parts.append(f"elapsed {_fmt_duration(elapsed)}")
+    return "sciga build: " + ", ".join(parts)
+
+
+class ProgressMonitor:
+    """Prints the build's progress from the folder the workers write to, while it runs."""
+
+    def __init__(self, folder: str, total: int, groups: int, *, stream: TextIO = None, quiet: bool = False,
+                 interval: float = 10.0):
+        self.folder = folder
+        self.total = total
+        self.groups = groups
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.interval = 0.5 if self.tty else max(0.5, interval)
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.t0 = time.monotonic()
+        self._printed = False
+
+    def __enter__(self):
+        if not self.quiet:
+            self._thread = threading.Thread(target=self._run, name="sciga-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._emit(final=True)
+        return False
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            self._emit()
+
+    def _emit(self, final: bool = False) -> None:
+        line = progress_line(read_totals(self.folder), self.total, self.groups, time.monotonic() - self.t0)
+        try:
+            if self.tty:
+                self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
+            else:
+                self.stream.write(line + "\n")
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+        self._printed = True

@@ -1,0 +1,305 @@
+"""The result store: one file per input, keyed by everything the result depends on.
+
+Why it exists: a paper's result (its papers row, figure rows, mentions) is made once by the
+per-paper stages and then only *referenced*. Shuffles carry a few hundred bytes per paper
+(``ResultRef``), never the paper, so no step holds more than one paper (or one shard group)
+in memory whatever the corpus size. The same files make builds incremental and resumable:
+a paper whose key and dependencies are unchanged is not parsed again, and a killed build
+finds every result it had finished.
+
+Layout under the build folder (any fsspec path)::
+
+    .sciga/results/<k[:2]>/<key>.zip   header.json + one Arrow IPC stream per config
+
+The key (``result_key``) hashes the builder and schema versions, a fingerprint of the code
+and of every option that changes results, the input URI and the page's SHA-256. Other
+inputs (sidecar, e-print, images, GA-manifest row) are recorded in the header as
+``FileDep``s and checked before reuse (size and change token first, content hash when the
+token moved), like a build system's dependency file.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import posixpath
+import zipfile
+from dataclasses import asdict
+from typing import Callable, Iterable, Iterator, Mapping, Optional
+
+import fsspec
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from sciga.schemas.arrow import SCHEMAS
+from sciga.schemas.build import FileDep
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+
+STORE_DIR = ".sciga"
+RESULTS = "results"
+HEADER = "header.json"
+_ZIP_DATE = (2000, 1, 1, 0, 0, 0)  # fixed: the same result, the same file
+READ_CHUNK = 1 << 20
+
+# The figures rows as stored: the published columns plus where the image bytes are.
+STORED_FIGURES = SCHEMAS["figures"].append(pa.field("image_uri", pa.string())).append(
+    pa.field("image_sha256", pa.string())).append(pa.field("image_size", pa.int64()))
+STORED_SCHEMAS = {**SCHEMAS, "figures": STORED_FIGURES}
+TABLES = ("papers", "figures", "mentions")
+
+
+def store_root(out_dir: str) -> str:
+    return posixpath.join(out_dir.rstrip("/"), STORE_DIR)
+
+
+# ------------------------------------------------------------------ keys and dependencies
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def result_key(uri: str, page_sha256: str, fingerprint: str) -> str:
+    blob = json.dumps([BUILDER_VERSION, SCHEMA_VERSION, fingerprint, uri, page_sha256], separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def change_token(info: Mapping) -> Optional[str]:
+    """What changes when a file is rewritten, without reading it (local mtime, GCS
+    generation / md5, S3 ETag); None when the filesystem says nothing useful."""
+    for k in ("mtime", "generation", "md5Hash", "ETag", "etag", "crc32c", "LastModified", "updated"):
+        v = info.get(k)
+        if v not in (None, ""):
+            return f"{k}={v}"
+    return None
+
+
+def _is_local(uri: str) -> bool:
+    return "://" not in uri and "::" not in uri
+
+
+def file_info(uri: str) -> Optional[dict]:
+    """fsspec info of a file, None when there is no file."""
+    if _is_local(uri):
+        try:
+            st = os.stat(uri)
+        except OSError:
+            return None
+        if not os.path.isfile(uri):
+            return {"type": "directory", "size": 0, "mtime": st.st_mtime_ns}
+        return {"type": "file", "size": st.st_size, "mtime": st.st_mtime_ns}
+    fs, path = fsspec.core.url_to_fs(uri)
+    try:
+        info = fs.info(path)
+    except (FileNotFoundError, OSError, ValueError):
+        return None
+    return info
+
+
+def hash_file(uri: str, limit: Optional[int] = None) -> tuple[str, int]:
+    """(sha256, size) of a file's content, streamed."""
+    h = hashlib.sha256()
+    n = 0
+    with fsspec.open(uri, "rb") as f:
+        while True:
+            chunk = f.read(READ_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            n += len(chunk)
+            if limit is not None and n > limit:
+                break
+    return h.hexdigest(), n
+
+
+def file_dep(uri: str, data: Optional[bytes] = None) -> FileDep:
+    """The dependency on ``uri`` as it is now (absent, or size + token + content hash).
+    Pass ``data`` when the content was just read, to hash it without a second read."""
+    info = file_info(uri)
+    if info is None:
+        return FileDep(uri=uri)
+    if info.get("type") == "directory":
+        return dir_dep(uri)
+    sha = sha256_hex(data) if data is not None else hash_file(uri)[0]
+    return FileDep(uri=uri, size=int(info.get("size") or 0), token=change_token(info), sha256=sha)
+
+
+def stat_dep(uri: str) -> FileDep:
+    """The dependency on ``uri`` by size and change token only (no content hash): for big
+    files read elsewhere, where a touched file may as well be recomputed."""
+    info = file_info(uri)
+    if info is None:
+        return FileDep(uri=uri)
+    if info.get("type") == "directory":
+        return dir_dep(uri)
+    return FileDep(uri=uri, size=int(info.get("size") or 0), token=change_token(info))
+
+
+def absent_dep(uri: str) -> FileDep:
+    return FileDep(uri=uri)
+
+
+def dir_dep(uri: str) -> FileDep:
+    """A folder read as a whole (an extracted TeX tree): names, sizes and tokens of its files."""
+    fs, path = fsspec.core.url_to_fs(uri)
+    h = hashlib.sha256()
+    try:
+        found = fs.find(path, detail=True)
+    except (FileNotFoundError, OSError):
+        return FileDep(uri=uri, kind="dir")
+    for name in sorted(found):
+        info = found[name]
+        h.update(f"{posixpath.relpath(name, path)}\t{info.get('size')}\t{change_token(info)}\n".encode())
+    return FileDep(uri=uri, size=len(found), token=h.hexdigest(), kind="dir")
+
+
+def dep_still_valid(dep: FileDep, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None) -> bool:
+    """True when ``dep`` still describes what is there now."""
+    if dep.kind not in ("file", "dir"):
+        check = (checkers or {}).get(dep.kind)
+        return bool(check and check(dep))
+    if dep.kind == "dir":
+        return dir_dep(dep.uri).token == dep.token
+    info = file_info(dep.uri)
+    if dep.absent:
+        return info is None
+    if info is None or info.get("type") == "directory" or int(info.get("size") or 0) != dep.size:
+        return False
+    if dep.token is not None and change_token(info) == dep.token:
+        return True
+    try:
+        return dep.sha256 is not None and hash_file(dep.uri)[0] == dep.sha256
+    except OSError:
+        return False
+
+
+def deps_to_json(deps: Iterable[FileDep]) -> list[dict]:
+    return [{k: v for k, v in asdict(d).items() if v is not None} for d in deps]
+
+
+def deps_from_json(items: Iterable[dict]) -> list[FileDep]:
+    return [FileDep(**d) for d in items]
+
+
+# ------------------------------------------------------------------ the store
+
+class StoredResult:
+    """A result read back: its header (dict) and its tables (pyarrow, stored schemas)."""
+
+    def __init__(self, header: dict, tables: dict[str, pa.Table]):
+        self.header = header
+        self.tables = tables
+
+
+def _ipc_bytes(table: pa.Table) -> bytes:
+    sink = io.BytesIO()
+    with ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue()
+
+
+def _from_ipc(data: bytes) -> pa.Table:
+    return ipc.open_stream(pa.BufferReader(data)).read_all()
+
+
+class ResultStore:
+    """Results by key under ``<root>/results`` (local folder, gs://, s3:// ...)."""
+
+    def __init__(self, root: str):
+        self.root = root.rstrip("/")
+        self._fs, self._base = fsspec.core.url_to_fs(posixpath.join(self.root, RESULTS))
+
+    def path(self, key: str) -> str:
+        return posixpath.join(self._base, key[:2], key + ".zip")
+
+    def exists(self, key: str) -> bool:
+        return self._fs.exists(self.path(key))
+
+    def write(self, key: str, header: dict, tables: Mapping[str, pa.Table]) -> None:
+        """Atomically (temporary name, then a rename): a reader never sees half a file,
+        and a retried write of the same key writes the same bytes."""
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+            zf.writestr(zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header, sort_keys=True).encode("utf-8"))
+            for name in TABLES:
+                if name in tables and tables[name] is not None:
+                    zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), _ipc_bytes(tables[name]))
+        path = self.path(key)
+        self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.{id(buf):x}.tmp"
+        with self._fs.open(tmp, "wb") as f:
+            f.write(buf.getvalue())
+        self._fs.mv(tmp, path)
+
+    def header(self, key: str) -> Optional[dict]:
+        """The header alone (the zip's directory says where it is; tables are not read)."""
+        try:
+            with self._fs.open(self.path(key), "rb") as f, zipfile.ZipFile(f) as zf:
+                return json.loads(zf.read(HEADER))
+        except (FileNotFoundError, OSError, KeyError, ValueError, zipfile.BadZipFile):
+            return None
+
+    def read(self, key: str, tables: Iterable[str] = TABLES) -> Optional[StoredResult]:
+        try:
+            with self._fs.open(self.path(key), "rb") as f:
+                data = f.read()
+            with zipfile.ZipFile(io.BytesIO(data)) as zf:
+                header = json.loads(zf.read(HEADER))
+                names = set(zf.namelist())
+                out = {t: _from_ipc(zf.read(t + ".arrow")) for t in tables if t + ".arrow" in names}
+        except (FileNotFoundError, OSError, KeyError, ValueError, zipfile.BadZipFile):
+            return None
+        return StoredResult(header, out)
+
+    def keys(self) -> Iterator[str]:
+        try:
+            found = self._fs.find(self._base)
+        except (FileNotFoundError, OSError):
+            return
+        for p in found:
+            name = posixpath.basename(p)
+            if name.endswith(".zip"):
+                yield name[:-4]
+
+    def prune(self, keep: set[str]) -> int:
+        """Delete results no longer referenced (inputs removed or changed); the count."""
+        gone = [self.path(k) for k in self.keys() if k not in keep]
+        for p in gone:
+            try:
+                self._fs.rm(p)
+            except (FileNotFoundError, OSError):
+                pass
+        try:  # leftovers of killed writers
+            for p in self._fs.find(self._base):
+                if p.endswith(".tmp"):
+                    self._fs.rm(p)
+        except (FileNotFoundError, OSError):
+            pass
+        return len(gone)
+
+
+def code_fingerprint(packages: Iterable[str] = ("schemas", "transforms")) -> str:
+    """The source of the code that makes results: results made by other code are not
+    reused, even when nobody bumped the builder version."""
+    import sciga
+
+    h = hashlib.sha256()
+    roots = [p for p in sciga.__path__]
+    for pkg in packages:
+        base = None
+        for r in roots:
+            cand = os.path.join(r, pkg)
+            if os.path.isdir(cand):
+                base = cand
+                break
+        if base is None:
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
+            for name in sorted(filenames):
+                if name.endswith((".py", ".txt", ".json")):
+                    full = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(full, base).encode())
+                    with open(full, "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()

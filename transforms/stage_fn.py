@@ -1,0 +1,57 @@
+"""The one place where a per-paper step's failure becomes a dead letter.
+
+Every per-paper stage (parse, TeX recovery, link, vision) is a ``PaperStageFn``: it
+implements ``run(work)`` on one ``PaperWork`` and returns what to emit. The base class
+catches whatever escapes, turns it into a dead-letter row (``dead_letter_from``: a
+``StageError`` keeps its message for people, anything else is ``internal``), sends the
+work to the ``dead_letter`` output and counts it. Outputs of a failed ``run`` are never
+emitted: a paper is either wholly through a stage or dead-lettered by it.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Union
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from sciga.schemas.build import PaperWork
+from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+
+# Failures that may not happen again on a rerun: their dead letters are not remembered
+# in the result store, so the next build tries the input again.
+TRANSIENT_ERRORS = frozenset({"missing", "unreadable", "internal"})
+
+Emitted = Union[PaperWork, beam.pvalue.TaggedOutput]
+
+
+def mark_dead(work: PaperWork, exc: BaseException, stage: str) -> PaperWork:
+    """``work`` dead-lettered by ``exc`` in ``stage`` (the paper is dropped)."""
+    dl = dead_letter_from(exc, stage, work.uri, work.paper_id)
+    work.paper = None
+    work.figure_rows, work.mentions, work.made_images = [], [], {}
+    work.dead = [dl]
+    work.cacheable = work.cacheable and dl.error_type not in TRANSIENT_ERRORS
+    return work
+
+
+class PaperStageFn(beam.DoFn):
+    """Base of the per-paper stages. Subclasses set ``STAGE`` and implement ``run``."""
+
+    STAGE = "stage"
+
+    def __init__(self):
+        self.ok = Metrics.counter("sciga", f"papers_{self.STAGE}")
+        self.failed = Metrics.counter("sciga", f"papers_dead_lettered_{self.STAGE}")
+
+    def run(self, work: PaperWork) -> Iterable[Emitted]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def process(self, work: PaperWork):
+        try:
+            out = list(self.run(work))
+        except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
+            self.failed.inc()
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, mark_dead(work, e, self.STAGE))
+            return
+        self.ok.inc()
+        yield from out

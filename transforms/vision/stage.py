@@ -1,0 +1,418 @@
+"""The vision stage of a build: figure rows measured from their images, by reference.
+
+    PaperWork -> MeasureFigures (per paper: rows, keyword stage, de-facto GA, each image
+                 read once, hashed, decoded: size, pHash or the image error)
+              -> papers (rows carry where their bytes are: ImageRef, never the bytes)
+              -> medical requests -> ClassifyFigures (RunInference) -> MedicalResult
+              -> GA requests -> LoadGA -> [embeddings: RunInference + CoGroupByKey]
+                             -> TypeGA -> GAResult (+ a medical request for the GA image)
+
+Decoded pixels never leave the step that decodes them. The model steps see only the
+figures that need them (keyword hits by default) and send back small annotations, which
+the write stage merges into the stored results.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from sciga.schemas.build import GAResult, ImageRef, MedicalResult, PaperWork
+from sciga.schemas.records import FigureRow, Paper
+from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.progress import Progress
+from sciga.transforms.result_store import absent_dep, file_dep
+from sciga.transforms.sources.assets import read_asset_checked, read_image_ref
+from sciga.transforms.stage_fn import PaperStageFn
+from sciga.transforms.vision.figure_images import annotate_image
+from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
+from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
+from sciga.transforms.vision.options import GAIndex, ResolvedVision
+
+log = logging.getLogger("sciga.vision")
+
+CLASSIFY = "classify"
+GA_REQUESTS = "ga"
+Payload = Union[ImageRef, bytes]
+
+
+@dataclass(frozen=True)
+class ClassifyKey:
+    """Which row a classifier request is for, and its stage-1 keyword hits."""
+
+    key: str
+    paper_id: str
+    row_id: str
+    keyword_hits: tuple[str, ...] = ()
+
+
+@dataclass
+class GAFigure:
+    id: str
+    kind: str
+    parent_id: Optional[str]
+    payload: Optional[Payload] = None  # None: the row has no decodable image
+
+
+@dataclass
+class GARequest:
+    key: str
+    paper_id: str
+    entry: object  # GAEntry
+    figures: list[GAFigure] = field(default_factory=list)
+    ga: Optional[GAInput] = None  # filled by LoadGA
+
+
+# ------------------------------------------------------------------ per paper
+
+class MeasureFigures(PaperStageFn):
+    """PaperWork -> PaperWork with ``figure_rows``; medical requests (``classify``) and the
+    GA request (``ga``) as tagged outputs."""
+
+    STAGE = "vision"
+
+    def __init__(self, vision: ResolvedVision, progress: Optional[Progress] = None):
+        super().__init__()
+        self.vision = vision
+        self.progress = progress or Progress()
+        self.ga_index = GAIndex(vision.ga_entries_uri)
+        self.decoded = Metrics.counter("sciga", "images_decoded")
+        self.undecodable = Metrics.counter("sciga", "images_undecodable")
+
+    def setup(self):
+        self.matcher = KeywordMatcher(list(self.vision.keywords))
+
+    def run(self, work: PaperWork):
+        v, o = self.vision, self.vision.options
+        paper = work.paper
+        rows = annotate_keywords(paper, figure_rows(paper), self.matcher)
+        entry = self.ga_index.get(paper.id) if v.ga_entries_uri else None
+        if v.ga_entries_uri:
+            work.deps.append(self.ga_index.dep(paper.id))
+        if entry is None:
+            apply_de_facto(paper, rows)
+        out: list = []
+        payloads: dict[str, Payload] = {}
+        for row in rows:
+            payload = self._measure(work, row)
+            if payload is not None:
+                payloads[row.id] = payload
+                if v.medical_meta is not None and (o.classify_all or row.medical.keyword_hits):
+                    out.append(beam.pvalue.TaggedOutput(CLASSIFY, (
+                        ClassifyKey(work.key or "", paper.id, row.id, tuple(row.medical.keyword_hits)), payload)))
+        if out:
+            work.pending.append("medical")
+        if entry is not None:
+            if not entry.uri.lower().startswith(("http://", "https://")):  # a file: changing it retypes the GA
+                work.deps.append(file_dep(entry.uri) if _exists(entry.uri) else absent_dep(entry.uri))
+            work.pending.append("ga")
+            out.append(beam.pvalue.TaggedOutput(GA_REQUESTS, GARequest(
+                key=work.key or "", paper_id=paper.id, entry=entry,
+                figures=[GAFigure(r.id, r.kind, r.parent_id, payloads.get(r.id)) for r in rows])))
+        work.figure_rows = rows
+        work.made_images = {}  # measured; the rows that need them keep them inline
+        images = sum(1 for r in rows if r.image_sha256 or r.image_bytes is not None)
+        work.count("images_read", images)
+        self.progress.add(images=images)
+        return [work, *out]
+
+    def _measure(self, work: PaperWork, row: FigureRow) -> Optional[Payload]:
+        """Read and decode the row's image once; the row keeps its size, hash and where the
+        bytes are. Returns what a model step should read (None: no usable pixels)."""
+        o = self.vision.options
+        data, uri = None, None
+        if row.image_source == "tex":
+            data = work.made_images.get(row.image_path or "")
+            if data is None:
+                row.image_error = work.made_image_errors.get(row.image_path or "") or (
+                    f"{row.image_path}: its TeX source is no longer where the figure stage found it")
+        elif row.image_path and row.image_bytes is None:
+            data, uri, err, looked = read_asset_checked(work.uri, row.image_path, o.max_image_bytes)
+            work.deps.extend(absent_dep(u) for u in looked)
+            if data is not None:
+                work.deps.append(file_dep(uri, data))
+            elif err:
+                row.image_error = err
+        row.image_bytes = data
+        had = data is not None
+        try:
+            annotate_image(row, o.max_pixels)
+        except Exception as e:  # noqa: BLE001 - a bug on one image must not stop the paper
+            log.warning("internal error decoding %s: %r", row.id, e)
+            row.image_error, row.image_bytes = f"internal: unexpected {type(e).__name__} while decoding ({e}); please report", None
+        if had:
+            (self.decoded if row.image_bytes is not None else self.undecodable).inc()
+        if row.image_bytes is None:
+            return None
+        if uri is None:  # made here (TeX): the bytes stay inline, there is no file to point at
+            return row.image_bytes
+        import hashlib
+
+        ref = ImageRef(uri=uri, sha256=hashlib.sha256(row.image_bytes).hexdigest(), size=len(row.image_bytes))
+        row.image_uri, row.image_sha256, row.image_size = ref.uri, ref.sha256, ref.size
+        row.image_bytes = None
+        return ref
+
+
+def _exists(uri: str) -> bool:
+    import fsspec
+
+    try:
+        fs, p = fsspec.core.url_to_fs(uri)
+        return fs.isfile(p)
+    except (OSError, ValueError):
+        return False
+
+
+# ------------------------------------------------------------------ medical classifier
+
+class PrepareImage(beam.DoFn):
+    """(ClassifyKey, payload) -> (ClassifyKey, tensor); unreadable images are dropped
+    (their rows keep ``classifier_run = false``)."""
+
+    def __init__(self, input_size: int, mean, std, max_pixels: int, max_bytes: int):
+        self.input_size, self.mean, self.std = input_size, tuple(mean), tuple(std)
+        self.max_pixels, self.max_bytes = max_pixels, max_bytes
+        self.skipped = Metrics.counter("sciga", "classifier_inputs_skipped")
+
+    def setup(self):
+        import torch
+
+        torch.set_num_threads(1)  # many decoders side by side, not one wide one
+
+    def process(self, element):
+        from sciga.transforms.vision.decode import ImageDecodeError, decode_image
+        from sciga.transforms.vision.models import preprocess
+
+        key, payload = element
+        try:
+            data = read_image_ref(payload, self.max_bytes)
+            img = decode_image(data, self.max_pixels, (self.input_size * 2, self.input_size * 2)).image
+            yield key, preprocess(img, self.input_size, self.mean, self.std)
+        except (ImageDecodeError, OSError) as e:
+            log.warning("classifier input %s skipped: %s", key.row_id, e)
+            self.skipped.inc()
+
+
+class ClassifyFigures(beam.PTransform):
+    """(ClassifyKey, payload) -> MedicalResult, through RunInference."""
+
+    def __init__(self, vision: ResolvedVision):
+        super().__init__()
+        self.vision = vision
+
+    def expand(self, requests):
+        from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+        from sciga.transforms.vision.handlers import probabilities
+
+        v, o = self.vision, self.vision.options
+        m = v.medical_meta
+        rule = MedicalRule(tuple(m.labels), o.top_k)
+
+        def to_result(kv):
+            key, result = kv
+            return MedicalResult(key=key.key, paper_id=key.paper_id, row_id=key.row_id,
+                                 medical=rule.decide(key.keyword_hits, probabilities(result)))
+
+        return (
+            requests
+            | "Prepare" >> beam.ParDo(PrepareImage(m.input_size, m.mean, m.std, o.max_pixels, o.max_image_bytes))
+            | "RunInference" >> RunInference(KeyedModelHandler(model_handler(v, o.medical_weights, "classify")))
+            | "TopK" >> beam.Map(to_result)
+        )
+
+
+def model_handler(vision: ResolvedVision, weights: str, task: str):
+    from sciga.transforms.vision.handlers import FigureModelHandler
+
+    o = vision.options
+    return FigureModelHandler(weights, task, vision.device, min_batch_size=o.batch_min, max_batch_size=o.batch_max,
+                              share_model=o.share_model or bool(o.model_copies), model_copies=o.model_copies)
+
+
+# ------------------------------------------------------------------ graphical abstracts
+
+class LoadGA(beam.DoFn):
+    """GARequest -> the same request with the GA image bytes (or the reason there are none)."""
+
+    def __init__(self, max_bytes: int, timeout: float):
+        self.max_bytes, self.timeout = max_bytes, timeout
+        self.loaded = Metrics.counter("sciga", "ga_images_loaded")
+        self.failed = Metrics.counter("sciga", "ga_images_failed")
+
+    def process(self, req: GARequest):
+        from sciga.transforms.vision.ga_manifest import fetch_ga_bytes
+
+        e = req.entry
+        req.ga = GAInput(paper_id=e.paper_id, path=e.path, source=e.source, caption=e.caption)
+        try:
+            req.ga.data = fetch_ga_bytes(e, self.max_bytes, self.timeout)
+            self.loaded.inc()
+        except OSError as err:
+            req.ga.error = str(err)
+            self.failed.inc()
+        yield req
+
+
+class GAEmbeddingInputs(beam.DoFn):
+    """GARequest -> ((result key, item id), tensor) for each figure with pixels (item = row
+    id) and for the GA (item "GA") and its tiles ("GA#<n>")."""
+
+    def __init__(self, input_size: int, mean, std, max_pixels: int, max_bytes: int):
+        self.input_size, self.mean, self.std = input_size, tuple(mean), tuple(std)
+        self.max_pixels, self.max_bytes = max_pixels, max_bytes
+
+    def process(self, req: GARequest):
+        from sciga.transforms.vision.decode import ImageDecodeError, decode_image
+        from sciga.transforms.vision.ga_match import ga_tiles
+        from sciga.transforms.vision.models import preprocess
+
+        def decoded(data):
+            try:
+                return decode_image(data, self.max_pixels).image
+            except ImageDecodeError:
+                return None
+
+        for f in req.figures:
+            if f.payload is None:
+                continue
+            try:
+                img = decoded(read_image_ref(f.payload, self.max_bytes))
+            except OSError:
+                img = None
+            if img is not None:
+                yield (req.key, f.id), preprocess(img, self.input_size, self.mean, self.std)
+        if req.ga is None or req.ga.data is None:
+            return
+        img = decoded(req.ga.data)
+        if img is None:
+            return
+        yield (req.key, "GA"), preprocess(img, self.input_size, self.mean, self.std)
+        for i, tile in enumerate(ga_tiles(img)):
+            yield (req.key, f"GA#{i:02d}"), preprocess(tile, self.input_size, self.mean, self.std)
+
+
+class TypeGA(beam.DoFn):
+    """GARequest (or (key, {req, emb}) after the embedding join) -> GAResult; the GA image
+    row's medical request (keyword hits on its caption) goes to ``classify``."""
+
+    def __init__(self, vision: ResolvedVision):
+        self.vision = vision
+        self.typed = Metrics.counter("sciga", "ga_typed")
+
+    def setup(self):
+        self.matcher = KeywordMatcher(list(self.vision.keywords))
+
+    def process(self, element):
+        import numpy as np
+
+        if isinstance(element, GARequest):
+            req, emb = element, None
+        else:
+            _, groups = element
+            reqs = list(groups["req"])
+            if not reqs:
+                return
+            req = reqs[0]
+            emb = {item: np.asarray(vec, dtype=np.float32) for item, vec in groups.get("emb", [])} or None
+        v, o = self.vision, self.vision.options
+        rows = []
+        for f in req.figures:
+            r = FigureRow(id=f.id, paper_id=req.paper_id, parent_id=f.parent_id, kind=f.kind, index=0, number=None,
+                          label=None, caption="", subcaption=None, subcaption_source=None, image_bytes=None,
+                          image_path=None, image_paths=[], image_kind=None, image_source=None)
+            if f.payload is not None:
+                try:
+                    r.image_bytes = read_image_ref(f.payload, o.max_image_bytes)
+                except OSError:
+                    pass
+            rows.append(r)
+        stub = Paper(id=req.paper_id, title="", abstract="")
+        try:
+            rows = annotate_ga(stub, rows, req.ga, o.thresholds, o.max_pixels, emb, self.matcher)
+        except Exception as e:  # noqa: BLE001 - the paper is fine; its GA says what went wrong
+            from sciga.schemas.ids import ga_id
+            from sciga.schemas.records import GraphicalAbstract
+            from sciga.transforms.vision.ga import ga_row
+
+            log.warning("internal error typing the GA of %s: %r", req.paper_id, e)
+            stub.graphical_abstract = GraphicalAbstract(
+                id=ga_id(req.paper_id), paths=[req.ga.path], source=req.ga.source, caption=req.ga.caption,
+                error=f"internal: unexpected {type(e).__name__} while typing the GA ({e}); please report")
+            rows = rows + [ga_row(stub, req.ga)]
+        ga = next(r for r in rows if r.kind == "graphical_abstract")
+        if stub.graphical_abstract and stub.graphical_abstract.type:
+            self.typed.inc()
+        roles = {r.id: r.ga_role for r in rows if r.kind != "graphical_abstract"}
+        if ga.image_bytes is not None and v.medical_meta is not None and (o.classify_all or ga.medical.keyword_hits):
+            yield beam.pvalue.TaggedOutput(CLASSIFY, (ClassifyKey(req.key, req.paper_id, ga.id,
+                                                                  tuple(ga.medical.keyword_hits)), ga.image_bytes))
+        yield GAResult(key=req.key, paper_id=req.paper_id, graphical_abstract=stub.graphical_abstract,
+                       roles=roles, ga_row=ga)
+
+
+class TypeGraphicalAbstracts(beam.PTransform):
+    """GARequest -> {``results``: GAResult, ``classify``: medical requests of GA images}."""
+
+    def __init__(self, vision: ResolvedVision):
+        super().__init__()
+        self.vision = vision
+
+    def expand(self, requests):
+        from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+        from sciga.transforms.vision.handlers import probabilities
+
+        v, o = self.vision, self.vision.options
+        loaded = requests | "LoadGA" >> beam.ParDo(LoadGA(o.ga_max_bytes, o.ga_timeout))
+        if v.embed_meta is None:
+            typed_in = loaded
+        else:
+            m = v.embed_meta
+            emb = (
+                loaded
+                | "EmbedPrep" >> beam.ParDo(GAEmbeddingInputs(m.input_size, m.mean, m.std, o.max_pixels, o.max_image_bytes))
+                | "Embed" >> RunInference(KeyedModelHandler(model_handler(v, o.ga_embedding_weights, "embed")))
+                | "EmbedByKey" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], probabilities(kv[1]).tolist())))
+            )
+            typed_in = (
+                {"req": loaded | "KeyReq" >> beam.Map(lambda r: (r.key, r)), "emb": emb}
+                | "JoinEmbeddings" >> beam.CoGroupByKey()
+            )
+        return typed_in | "TypeGA" >> beam.ParDo(TypeGA(v)).with_outputs(CLASSIFY, main="results")
+
+
+# ------------------------------------------------------------------ the stage
+
+class Vision(beam.PTransform):
+    """PCollection[PaperWork] -> {``papers``: PaperWork with figure rows, ``dead_letter``,
+    ``annotations``: MedicalResult / GAResult}."""
+
+    def __init__(self, vision: ResolvedVision, progress: Optional[Progress] = None):
+        super().__init__()
+        self.vision = vision
+        self.progress = progress
+
+    def expand(self, works):
+        v = self.vision
+        measured = works | "MeasureFigures" >> beam.ParDo(MeasureFigures(v, self.progress)).with_outputs(
+            DEAD_LETTER_TAG, CLASSIFY, GA_REQUESTS, main="papers")
+        annotations = []
+        classify = [measured[CLASSIFY]]
+        if v.ga_entries_uri:
+            ga = measured[GA_REQUESTS] | "GraphicalAbstracts" >> TypeGraphicalAbstracts(v)
+            annotations.append(ga.results)
+            classify.append(ga[CLASSIFY])
+        if v.medical_meta is not None:
+            annotations.append(tuple(classify) | "AllClassifyRequests" >> beam.Flatten()
+                               | "MedicalClassifier" >> ClassifyFigures(v))
+        if annotations:
+            ann = tuple(annotations) | "AllAnnotations" >> beam.Flatten()
+        else:
+            ann = works.pipeline | "NoAnnotations" >> beam.Create([])
+        return {"papers": measured.papers, DEAD_LETTER_TAG: measured[DEAD_LETTER_TAG], "annotations": ann}

@@ -1,0 +1,79 @@
+"""After the pipeline: number the staged parts and move them into ``data/``.
+
+Runs on the launching machine once every shard group has written its parts, so a build
+that fails or is killed never touches the previous build's shards. The parts of a config
+are ordered by (group, part) and named ``train-NNNNN-of-MMMMM.parquet``; shards of an
+earlier build that are not replaced are removed, so a rerun never mixes two builds. A
+config without any row still gets one empty, typed shard that readers can open.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from typing import Iterable
+
+import fsspec
+
+from sciga.schemas.arrow import CONFIGS
+from sciga.transforms.write.parquet_shards import empty_table_bytes, shard_name
+
+
+def read_part_infos(parts_root: str) -> list[dict]:
+    fs, root = fsspec.core.url_to_fs(parts_root)
+    infos = []
+    for config in CONFIGS:
+        d = posixpath.join(root, config)
+        if not fs.isdir(d):
+            continue
+        for p in sorted(fs.ls(d, detail=False)):
+            if p.endswith(".parquet.json"):
+                with fs.open(p, "r") as f:
+                    infos.append(json.load(f))
+    return infos
+
+
+def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]:
+    """Move the parts into ``<out>/data/<config>/``; the manifest's ``files`` entries."""
+    fs, out_root = fsspec.core.url_to_fs(out_dir)
+    by_config: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+    for info in infos:
+        if info.get("path") and info["rows"]:
+            by_config[info["config"]].append(info)
+    files: dict[str, list[dict]] = {}
+    for config in CONFIGS:
+        parts = sorted(by_config[config], key=lambda i: (i["group"], i["part"]))
+        dest = posixpath.join(out_root, "data", config)
+        fs.makedirs(dest, exist_ok=True)
+        keep = set()
+        entries = []
+        total = max(1, len(parts))
+        for i, info in enumerate(parts):
+            name = shard_name(i, total)
+            target = posixpath.join(dest, name)
+            _, src = fsspec.core.url_to_fs(info["path"])
+            fs.mv(src, target)
+            keep.add(target)
+            entries.append({"path": posixpath.join("data", config, name), "rows": info["rows"], "bytes": info["bytes"],
+                            "sha256": info["sha256"]})
+        if not parts:
+            data = empty_table_bytes(config)
+            target = posixpath.join(dest, shard_name(0, 1))
+            with fs.open(target, "wb") as f:
+                f.write(data)
+            keep.add(target)
+            entries.append({"path": posixpath.join("data", config, shard_name(0, 1)), "rows": 0, "bytes": len(data),
+                            "sha256": hashlib.sha256(data).hexdigest()})
+        for old in fs.ls(dest, detail=False):
+            if old.endswith(".parquet") and old not in keep and posixpath.join(dest, posixpath.basename(old)) not in keep:
+                fs.rm(old)
+        files[config] = entries
+    return files
+
+
+def live_keys(infos: Iterable[dict]) -> set[str]:
+    """Every result a part stands on: the ones to keep in the store."""
+    out: set[str] = set()
+    for info in infos:
+        out.update(info.get("keys") or [])
+    return out

@@ -1,0 +1,353 @@
+"""The write stage of a build: results kept, copies resolved, shard groups written.
+
+    PaperWork ──StoreResults──> ResultRef ─┐
+    reused ResultRef ──────────────────────┼─ by paper id ─> CollectPaper ─> WriteItem
+    MedicalResult / GAResult ──────────────┘   (one copy kept, annotations       │
+                                               merged into the stored result)     │
+                                            by (config, shard group) <───────────┘
+                                                 -> WriteGroup -> part files + sidecars
+
+Only references travel through the two shuffles: a paper's rows are read from the result
+store where its shard group is written, and its image bytes from the files the rows point
+at, one paper at a time. The part files land in a staging folder; the launcher numbers
+them and moves them into ``data/`` when the whole pipeline has succeeded (``finalize.py``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.metrics import Metrics
+
+from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
+from sciga.schemas.build import GAResult, MedicalResult, PaperWork, ResultRef, WriteItem
+from sciga.schemas.records import DeadLetter
+from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
+from sciga.transforms.progress import Progress
+from sciga.transforms.result_store import (
+    STORED_SCHEMAS,
+    ResultStore,
+    StoredResult,
+    deps_to_json,
+)
+from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
+from sciga.transforms.write.layout import ShardLayout
+from sciga.transforms.write.parquet_shards import SORT_KEYS
+from sciga.transforms.write.parts import PartWriter
+
+log = logging.getLogger("sciga.write")
+CONFIGS_OF_A_PAPER = ("papers", "figures", "mentions")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    store_root: str
+    parts_root: str  # staging folder of this run's part files
+    layout: ShardLayout
+    no_images: bool = False  # do not embed image bytes in the figures config
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+    progress_dir: Optional[str] = None
+
+
+# ------------------------------------------------------------------ results into the store
+
+def result_tables(work: PaperWork) -> dict[str, pa.Table]:
+    """A finished paper as the tables the store keeps (sorted as its shards are)."""
+    p = work.paper
+    figures = sorted((figure_row(r) for r in work.figure_rows), key=SORT_KEYS["figures"])
+    mentions = sorted((mention_row(r) for r in work.mentions), key=SORT_KEYS["mentions"])
+    return {
+        "papers": to_table("papers", [paper_row(p)]),
+        "figures": pa.Table.from_pylist(figures, schema=STORED_SCHEMAS["figures"]),
+        "mentions": to_table("mentions", mentions),
+    }
+
+
+def _count_paragraphs(paper) -> int:
+    return sum(len(s.paragraphs) for s in paper.sections)
+
+
+def result_header(work: PaperWork) -> dict:
+    p = work.paper
+    return {
+        "key": work.key, "uri": work.uri, "paper_id": work.paper_id, "is_paper": p is not None,
+        "version": p.version if p else None, "n_figures": len(p.figures) if p else 0,
+        "n_paragraphs": _count_paragraphs(p) if p else 0,
+        "content_sha256": p.provenance.content_sha256 if p else None,
+        "dead": [dead_letter_row(d) for d in work.dead], "deps": deps_to_json(work.deps),
+        "pending": sorted(set(work.pending)), "complete": not work.pending, "stats": dict(sorted(work.stats.items())),
+    }
+
+
+def ref_of(work: PaperWork, stored: bool) -> ResultRef:
+    p = work.paper
+    return ResultRef(
+        uri=work.uri, key=work.key if stored else None, paper_id=work.paper_id, is_paper=p is not None,
+        version=p.version if p else None, n_figures=len(p.figures) if p else 0,
+        n_paragraphs=_count_paragraphs(p) if p else 0, content_sha256=p.provenance.content_sha256 if p else None,
+        dead=list(work.dead), stats=dict(work.stats), pending=bool(work.pending),
+    )
+
+
+class StoreResults(beam.DoFn):
+    """PaperWork -> ResultRef, the result written to the store (dead letters too, unless
+    they may pass on a rerun)."""
+
+    def __init__(self, options: WriteOptions):
+        self.options = options
+        self.progress = Progress(options.progress_dir)
+        self.stored = Metrics.counter("sciga", "results_stored")
+
+    def setup(self):
+        self.store = ResultStore(self.options.store_root)
+
+    def process(self, work: PaperWork):
+        alive = work.paper is not None
+        stored = False
+        if work.key and (alive or work.cacheable):
+            self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
+            self.stored.inc()
+            stored = True
+        elif alive:
+            raise RuntimeError(f"{work.uri}: a parsed paper has no result key")  # a bug: every paper has one
+        self.progress.add(inputs=1, papers=int(alive), dead=int(not alive))
+        yield ref_of(work, stored)
+
+    def finish_bundle(self):
+        self.progress.flush()
+
+
+# ------------------------------------------------------------------ one paper id
+
+def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, pa.Table]:
+    """The stored tables with the model steps' annotations applied: the GA (paper field,
+    figure roles, the GA image's own row) first, then the medical classifier per row."""
+    tables = dict(result.tables)
+    anns = list(annotations)
+    gas = [a for a in anns if isinstance(a, GAResult)]
+    meds = {a.row_id: a.medical for a in anns if isinstance(a, MedicalResult)}
+    if not gas and not meds:
+        return tables
+    rows = tables["figures"].to_pylist()
+    if gas:
+        ga = gas[0]
+        papers = tables["papers"].to_pylist()
+        from sciga.schemas.arrow import _plain
+
+        for p in papers:
+            p["graphical_abstract"] = _plain(ga.graphical_abstract)
+        tables["papers"] = to_table("papers", papers)
+        rows = [r for r in rows if r["kind"] != "graphical_abstract"]
+        for r in rows:
+            if r["id"] in ga.roles:
+                r["ga_role"] = ga.roles[r["id"]]
+        rows.append(figure_row(ga.ga_row))
+    if meds:
+        from sciga.schemas.arrow import _plain
+
+        for r in rows:
+            if r["id"] in meds:
+                r["medical"] = _plain(meds[r["id"]])
+    rows.sort(key=SORT_KEYS["figures"])
+    tables["figures"] = pa.Table.from_pylist(rows, schema=STORED_SCHEMAS["figures"])
+    return tables
+
+
+class CollectPaper(beam.DoFn):
+    """(paper id, [ResultRef | MedicalResult | GAResult]) -> ((config, group), WriteItem).
+
+    One copy of a paper id is kept (``dedupe.rank``); the others become dead letters. The
+    annotations of every copy computed in this run are merged into its stored result, which
+    is then complete: a later build reuses it as is."""
+
+    def __init__(self, options: WriteOptions):
+        self.options = options
+        self.duplicates = Metrics.counter("sciga", "duplicates_dead_lettered")
+
+    def setup(self):
+        self.store = ResultStore(self.options.store_root)
+
+    def process(self, element):
+        _, items = element
+        refs = [x for x in items if isinstance(x, ResultRef)]
+        anns = [x for x in items if not isinstance(x, ResultRef)]
+        layout = self.options.layout
+        for ref in refs:
+            if ref.key and ref.pending:
+                self._complete(ref.key, [a for a in anns if a.key == ref.key])
+        papers = sorted((r for r in refs if r.is_paper),
+                        key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",))
+        if papers:
+            kept = papers[0]
+            for config in CONFIGS_OF_A_PAPER:
+                yield (config, layout.group_of(config, kept.paper_id)), WriteItem(
+                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused)
+            for d in kept.dead:  # parts of the kept paper that failed (scope "part")
+                yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
+            for other in papers[1:]:
+                self.duplicates.inc()
+                dl = duplicate_dead_letter(other.paper_id, other.uri, other.version, other.content_sha256,
+                                           kept.uri, kept.version, kept.content_sha256)
+                yield ("dead_letter", 0), WriteItem(paper_id=other.paper_id or "", key=other.key, reused=other.reused, dead=dl)
+        for ref in refs:
+            if ref.is_paper:
+                continue
+            for d in ref.dead:
+                yield ("dead_letter", 0), WriteItem(paper_id=d.paper_id or "", key=ref.key, reused=ref.reused, dead=d)
+
+    def _complete(self, key: str, anns: list) -> None:
+        res = self.store.read(key)
+        if res is None:
+            raise RuntimeError(f"result {key} vanished from the store while the build ran")
+        header = dict(res.header)
+        header["pending"], header["complete"] = [], True
+        self.store.write(key, header, merge_annotations(res, anns))
+
+
+# ------------------------------------------------------------------ one shard group
+
+def _inc(counts: dict, name: str, n: int = 1) -> None:
+    counts[name] = counts.get(name, 0) + n
+
+
+def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.Table, int]:
+    """A stored figures table -> the published one, each image's bytes read from where the
+    row points (or kept inline); returns it with the number of embedded images."""
+    from sciga.transforms.sources.assets import read_image_ref
+    from sciga.schemas.build import ImageRef
+
+    image = table.column("image").combine_chunks()
+    if isinstance(image, pa.ChunkedArray):
+        image = image.combine_chunks()
+    valid = image.is_valid().to_pylist()
+    # A null struct's children hold arbitrary values: only read them where it is valid.
+    inline = [b if ok else None for b, ok in zip(image.field("bytes").to_pylist(), valid)]
+    uris = table.column("image_uri").to_pylist()
+    shas = table.column("image_sha256").to_pylist()
+    sizes = table.column("image_size").to_pylist()
+    errors = table.column("image_error").to_pylist()
+    out, embedded, changed = [], 0, False
+    for i in range(table.num_rows):
+        data = None
+        if not no_images and valid[i]:
+            if inline[i] is not None:
+                data = inline[i]
+            elif uris[i]:
+                try:
+                    data = read_image_ref(ImageRef(uris[i], shas[i], sizes[i]), max_bytes)
+                except OSError as e:
+                    errors[i] = str(e)
+                    changed = True
+        embedded += data is not None
+        out.append(data)
+    bytes_arr = pa.array(out, pa.binary())
+    new_image = pa.StructArray.from_arrays([bytes_arr, image.field("path")], fields=list(image.type),
+                                           mask=image.is_null())
+    table = table.set_column(table.schema.get_field_index("image"), "image", new_image)
+    if changed:
+        table = table.set_column(table.schema.get_field_index("image_error"), "image_error", pa.array(errors, pa.string()))
+    return table.select(SCHEMAS["figures"].names), embedded
+
+
+def _figure_counts(table: pa.Table, embedded: int) -> dict:
+    kinds = table.column("kind").to_pylist()
+    return {"figures": kinds.count("figure"), "subfigures": kinds.count("subfigure"),
+            "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
+
+
+class WriteGroup(beam.DoFn):
+    """((config, group), [WriteItem]) -> part infos; the rows streamed into part files."""
+
+    def __init__(self, options: WriteOptions):
+        self.options = options
+        self.progress = Progress(options.progress_dir)
+        self.parts = Metrics.counter("sciga", "shard_parts_written")
+
+    def setup(self):
+        self.store = ResultStore(self.options.store_root)
+
+    def process(self, element):
+        (config, group), items = element
+        o = self.options
+        writer = PartWriter(o.parts_root, config, group, o.layout)
+        items = sorted(items, key=lambda it: (it.paper_id or "", it.key or "", it.dead.stage if it.dead else ""))
+        if config == "dead_letter":
+            rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
+            counts: dict = {}
+            for it in items:
+                scope = it.dead.scope or "input"
+                _inc(counts, f"dead_{scope}")
+                _inc(counts, f"type:{it.dead.error_type}")
+                if scope == "input":
+                    _inc(counts, "reused" if it.reused else "recomputed")
+            writer.add(to_table("dead_letter", rows), counts)
+            for it in items:
+                if it.key:
+                    writer.note_key(it.key)
+        else:
+            for it in items:
+                res = self.store.read(it.key, tables=(config,))
+                if res is None:
+                    raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
+                table = res.tables[config]
+                counts = {}
+                if config == "figures":
+                    table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
+                    counts = _figure_counts(table, embedded)
+                elif config == "papers":
+                    teaser = table.column("teaser").to_pylist()
+                    counts = {"teasers": sum(len(t or []) for t in teaser), "reused": int(it.reused),
+                              "recomputed": int(not it.reused)}
+                    ga = table.column("graphical_abstract").to_pylist()[0]
+                    if ga:
+                        counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
+                    stats = res.header.get("stats") or {}
+                    for k in ("images_read", "tex_images_recovered", "tex_figures_matched"):
+                        if stats.get(k):
+                            counts[k] = stats[k]
+                writer.add(table, counts, key=it.key)
+        for info in writer.close():
+            self.parts.inc()
+            yield info
+        self.progress.add(groups=1)
+
+    def finish_bundle(self):
+        self.progress.flush()
+
+
+# ------------------------------------------------------------------ the stage
+
+class WriteBuild(beam.PTransform):
+    """{works, reused, annotations} -> part infos (PCollection of dicts)."""
+
+    def __init__(self, options: WriteOptions):
+        super().__init__()
+        self.options = options
+
+    def expand(self, inputs):
+        works, reused, annotations = inputs["works"], inputs["reused"], inputs["annotations"]
+        o = self.options
+        stored = works | "StoreResults" >> beam.ParDo(StoreResults(o))
+        keyed = (
+            (stored, reused, annotations)
+            | "RefsAndAnnotations" >> beam.Flatten()
+            | "ByPaper" >> beam.Map(lambda x: (_paper_key(x), x))
+            | "GroupByPaper" >> beam.GroupByKey()
+            | "CollectPaper" >> beam.ParDo(CollectPaper(o))
+        )
+        return (
+            keyed
+            | "GroupByShardGroup" >> beam.GroupByKey()
+            | "WriteGroup" >> beam.ParDo(WriteGroup(o))
+        )
+
+
+def _paper_key(x) -> str:
+    if isinstance(x, ResultRef):
+        if x.is_paper or x.paper_id:
+            return f"id:{x.paper_id}"
+        return f"uri:{x.uri}"
+    return f"id:{x.paper_id}"
