@@ -70,7 +70,8 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
     run = ap.add_argument_group("running the build")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="local worker processes (default: every core, %d here); 1 runs in this process" % (os.cpu_count() or 1))
+                     help="local worker processes (default: every core, %d here, but at most one per %d inputs); "
+                          "1 runs in this process" % (os.cpu_count() or 1, PAPERS_PER_WORKER_START))
     run.add_argument("--rebuild", action="store_true",
                      help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
                           "since the last build into OUTPUT are reused, and a killed build resumes")
@@ -235,6 +236,14 @@ def check_sentencizer(name: str) -> None:
         raise SystemExit(f"sciga build: --sentencizer: {e}.") from None
 
 
+PAPERS_PER_WORKER_START = 16  # starting a worker process costs about what parsing this many papers does
+
+
+def default_workers(n_inputs: int) -> int:
+    """Every core, but no more worker processes than the inputs can keep busy."""
+    return max(1, min(os.cpu_count() or 1, n_inputs // PAPERS_PER_WORKER_START))
+
+
 def pipeline_options(beam_args: Optional[list[str]], workers: Optional[int]):
     """Beam options: the DirectRunner unless told otherwise, with ``--workers`` processes."""
     import apache_beam as beam
@@ -308,6 +317,28 @@ class _WorkerOutput:
         return False
 
 
+class _ScopedTempDir:
+    """Beam's local runners make temporary folders (staging, job servers) and do not always
+    remove them. Everything ``tempfile`` makes during the run goes into one folder of this
+    build (workers inherit it through TMPDIR), which is removed afterwards."""
+
+    def __enter__(self) -> str:
+        self.path = tempfile.mkdtemp(prefix="sciga-build-")
+        self.saved = (tempfile.tempdir, os.environ.get("TMPDIR"))
+        tempfile.tempdir = self.path
+        os.environ["TMPDIR"] = self.path
+        return self.path
+
+    def __exit__(self, *exc):
+        tempfile.tempdir, env = self.saved
+        if env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = env
+        shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+
 class _QuietBeamLogs:
     """Beam's local runners log worker start/stop chatter at INFO/WARNING on stderr; a
     normal build shows only our own progress and real problems (--verbose shows all)."""
@@ -364,25 +395,22 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         raise SystemExit(f"sciga build: {e}") from None
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
-    options, runner = pipeline_options(beam_args, opts.workers)
+    options, runner = pipeline_options(beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs)))
     local = runner in LOCAL_RUNNERS
-    progress_dir = tempfile.mkdtemp(prefix="sciga-progress-") if local else None
     sroot = store_root(out_dir)
     parts_root = posixpath.join(staging, "parts")
     inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging)
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
-    try:
+    with _ScopedTempDir() as tmp:
+        progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with _WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, _QuietBeamLogs(), \
-                ProgressMonitor(progress_dir or tempfile.gettempdir(), len(inputs), layout.total_groups,
+                ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
             with beam.Pipeline(options=options) as p:
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args)
-    finally:
-        if progress_dir:
-            shutil.rmtree(progress_dir, ignore_errors=True)
 
     infos = read_part_infos(parts_root)
     files = finalize_parts(out_dir, infos)

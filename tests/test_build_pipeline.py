@@ -14,6 +14,7 @@ import pytest
 from conftest import CORPUS, run_cli
 from sciga.pipelines.build import add_build_arguments, run_build
 from sciga.pipelines.duckdb_views import connect
+from sciga.schemas.version import SCHEMA_VERSION
 
 
 def build(*argv: str):
@@ -44,9 +45,9 @@ def test_sample_build_counts_and_layout(sample_build):
         assert [f.name for f in files] == ["train-00000-of-00001.parquet"]
         md = pq.ParquetFile(files[0]).metadata
         assert md.row_group(0).column(0).compression == "ZSTD" if md.num_rows else True
-        assert pq.read_schema(files[0]).metadata[b"sciga.schema_version"] == b"1.0.0"
+        assert pq.read_schema(files[0]).metadata[b"sciga.schema_version"] == SCHEMA_VERSION.encode()
     m = json.loads((out / "manifest.json").read_text())
-    assert m["counts"]["papers"] == 4 and m["schema_version"] == "1.0.0" and m["reconciled"]
+    assert m["counts"]["papers"] == 4 and m["schema_version"] == SCHEMA_VERSION and m["reconciled"]
     assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
 
 

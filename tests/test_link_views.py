@@ -13,7 +13,8 @@ from sciga.pipelines.cli import make_parser
 from sciga.pipelines.duckdb_views import connect, task_views
 from sciga.schemas.records import Paragraph
 from sciga.transforms.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.link.beam import LinkPaper
+from sciga.schemas.build import PaperWork
+from sciga.transforms.link.beam import LinkPapers
 
 VIEW_COLUMNS = {
     "caption_context": ["paper_id", "figure_id", "number", "label", "caption", "caption_text", "image", "is_teaser",
@@ -138,11 +139,14 @@ def test_link_failure_becomes_one_dead_letter():
     good = parse("2511.99002")
     bad = parse("2511.99001")
     bad.sections[1].paragraphs.append(Paragraph(text=None))  # a broken record: linking raises
+    works = [PaperWork(uri=f"{p.id}.html", key=p.id, paper=p) for p in (good, bad)]
     with BeamTestPipeline() as p:
-        out = p | beam.Create([good, bad]) | beam.ParDo(LinkPaper()).with_outputs(DEAD_LETTER_TAG, main="papers")
-        assert_that(out.papers | "Ids" >> beam.Map(lambda x: x.id), equal_to(["2511.99002"]), label="kept")
-        assert_that(out[DEAD_LETTER_TAG] | "Dead" >> beam.Map(lambda d: (d.paper_id, d.stage, d.error_type)),
-                    equal_to([("2511.99001", "link", "internal")]), label="dead")
+        out = p | beam.Create(works) | LinkPapers()
+        assert_that(out.papers | "Ids" >> beam.Map(lambda w: (w.paper.id, len(w.mentions) > 0)),
+                    equal_to([("2511.99002", True)]), label="kept")
+        assert_that(out[DEAD_LETTER_TAG] | "Dead" >> beam.Map(
+            lambda w: (w.paper, [(d.paper_id, d.stage, d.error_type, d.scope) for d in w.dead])),
+                    equal_to([(None, [("2511.99001", "link", "internal", "input")])]), label="dead")
 
 
 def test_unknown_sentence_model_is_one_clear_error(tmp_path):

@@ -84,14 +84,18 @@ def test_counts_reconcile(local_build):
     assert local_build["rc"] == 0
     papers = {p["id"] for p in rows(local_build["out"], "papers")}
     dead = rows(local_build["out"], "dead_letter")
-    assert len(papers) + len(dead) == 7
-    assert papers == {"2401.00005", "2401.00006", "1709.07020"}
+    inputs_dead = [d for d in dead if d["scope"] == "input"]
+    assert len(papers) + len(inputs_dead) == 7
+    # An unsafe or broken e-print costs only the TeX recovery: its paper is kept (from the
+    # page) and the e-print gets a dead-letter row of its own (scope "part").
+    assert papers == {"2401.00002", "2401.00003", "2401.00004", "2401.00005", "2401.00006", "1709.07020"}
+    assert sorted(d["paper_id"] for d in dead if d["scope"] == "part") == ["2401.00002", "2401.00003", "2401.00004"]
 
 
 def test_bad_eprints_are_dead_letters_with_clear_reasons(local_build):
     dead = {d["paper_id"]: d for d in rows(local_build["out"], "dead_letter")}
     d2 = dead["2401.00002"]
-    assert (d2["stage"], d2["error_type"]) == ("tex_source", "unsafe_archive")
+    assert (d2["stage"], d2["error_type"], d2["scope"]) == ("tex_source", "unsafe_archive", "part")
     assert "'../../etc/evil.tex'" in d2["message"] and "nothing was extracted" in d2["message"]
     d3 = dead["2401.00003"]
     assert (d3["stage"], d3["error_type"]) == ("tex_source", "size_bomb") and "10240 MiB" in d3["message"]
@@ -99,7 +103,7 @@ def test_bad_eprints_are_dead_letters_with_clear_reasons(local_build):
     assert (d4["stage"], d4["error_type"]) == ("tex_source", "corrupt_source") and "refetch" in d4["message"]
     assert d4["input_uri"].endswith("2401.00004.html")
     d9 = dead["1709.99999"]
-    assert (d9["stage"], d9["error_type"]) == ("read", "conversion_failed"), "a failed conversion is not a paper"
+    assert (d9["stage"], d9["error_type"], d9["scope"]) == ("read", "conversion_failed", "input"), "a failed conversion is not a paper"
     assert "conversion failed" in d9["message"]
 
 

@@ -43,7 +43,7 @@ class ParsePage(PaperStageFn):
         try:
             data = read_bytes(planned.uri, self.options.max_page_bytes)
             sha = sha256_hex(data)
-            if planned.key is None or sha != planned.page_sha256:
+            if planned.key is None or (planned.page_sha256 is not None and sha != planned.page_sha256):
                 # Not hashed by the plan, or changed since: filed under what was read now.
                 work.key = result_key(planned.uri, sha, self.fingerprint)
             found, looked = find_sidecar(planned.uri, self.options.metadata_dir)
