@@ -272,6 +272,22 @@ def pipeline_options(beam_args: Optional[list[str]], workers: Optional[int]):
     return options, std.runner
 
 
+def local_runner(options, runner_name: str):
+    """Beam's DirectRunner first tries the Prism runner, which downloads a binary from the
+    internet and runs the job elsewhere; a build on "DirectRunner" means the in-process Fn
+    API runner (in-memory or multi-processing), made here the way the DirectRunner makes it.
+    Other runners are left to Beam."""
+    if runner_name != "DirectRunner":
+        return None
+    from apache_beam.portability.api import beam_provision_api_pb2
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.runners.portability.portable_runner import JobServiceHandle
+
+    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+    info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
+    return fn_runner.FnApiRunner(provision_info=info)
+
+
 def _clean_stale_staging(out_dir: str, keep: str) -> None:
     """Staging folders of earlier runs that were killed: their parts are of no use (the
     results they were made from are in the store)."""
@@ -362,6 +378,25 @@ class _QuietBeamLogs:
         return False
 
 
+def _warn_unmatched_ga(vision, out_dir: str) -> None:
+    """GA-manifest rows whose paper is not in the build (a typo, or a paper that failed)."""
+    import pyarrow.parquet as pq
+
+    from sciga.transforms.vision.options import GAIndex
+    from sciga.transforms.write.manifest import shard_files
+
+    built: set[str] = set()
+    fs = fsspec.core.url_to_fs(out_dir)[0]
+    for path in shard_files(out_dir, "papers"):
+        with fs.open(path, "rb") as f:
+            built.update(pq.read_table(f, columns=["id"]).column("id").to_pylist())
+    missing = sorted(set(GAIndex(vision.ga_entries_uri).entries()) - built)
+    for pid in missing[:20]:
+        log.warning("GA manifest names %s, which is not among the built papers; its GA is not used", pid)
+    if len(missing) > 20:
+        log.warning("... and %d more GA-manifest rows name papers that are not in the build", len(missing) - 20)
+
+
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
     import apache_beam as beam
 
@@ -408,7 +443,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         with _WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, _QuietBeamLogs(), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
-            with beam.Pipeline(options=options) as p:
+            with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args)
 
@@ -417,6 +452,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     counts = mf.counts_from_parts(infos)
     counts.inputs = len(inputs)
     pruned = ResultStore(sroot).prune(live_keys(infos))
+    if vision.ga_entries_uri:
+        _warn_unmatched_ga(vision, out_dir)
     seconds = time.time() - t0
     manifest = mf.write_manifest(
         out_dir, counts, files, input_list_hash(inputs), opts.recorded,

@@ -99,15 +99,17 @@ def counts_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
     counts = (manifest or {}).get("counts") or {}
     rows = [{"record": m, "manifest": counts.get(m), "actual": actual.get(m)} for m in COUNT_METRICS]
     inputs = ((manifest or {}).get("inputs") or {}).get("count")
-    rows.append({"record": "inputs (= papers + dead_letter)", "manifest": inputs,
-                 "actual": (actual.get("papers") or 0) + (actual.get("dead_letter") or 0)})
+    # A dead letter of a part of a kept paper (scope "part": its e-print, say) is not a lost input.
+    dead_inputs = actual.get("dead_letter_inputs", actual.get("dead_letter")) or 0
+    rows.append({"record": "inputs (= papers + dead-lettered inputs)", "manifest": inputs,
+                 "actual": (actual.get("papers") or 0) + dead_inputs})
     df = pd.DataFrame(rows, columns=["record", "manifest", "actual"])
     return df.astype({"manifest": "Int64", "actual": "Int64"})
 
 
 def build_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
     """One row about the build as a whole: its schema version and dead-letter rate."""
-    dead = actual.get("dead_letter") or 0
+    dead = actual.get("dead_letter_inputs", actual.get("dead_letter")) or 0
     inputs = ((manifest or {}).get("inputs") or {}).get("count")
     if not inputs:
         inputs = (actual.get("papers") or 0) + dead

@@ -118,6 +118,7 @@ SELECT (SELECT count(*) FROM _pap) AS papers,
        (SELECT coalesce(sum(len(teaser)), 0) FROM _pap) AS teasers,
        (SELECT count(*) FROM mentions) AS mentions,
        (SELECT count(*) FROM dead_letter) AS dead_letter,
+       (SELECT count(*) FROM dead_letter WHERE coalesce(scope, 'input') = 'input') AS dead_letter_inputs,
        (SELECT count(*) FROM _figrows WHERE has_image) AS images_embedded
 """
 

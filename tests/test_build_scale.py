@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import ROOT, SAMPLES, run_cli
@@ -88,7 +89,10 @@ def test_other_shard_sizes_keep_every_row_once(corpus, reference, tmp_path):
     q = "select count(*), count(distinct id) from read_parquet('{}/data/{}/*.parquet')"
     assert con.execute(q.format(out, "figures")).fetchone() == (144, 144)
     assert con.execute(q.format(out, "papers")).fetchone() == (24, 24)
-    assert len(list((out / "data" / "papers").glob("*.parquet"))) == 5
+    # 24 inputs / 5 per shard -> 5 shard groups; a group that hashes more than 5 papers
+    # writes a second part, so no papers shard holds more than 5 rows.
+    papers_shards = sorted((out / "data" / "papers").glob("*.parquet"))
+    assert len(papers_shards) >= 5 and all(pq.read_metadata(p).num_rows <= 5 for p in papers_shards)
     # Shards of a build with other sizes hold the same rows.
     same = "select id, image.bytes from read_parquet('{}/data/figures/*.parquet') order by id"
     assert con.execute(same.format(out)).fetchall() == con.execute(same.format(reference)).fetchall()

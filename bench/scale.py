@@ -1,0 +1,296 @@
+"""How `sciga build` scales: wall time, ms/paper, images/s and peak memory (RSS summed over
+the whole process tree, sampled with psutil) at several corpus sizes, against a one-core
+floor measured on the same papers in the same run.
+
+The floor does the least any builder must do, in one process on one core: parse each page
+with lxml, read every image, decode it once with Pillow, and stream rows into one zstd
+Parquet file. The build does everything else too (metadata, sections, tokens, linking with
+sentences, TeX checks, keyword filter, perceptual hashes, dedupe, sharding, manifest).
+
+Corpora (distinct ids, made in --workdir, reused between runs):
+- image-rich: a real LaTeXML conversion of a TeX paper with --figures figures (generated
+  raster figures, ~--image-kb each), replicated, figure files hard-linked per paper;
+- text: copies of the real pages in ../shared/corpus/html and latexml, each with its own id.
+
+    python bench/scale.py                      # the README table (about an hour here)
+    python bench/scale.py --quick              # minutes: small sizes, same columns
+    python bench/scale.py --image-sizes 200 2000 --text-sizes 2000 20000 --incremental 2000
+
+Goals (issue "Build at corpus scale"): peak RSS flat in corpus size (within 25% from 200 to
+2,000 image-rich papers) and at most 2 GB there, at most 1.5 GB for 20,000 text papers;
+wall time with all cores at most 1.5x the one-core floor; 2 workers at least 1.7x faster
+than 1 on 2 cores; a rebuild with 1% of the inputs changed at most 10% of a clean build,
+with byte-identical shards.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.paths import corpus_dir  # noqa: E402  (the benchmarks' one corpus lookup)
+
+
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB of the process tree, stdout)."""
+    import psutil
+
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e.update(env or {})
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=str(ROOT), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = psutil.Process(p.pid)
+    peak = 0
+    while p.poll() is None:
+        total = 0
+        try:
+            procs = [proc, *proc.children(recursive=True)]
+        except psutil.Error:
+            procs = [proc]
+        for q in procs:
+            try:
+                total += q.memory_info().rss
+            except psutil.Error:
+                pass
+        peak = max(peak, total)
+        time.sleep(0.1)
+    out, err = p.communicate()
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{err.decode()[-3000:]}")
+    return wall, peak / 2**20, out.decode()
+
+
+# ------------------------------------------------------------------ the floor
+
+def floor(pages_dir: str, out: str) -> dict:
+    """Parse + read + decode + streaming write, one process, one core."""
+    import lxml.html
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    schema = pa.schema([("paper_id", pa.string()), ("path", pa.string()), ("image", pa.binary()),
+                        ("width", pa.int32()), ("height", pa.int32())])
+    writer = pq.ParquetWriter(out, schema, compression="zstd")
+    papers = images = 0
+    batch: list[dict] = []
+    for page in sorted(Path(pages_dir).rglob("*.html")):
+        root = lxml.html.fromstring(page.read_bytes())
+        papers += 1
+        for img in root.iter("img"):
+            src = img.get("src")
+            if not src:
+                continue
+            f = page.parent / src
+            if not f.is_file():
+                continue
+            data = f.read_bytes()
+            with Image.open(io.BytesIO(data)) as im:
+                rgb = im.convert("RGB")
+                rgb.load()
+                w, h = rgb.size
+            images += 1
+            batch.append({"paper_id": page.stem, "path": src, "image": data, "width": w, "height": h})
+            if len(batch) >= 256:
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+    if batch:
+        writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    writer.close()
+    return {"papers": papers, "images": images}
+
+
+# ------------------------------------------------------------------ corpora
+
+def image_corpus(workdir: Path, n: int, figures: int, image_kb: int) -> Path:
+    from sciga.samples.scale_corpus import image_rich_html, latexml_image_rich_page, make_image_rich_corpus
+
+    d = workdir / f"image_{figures}x{image_kb}kb_{n}"
+    if (d / ".done").exists():
+        return d
+    tpl = latexml_image_rich_page(workdir / "latexml_template", figures, image_kb)
+    if tpl is None:
+        print("  (latexmlc not installed: using a generated LaTeXML-shaped page)", file=sys.stderr)
+        tpl = image_rich_html("2601.00000", figures)
+    make_image_rich_corpus(d, n, n_figures=figures, image_kb=image_kb, distinct_images=8, template=tpl)
+    (d / ".done").write_text("ok")
+    return d
+
+
+def text_corpus(workdir: Path, n: int) -> Path:
+    from sciga.samples.scale_corpus import make_text_corpus
+
+    d = workdir / f"text_{n}"
+    if (d / ".done").exists():
+        return d
+    c = corpus_dir()
+    sources = sorted((c / "html").glob("*.html")) + sorted((c / "latexml").glob("*.html"))
+    make_text_corpus(d, n, sources)
+    (d / ".done").write_text("ok")
+    return d
+
+
+def build(pages: Path, out: Path, workers: int, extra: list[str] | None = None) -> dict:
+    cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--workers", str(workers),
+           "--quiet", *(extra or [])]
+    wall, rss, _ = run_measured(cmd)
+    m = json.loads((out / "manifest.json").read_text())
+    return {"wall": wall, "rss": rss, "papers": m["counts"]["papers"], "dead": m["counts"]["dead_letter"],
+            "images": m["counts"]["images_embedded"], "reused": m["incremental"]["reused"],
+            "bytes": sum(f["bytes"] for fs in m["files"].values() for f in fs)}
+
+
+def digests(out: Path) -> dict:
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*.parquet"))}
+
+
+def fmt_row(cols) -> str:
+    return "| " + " | ".join(str(c) for c in cols) + " |"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--image-sizes", type=int, nargs="*", default=[200, 2000])
+    ap.add_argument("--text-sizes", type=int, nargs="*", default=[2000, 20000])
+    ap.add_argument("--figures", type=int, default=169)
+    ap.add_argument("--image-kb", type=int, default=30)
+    ap.add_argument("--incremental", type=int, default=200, help="image-rich corpus size for the 1%% rebuild (0: skip)")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="'all cores' (default: %(default)s)")
+    ap.add_argument("--workdir", default=None, help="where corpora and builds go (default: a temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the builds")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
+    ap.add_argument("--floor-only", nargs=2, metavar=("PAGES", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.floor_only:
+        print(json.dumps(floor(*args.floor_only)))
+        return 0
+    if args.quick:
+        args.image_sizes, args.text_sizes, args.incremental, args.figures = [10, 40], [200], 20, 60
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="sciga-bench-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    n_all = args.workers
+    print(f"machine: {os.cpu_count()} cores; all cores = {n_all} workers; workdir {workdir}", file=sys.stderr)
+    rows_img, rows_txt, notes = [], [], []
+
+    for n in args.image_sizes:
+        pages = image_corpus(workdir, n, args.figures, args.image_kb)
+        print(f"image-rich {n}: floor ...", file=sys.stderr)
+        fl_out = workdir / f"floor_{n}.parquet"
+        fl_wall, fl_rss, fl_json = run_measured([sys.executable, str(HERE / "scale.py"), "--floor-only", str(pages), str(fl_out)])
+        fl = json.loads(fl_json)
+        fl_out.unlink()
+        res = {}
+        for w in sorted({1, n_all}):
+            print(f"image-rich {n}: build --workers {w} ...", file=sys.stderr)
+            out = workdir / f"out_image_{n}_w{w}"
+            shutil.rmtree(out, ignore_errors=True)
+            res[w] = build(pages, out, w)
+            if w != n_all and not args.keep:
+                shutil.rmtree(out, ignore_errors=True)
+        if 1 in res and n_all in res and n_all != 1:
+            same = digests(workdir / f"out_image_{n}_w{n_all}") == digests(workdir / f"out_image_{n}_w1") \
+                if (workdir / f"out_image_{n}_w1").exists() else None
+        else:
+            same = None
+        rows_img.append((n, fl, fl_wall, fl_rss, res, same))
+        if not args.keep:
+            shutil.rmtree(workdir / f"out_image_{n}_w{n_all}", ignore_errors=True)
+
+    for n in args.text_sizes:
+        pages = text_corpus(workdir, n)
+        print(f"text {n}: build --workers {n_all} ...", file=sys.stderr)
+        out = workdir / f"out_text_{n}"
+        shutil.rmtree(out, ignore_errors=True)
+        rows_txt.append((n, build(pages, out, n_all)))
+        if not args.keep:
+            shutil.rmtree(out, ignore_errors=True)
+
+    inc = None
+    if args.incremental:
+        n = args.incremental
+        pages = image_corpus(workdir, n, args.figures, args.image_kb)
+        work = workdir / f"inc_pages_{n}"
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(pages, work, copy_function=os.link)
+        out, clean_out = workdir / "inc_out", workdir / "inc_clean"
+        for d in (out, clean_out):
+            shutil.rmtree(d, ignore_errors=True)
+        print(f"incremental {n}: clean build ...", file=sys.stderr)
+        clean = build(work, out, n_all)
+        changed = max(1, n // 100)
+        for page in sorted(work.glob("*/*.html"))[:changed]:
+            text = page.read_text(encoding="utf-8")
+            page.unlink()  # hard link: write a new file, leave the corpus alone
+            page.write_text(text.replace("</article>", '<div class="ltx_para"><p class="ltx_p">An added paragraph.</p></div></article>', 1),
+                            encoding="utf-8")
+        print(f"incremental {n}: rebuild with {changed} changed ...", file=sys.stderr)
+        again = build(work, out, n_all)
+        print(f"incremental {n}: clean build of the changed inputs ...", file=sys.stderr)
+        build(work, clean_out, n_all)
+        inc = (n, changed, clean, again, digests(out) == digests(clean_out))
+        if not args.keep:
+            for d in (out, clean_out, work):
+                shutil.rmtree(d, ignore_errors=True)
+
+    # ---- report
+    print()
+    print(f"Image-rich papers ({args.figures} figures each, ~{args.image_kb} KB per image); one-core floor vs the build,"
+          f" same papers, same run. {os.cpu_count()} cores.")
+    print()
+    print(fmt_row(["papers", "images", "run", "wall s", "ms/paper", "images/s", "peak RSS MB", "vs floor"]))
+    print(fmt_row(["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
+    for n, fl, fl_wall, fl_rss, res, same in rows_img:
+        print(fmt_row([n, fl["images"], "floor (1 core: parse + read + decode + write)", f"{fl_wall:.1f}",
+                       f"{1000 * fl_wall / n:.0f}", f"{fl['images'] / fl_wall:.0f}", f"{fl_rss:.0f}", "1.00x"]))
+        for w, r in sorted(res.items()):
+            print(fmt_row([n, r["images"], f"sciga build --workers {w}", f"{r['wall']:.1f}", f"{1000 * r['wall'] / n:.0f}",
+                           f"{r['images'] / r['wall']:.0f}", f"{r['rss']:.0f}", f"{r['wall'] / fl_wall:.2f}x"]))
+        if 1 in res and n_all in res and n_all != 1:
+            notes.append(f"{n} image-rich papers: {n_all} workers are {res[1]['wall'] / res[n_all]['wall']:.2f}x faster "
+                         f"than 1; shards identical: {same}")
+    if len(rows_img) >= 2:
+        a, b = rows_img[0], rows_img[-1]
+        for w in sorted(a[4]):
+            if w in b[4]:
+                notes.append(f"peak RSS, {w} worker(s): {a[4][w]['rss']:.0f} MB at {a[0]} papers -> {b[4][w]['rss']:.0f} MB "
+                             f"at {b[0]} papers ({b[4][w]['rss'] / a[4][w]['rss']:.2f}x for {b[0] / a[0]:.0f}x the papers)")
+    if rows_txt:
+        print()
+        print(f"Text papers (copies of the real pages in ../shared/corpus, distinct ids), {n_all} workers.")
+        print()
+        print(fmt_row(["papers", "wall s", "ms/paper", "papers/s", "peak RSS MB", "output MB"]))
+        print(fmt_row(["---:", "---:", "---:", "---:", "---:", "---:"]))
+        for n, r in rows_txt:
+            print(fmt_row([n, f"{r['wall']:.1f}", f"{1000 * r['wall'] / n:.1f}", f"{n / r['wall']:.1f}", f"{r['rss']:.0f}",
+                           f"{r['bytes'] / 2**20:.1f}"]))
+    if inc:
+        n, changed, clean, again, same = inc
+        print()
+        print(fmt_row(["incremental", "papers", "changed", "clean build s", "rebuild s", "rebuild / clean", "reused",
+                       "shards identical to a clean build"]))
+        print(fmt_row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---"]))
+        print(fmt_row(["1% of the pages edited", n, changed, f"{clean['wall']:.1f}", f"{again['wall']:.1f}",
+                       f"{again['wall'] / clean['wall']:.2f}", again["reused"], same]))
+    if notes:
+        print()
+        for line in notes:
+            print("- " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
