@@ -72,7 +72,12 @@ setup(
     python_requires=">=3.10",
     packages=PACKAGES,
     package_dir=PACKAGE_DIR,
-    include_package_data=True,
+    # Data files are exactly the package_data globs below. With include_package_data=True
+    # setuptools also scans the file list for data and warns that every data folder with an
+    # importable name (samples/html, samples/meta, samples/tex, pipelines/sql) "would be
+    # ignored" as a package; those folders are data, not packages.
+    # tests/test_packaging.py checks that the wheel holds every tracked file of these folders.
+    include_package_data=False,
     package_data={
         "sciga.samples": ["html/*/*", "html/*/*/*", "meta/*.json", "tex/*/*", "tex/*/*/*", "*.md", "*.sh", "*.py"],
         "sciga.quality": ["*.json", "*.yaml"],
