@@ -58,7 +58,8 @@ EXTRAS = {
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "publish": ["datasets>=2.19"],
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
-    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12"],
+    # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py)
+    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9"],
 }
 EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
 
