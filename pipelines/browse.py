@@ -65,14 +65,18 @@ def image_format(data: bytes) -> tuple[str, bool]:
 @dataclass(frozen=True)
 class BrowseOptions:
     out: str
-    output: Optional[str] = None  # default OUT/browse
+    output: Optional[str] = None  # default OUT/browse (./browse for a build on the Hub, which is read-only)
     papers: int = DEFAULT_PAPERS  # 0: every paper
     paper_ids: tuple = ()  # only these papers (overrides ``papers``)
     chunk: int = CHUNK
 
     @property
     def folder(self) -> str:
-        return (self.output or posixpath.join(self.out.rstrip("/"), "browse")).rstrip("/")
+        if self.output:
+            return self.output.rstrip("/")
+        if fsspec.core.split_protocol(self.out)[0] == "hf":
+            return "browse"
+        return posixpath.join(self.out.rstrip("/"), "browse")
 
 
 @dataclass
@@ -255,7 +259,7 @@ def browse(options: BrowseOptions) -> BrowseResult:
 
 def add_browse_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build` (local, gs://, hf://...)")
-    ap.add_argument("--output", metavar="DIR", help="where the site goes (default: OUT/browse)")
+    ap.add_argument("--output", metavar="DIR", help="where the site goes (default: OUT/browse; ./browse for hf:// builds)")
     ap.add_argument("--papers", type=int, default=DEFAULT_PAPERS, metavar="N",
                     help=f"pages for the first N papers by id (default {DEFAULT_PAPERS}; 0: every paper)")
     ap.add_argument("--paper", action="append", default=[], metavar="ID",

@@ -400,6 +400,10 @@ class PaperView:
             comps = ga.get("components") or []
             links = ", ".join(self._fig_link(c) for c in comps) or "none"
             lines.append(f"<div>components: {links}</div>")
+            thumbs = "".join(f'<a href="#{escape(anchor(c))}"><img class="thumb ga-thumb" src="{escape(href)}" '
+                             f'alt="GA component {escape(c)}"></a> ' for c in comps for href in self._picture(c)[:1])
+            if thumbs:
+                lines.append(f"<div>{thumbs}</div>")
             if ga.get("paths"):
                 lines.append(f'<div class="muted">paths: {escape(", ".join(ga["paths"]))}</div>')
             if ga.get("caption"):
@@ -415,6 +419,14 @@ class PaperView:
                          f'{_image_html(row, self.images.get(row["id"]))}'
                          f'<figcaption>{render_text(row.get("caption"))}</figcaption></figure>')
         return '<div class="ga-box">' + "".join(lines) + "</div>"
+
+    def _picture(self, figure_id: str) -> list[str]:
+        """Image hrefs showing a figure: its own, else its panels'."""
+        own = self.images.get(figure_id)
+        if own is not None and own.href:
+            return [own.href]
+        return [self.images[s["id"]].href for s in self.subs.get(figure_id, [])
+                if s["id"] in self.images and self.images[s["id"]].href]
 
     def _fig_link(self, figure_id: str) -> str:
         t = self.target(figure_id)

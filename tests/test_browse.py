@@ -190,13 +190,16 @@ def _expected(build: Path, paper: str) -> dict:
 
 
 DOM_FACTS = r"""(() => {
-  const imgs = [...document.querySelectorAll('img')];
+  const imgs = [...document.querySelectorAll('figure img')];
+  const gaThumbs = [...document.querySelectorAll('.ga-box img.ga-thumb')];
   const refs = [...document.querySelectorAll('a.ref')];
   const figs = [...document.querySelectorAll('figure.fig, figure.sub')];
   return {
     images: imgs.length,
     images_decoded: imgs.filter(i => i.complete && i.naturalWidth > 0 && i.naturalHeight > 0).length,
     images_shown: imgs.filter(i => { const r = i.getBoundingClientRect(); return r.width > 20 && r.height > 20; }).length,
+    ga_thumbs: gaThumbs.length,
+    ga_thumbs_decoded: gaThumbs.filter(i => i.naturalWidth > 0).length,
     refs: refs.length,
     refs_to_figures: refs.filter(a => { const t = document.getElementById(a.getAttribute('href').slice(1));
                                        return t && t.tagName === 'FIGURE' && t.id === 'fig-' + a.dataset.figure; }).length,
@@ -238,6 +241,7 @@ def test_paper_pages_in_chromium(sample_build, tmp_path, browser):  # noqa: F811
         assert facts["math_tokens"] > 0 and facts["first_token_text"] in ("<MATH>", "</MATH>")
         assert facts["math_color"] != "rgba(0, 0, 0, 0)" and facts["mention_bg"] != "rgba(0, 0, 0, 0)"  # styled
         assert "GA type: de facto" in facts["ga"]
+        assert facts["ga_thumbs"] == facts["ga_thumbs_decoded"] == 1  # the GA's component, shown
 
         # Following a mention lands on its figure.
         target = page.evaluate("(() => { const a = document.querySelector('a.mention'); a.click(); "
