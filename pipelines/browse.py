@@ -122,6 +122,18 @@ def _connect(out: str):
     return connect(out, con)
 
 
+def _facts_from_shards(con) -> dict:
+    """The index header's facts when there is no manifest.json: versions from the papers'
+    provenance, counts from the shards."""
+    builder, schema = con.execute("SELECT any_value(provenance.builder_version), any_value(provenance.schema_version) "
+                                  "FROM papers").fetchall()[0]
+    counts = dict(zip(("papers", "figures", "subfigures", "mentions", "dead_letter"), con.execute(
+        "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM figures WHERE kind = 'figure'), "
+        "(SELECT count(*) FROM figures WHERE kind = 'subfigure'), (SELECT count(*) FROM mentions), "
+        "(SELECT count(*) FROM dead_letter)").fetchall()[0]))
+    return {"builder_version": builder, "schema_version": schema, "counts": counts}
+
+
 def _rows(cur, sql: str, params: Sequence = ()) -> list[dict]:
     cur.execute(sql, list(params))
     cols = [d[0] for d in cur.description]
@@ -192,8 +204,11 @@ def browse(options: BrowseOptions) -> BrowseResult:
 
     t0 = time.perf_counter()
     check_is_build(options.out)
-    manifest = read_manifest(options.out) or {}
     con = _connect(options.out)
+    try:
+        manifest = read_manifest(options.out) or {}
+    except FileNotFoundError:  # a published version carries the shards and the card, not the manifest
+        manifest = _facts_from_shards(con)
     w = _Writer(options.folder)
     result = BrowseResult(folder=options.folder, index=w.url("index.html"))
     result.total_papers = con.execute("SELECT count(*) FROM papers").fetchone()[0]

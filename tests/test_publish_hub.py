@@ -341,3 +341,22 @@ def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     n_figs = c["figures"] + c["subfigures"]
     assert res.stdout.split() == [str(c["papers"]), str(n_figs), "PngImageFile", str(n_figs), "Image"]
+
+
+def test_browse_a_published_version(hub, build_copy, tmp_path):
+    """`sciga browse` reads a build through fsspec: here straight from the (loopback) Hub."""
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    site = tmp_path / "site"
+    res = subprocess.run([sys.executable, "-m", "sciga", "browse", f"hf://datasets/{REPO}@v1.0.0", "--output", str(site),
+                          "--papers", "1"], env=_hub_env(hub, tmp_path), capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "paper pages        1 of 4 papers" in res.stdout
+    page = (site / "papers" / "2511.99001.html").read_text()
+    assert 'id="fig-2511.99001_F3.2"' in page and 'href="#fig-2511.99001_F3.2"' in page
+    assert sorted(p.name for p in (site / "images" / "2511.99001").iterdir()) == [
+        "2511.99001_F1.png", "2511.99001_F2.png", "2511.99001_F3.1.png", "2511.99001_F3.2.png", "2511.99001_F3.3.png"]
+    assert TOKEN not in res.stdout + res.stderr + page
+    # A published version has no manifest.json: the index takes versions and counts from the shards.
+    index = (site / "index.html").read_text()
+    assert f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, figures 14, mentions 27, papers 4" in index
