@@ -58,7 +58,8 @@ EXTRAS = {
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "publish": ["datasets>=2.19"],
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
-    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12"],
+    # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py)
+    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9"],
 }
 EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
 
@@ -72,7 +73,12 @@ setup(
     python_requires=">=3.10",
     packages=PACKAGES,
     package_dir=PACKAGE_DIR,
-    include_package_data=True,
+    # Data files are exactly the package_data globs below. With include_package_data=True
+    # setuptools also scans the file list for data and warns that every data folder with an
+    # importable name (samples/html, samples/meta, samples/tex, pipelines/sql) "would be
+    # ignored" as a package; those folders are data, not packages.
+    # tests/test_packaging.py checks that the wheel holds every tracked file of these folders.
+    include_package_data=False,
     package_data={
         "sciga.samples": ["html/*/*", "html/*/*/*", "meta/*.json", "tex/*/*", "tex/*/*/*", "*.md", "*.sh", "*.py"],
         "sciga.quality": ["*.json", "*.yaml"],

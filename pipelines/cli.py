@@ -3,7 +3,6 @@ only); unknown flags are handed to Apache Beam (``--runner DataflowRunner ...``)
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Optional, Sequence
 
@@ -31,6 +30,7 @@ _SIMPLE_COMMANDS = (
     ("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
     ("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
     ("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
+    ("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
 )
 
 
@@ -48,11 +48,12 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     """The full parser. Given the command line, the `build` options (which import Apache
     Beam, ~2.5 s) are only defined when the command is `build`, so that `sciga sql`,
     `validate`, `fetch`... start fast."""
-    from sciga import __version__
+    from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else "build"
     ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
-    ap.add_argument("--version", action="version", version=f"sciga-builder {__version__}")
+    ap.add_argument("--version", action="version", version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
+                    help="print the builder and data schema versions and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
@@ -81,10 +82,13 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from sciga.pipelines.cli_logging import configure_logging
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    configure_logging()  # before make_parser imports any library that logs on import
     ap = make_parser(argv)
     args, rest = ap.parse_known_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(verbose=args.verbose)
     if not getattr(args, "func", None):
         ap.print_help()
         return 2

@@ -1,10 +1,13 @@
-"""The dataset card (README.md) of a published build: YAML metadata the Hub and `datasets`
-read (``configs:`` with ``data_files`` per config, ``dataset_info`` with features and split
-sizes, licence, tags) and a Markdown body for people (what is inside, counts, statistics,
-how it was built and validated, how to load it).
+"""The dataset card (README.md) of a build: YAML metadata the Hub and `datasets` read
+(``configs:`` with ``data_files`` per config, ``dataset_info`` with features and split sizes,
+licence, tags) and a Markdown body for people (what is inside, counts, statistics, licences,
+how it was built, how to load it).
 
-The card is a pure function of the build (manifest, shards, gate result) plus the repo id
-and version: no clock values, so publishing the same build twice yields the same bytes.
+The card is a pure function of the build folder (manifest and shards): no clock values, no
+folder path, no repo id or version. So the build writes it into OUT (``write_dataset_card``),
+which makes the folder itself a Hugging Face dataset (``load_dataset(OUT, "figures")``), and
+``sciga publish`` uploads that same file; the version lives in the Hub tag and the gate's
+result in the commit message.
 """
 from __future__ import annotations
 
@@ -17,7 +20,11 @@ import pyarrow.parquet as pq
 import yaml
 
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.schemas.hf_features import yaml_features
 from sciga.transforms.write.parquet_shards import SPLIT
+
+CARD = "README.md"
+PRETTY_NAME = "Scientific figures in context (sciga-builder)"
 
 CONFIG_DOC = {
     "papers": "one row per paper, nested like SciGA's Listing 1: metadata, sections (with paragraphs and "
@@ -38,18 +45,6 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
-def _features_yaml(config: str) -> Optional[list]:
-    """The config's features in the card's YAML form (needs `datasets`; None without it)."""
-    try:
-        import datasets
-    except ImportError:
-        return None
-    features = datasets.Features.from_arrow_schema(SCHEMAS[config])
-    if config == "figures":
-        features["image"] = datasets.Image()
-    return features._to_yaml_list()
-
-
 def shard_facts(out_dir: str, manifest: dict) -> dict:
     """config -> {files, rows, parquet_bytes, arrow_bytes} from the manifest and Parquet footers."""
     fs, root = fsspec.core.url_to_fs(out_dir)
@@ -66,7 +61,7 @@ def shard_facts(out_dir: str, manifest: dict) -> dict:
     return facts
 
 
-def card_metadata(repo_id: str, facts: dict, papers: int) -> dict:
+def card_metadata(facts: dict, papers: int) -> dict:
     configs, infos = [], []
     for config in CONFIGS:
         if not facts[config]["rows"]:
@@ -76,15 +71,13 @@ def card_metadata(repo_id: str, facts: dict, papers: int) -> dict:
             entry["default"] = True
         configs.append(entry)
         info = {"config_name": config}
-        feats = _features_yaml(config)
-        if feats is not None:
-            info["features"] = feats
+        info["features"] = yaml_features(SCHEMAS[config])
         info["splits"] = [{"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}]
         info["download_size"] = facts[config]["parquet_bytes"]
         info["dataset_size"] = facts[config]["arrow_bytes"]
         infos.append(info)
     return {
-        "pretty_name": f"{repo_id.split('/')[-1]}: scientific figures in context",
+        "pretty_name": PRETTY_NAME,
         "language": ["en"],
         "license": "other",
         "license_name": "per-paper-licenses",
@@ -121,7 +114,8 @@ def _table(header: list[str], rows: list) -> str:
     return "\n".join(out)
 
 
-def render_card(out_dir: str, manifest: dict, repo_id: str, version: str, gate_summary: dict) -> str:
+def render_card(out_dir: str, manifest: dict) -> str:
+    """The card of the build in ``out_dir`` (any fsspec path), from its manifest and shards."""
     from sciga.pipelines.duckdb_views import connect
     from sciga.pipelines.stats import OVERALL, compute_stats
 
@@ -131,7 +125,7 @@ def render_card(out_dir: str, manifest: dict, repo_id: str, version: str, gate_s
     extra = _facts_sql(con)
     con.close()
     counts = manifest.get("counts") or {}
-    meta = card_metadata(repo_id, facts, counts.get("papers", facts["papers"]["rows"]))
+    meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]))
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
     per = stats.per_category
@@ -147,20 +141,19 @@ def render_card(out_dir: str, manifest: dict, repo_id: str, version: str, gate_s
             for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
     ga_rows = [(r.ga_type, r.papers, f"{r.percent_of_papers:.1f}", "" if r.percent_of_gas is None or r.percent_of_gas != r.percent_of_gas
                 else f"{r.percent_of_gas:.1f}") for r in stats.ga_types.itertuples()]
-    name = repo_id
     empty = [c for c in CONFIGS if not facts[c]["rows"]]
-    empty_note = (f"\n\nConfigs without rows in this version ({', '.join(empty)}) keep their typed, empty shard for SQL "
+    empty_note = (f"\n\nConfigs without rows in this build ({', '.join(empty)}) keep their typed, empty shard for SQL "
                   "readers but are not declared in `configs:` (`datasets` cannot load an empty split).") if empty else ""
     inputs = manifest.get("inputs") or {}
     shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
                    for c in CONFIGS for e in facts[c]["files"]]
 
     body = f"""
-# {repo_id.split('/')[-1]}
+# Scientific figures in context
 
 Scientific papers from arXiv with their full text, figures, subfigures, captions, inline figure
 references, teasers and graphical abstracts, built from LaTeXML HTML (ar5iv / arXiv HTML) by
-sciga-builder in the layout of SciGA-145k. Version **{version}**.
+sciga-builder {manifest.get('builder_version')} (schema {manifest.get('schema_version')}) in the layout of SciGA-145k.
 
 ## Configs
 
@@ -171,18 +164,24 @@ Counts: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}.{empty_note}
 
 ## Load it
 
+The same code reads this folder (a `sciga build` output) and its copy on the Hub, where a
+published version is a git tag (`revision`).
+
 ```python
 from datasets import load_dataset
-papers = load_dataset("{name}", "papers", revision="{version}", split="train")
-figures = load_dataset("{name}", "figures", revision="{version}", split="train")  # `image` decodes to PIL
+figures = load_dataset("path/to/build", "figures", split="train")   # `image` decodes to PIL
+papers = load_dataset("ORG/NAME", "papers", revision="vX.Y.Z", split="train")  # a published version
+mentions = load_dataset("ORG/NAME", "mentions", split="train", streaming=True)
 ```
 
 ```sql
--- DuckDB (hf:// paths)
-SELECT id, title FROM 'hf://datasets/{name}@{version}/data/papers/*.parquet' LIMIT 5;
+-- DuckDB: the local shards, or hf:// paths for a published version
+SELECT id, title FROM 'path/to/build/data/papers/*.parquet' LIMIT 5;
+SELECT count(*) FROM 'hf://datasets/ORG/NAME@vX.Y.Z/data/figures/*.parquet';
 ```
 
-or `sciga sql hf://datasets/{name}@{version} "SELECT count(*) FROM figures"`.
+`sciga sql path/to/build "SELECT count(*) FROM figures"` registers every config and task view;
+`sciga browse path/to/build` writes a static HTML report of papers, figures and mentions.
 
 ## Statistics
 
@@ -224,8 +223,8 @@ in `papers.license`. Check it before redistributing a paper's text or figures.
     if extra["dead_letter"]:
         body += " (" + ", ".join(f"{t} {n}" for t, n in extra["dead_letter"]) + ")"
     body += f"""
-- quality gate: {gate_summary.get('passed')} of {gate_summary.get('expectations')} Great Expectations expectations met
-  (dead-letter rate at most {gate_summary.get('max_dead_letter_rate')}, image check `{gate_summary.get('image_check')}`)
+- quality gate: `sciga validate` checks a build with Great Expectations; `sciga publish` runs it
+  first and uploads nothing that fails it
 
 Same input, same bytes: shards are sorted and assigned by a hash of the paper id, and no
 clock value is written into them.
@@ -241,9 +240,41 @@ clock value is written into them.
     return f"---\n{front}---\n{body}"
 
 
+def card_path(out_dir: str) -> str:
+    return posixpath.join(out_dir.rstrip("/"), CARD)
+
+
+def dataset_card_text(out_dir: str) -> str:
+    """The card the build in ``out_dir`` should carry (reads manifest.json and the shards)."""
+    from sciga.pipelines.manifest import read_manifest
+
+    return render_card(out_dir, read_manifest(out_dir))
+
+
+def write_dataset_card(out_dir: str) -> str:
+    """Write ``OUT/README.md`` for the build in ``out_dir`` (any fsspec path) and return its
+    path. Call it once the shards and manifest.json are in place. The file is rewritten only
+    when its bytes would change, so a second call on an unchanged build writes nothing."""
+    data = dataset_card_text(out_dir).encode("utf-8")
+    path = card_path(out_dir)
+    fs, p = fsspec.core.url_to_fs(path)
+    if fs.exists(p):
+        with fs.open(p, "rb") as f:
+            if f.read() == data:
+                return path
+    with fs.open(p, "wb") as f:
+        f.write(data)
+    return path
+
+
 def gate_summary(result) -> dict:
     return {"expectations": len(result.checks), "passed": len(result.checks) - len(result.failed),
             "max_dead_letter_rate": result.options["max_dead_letter_rate"], "image_check": result.options["image_check"]}
+
+
+def gate_sentence(summary: dict) -> str:
+    return (f"quality gate: {summary['passed']} of {summary['expectations']} Great Expectations expectations met "
+            f"(dead-letter rate at most {summary['max_dead_letter_rate']}, image check {summary['image_check']})")
 
 
 def read_front_matter(card: str) -> dict:

@@ -1,12 +1,16 @@
 """`sciga publish OUT --repo-id ORG/NAME --version v1.2.0`: gate, then one Hub commit plus a tag.
 
 1. The quality gate runs first; a failing build is refused before any request reaches the Hub.
-2. The plan compares the build (shards by sha256, the generated card by git blob id) with
-   the repo: the files at the version's tag if it exists, else at ``main``.
+2. The build's dataset card (``OUT/README.md``, pipelines/dataset_card.py) is written if it is
+   missing or stale, and that file is what gets uploaded: the card depends on the build only,
+   so the folder and the Hub carry the same card. The plan compares the build (shards by
+   sha256, the card by git blob id) with the repo: the files at the version's tag if it
+   exists, else at ``main``.
    - tag exists with the same files: already published, nothing to do;
    - tag exists with other files: refused (a version is immutable; pick a new one);
    - otherwise one commit adds changed files and deletes shards the build no longer has,
-     then the version tag points at it. Unchanged shards are not uploaded again.
+     then the version tag points at it. Unchanged shards are not uploaded again; a new
+     version of a build that is already on ``main`` is only a new tag.
 3. Resumable: LFS objects that reached the Hub before an interruption are not sent again
    (the LFS batch API reports them present), and a commit that landed without its tag is
    found unchanged on the next run, which only adds the tag.
@@ -27,6 +31,7 @@ from typing import Optional
 
 import fsspec
 
+from sciga.pipelines.dataset_card import CARD
 from sciga.transforms.write.manifest import read_manifest
 from sciga.schemas.arrow import CONFIGS
 
@@ -34,7 +39,6 @@ log = logging.getLogger("sciga.publish")
 VERSION_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.\-]+)?$")
 REPO_ID_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[A-Za-z0-9][\w.\-]*$")
 REPO_TYPE = "dataset"
-CARD = "README.md"
 
 
 class PublishError(Exception):
@@ -167,14 +171,40 @@ def _unreachable(api, e: BaseException) -> PublishError:
                         "the network, then run the same command again.")
 
 
-def _commit_texts(manifest: dict, version: str) -> tuple[str, str]:
+def _commit_texts(manifest: dict, version: str, gate: dict) -> tuple[str, str]:
+    from sciga.pipelines.dataset_card import gate_sentence
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     c = manifest.get("counts") or {}
     title = f"Publish {version}: {c.get('papers', 0)} papers, {c.get('figures', 0)} figures, {c.get('subfigures', 0)} subfigures"
     desc = (f"sciga-builder {manifest.get('builder_version', BUILDER_VERSION)}, schema {manifest.get('schema_version', SCHEMA_VERSION)}; "
-            f"inputs sha256 {(manifest.get('inputs') or {}).get('sha256')}; quality gate passed.")
+            f"inputs sha256 {(manifest.get('inputs') or {}).get('sha256')}; {gate_sentence(gate)}.")
     return title, desc
+
+
+def build_card(out_dir: str, notes: list, write: bool = True) -> str:
+    """The build's card text, written to OUT/README.md first when missing or stale (a build
+    made before the build wrote cards, or a folder changed since). A folder that cannot be
+    written (read-only bucket) still publishes the same text, with a note. A dry run
+    (``write=False``) only says what it would write."""
+    from sciga.pipelines.dataset_card import card_path, dataset_card_text
+
+    text = dataset_card_text(out_dir)
+    fs, p = fsspec.core.url_to_fs(card_path(out_dir))
+    try:
+        current = fs.cat_file(p) if fs.exists(p) else None
+    except OSError:
+        current = None
+    if current != text.encode("utf-8") and not write:
+        notes.append(f"would {'write' if current is None else 'refresh'} the dataset card {card_path(out_dir)}")
+    elif current != text.encode("utf-8"):
+        try:
+            with fs.open(p, "wb") as f:
+                f.write(text.encode("utf-8"))
+            notes.append(f"{'wrote' if current is None else 'refreshed'} the dataset card {card_path(out_dir)}")
+        except OSError as e:
+            notes.append(f"could not write {card_path(out_dir)} ({type(e).__name__}); uploaded the card from memory")
+    return text
 
 
 def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, private: bool = False,
@@ -182,7 +212,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
-    from sciga.pipelines.dataset_card import gate_summary, render_card
+    from sciga.pipelines.dataset_card import gate_summary
     from sciga.pipelines.validate import check_is_build
     from sciga.quality.gate import run_gate
 
@@ -203,11 +233,11 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
 
     # 2. The files this version consists of.
     manifest = read_manifest(out_dir)
-    card = render_card(out_dir, manifest, repo_id, version, gate_summary(gate))
+    result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
+    card = build_card(out_dir, result.notes, write=not dry_run)
     local = local_files(out_dir, manifest, card)
 
     api = HfApi(endpoint=endpoint)
-    result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
 
     # 3. What the Hub has: refs, and the files at the version's tag (if any) and at main.
     try:
@@ -264,14 +294,14 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         if add or delete:
             ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=local[p].source) for p in add]
             ops += [CommitOperationDelete(path_in_repo=p) for p in delete]
-            title, desc = _commit_texts(manifest, version)
+            title, desc = _commit_texts(manifest, version, gate_summary(gate))
             log.info("committing %d additions and %d deletions to %s", len(add), len(delete), repo_id)
             info = api.create_commit(repo_id, ops, commit_message=title, commit_description=desc, repo_type=REPO_TYPE,
                                      parent_commit=head)
             commit = info.oid
         else:
             result.status = "tagged"
-            result.notes.append("the files were already on main (an earlier run committed them); only the tag was missing")
+            result.notes.append("main already holds exactly these files (an earlier publish of this build); only the tag was added")
         from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
         api.create_tag(repo_id, tag=version, revision=commit, repo_type=REPO_TYPE,

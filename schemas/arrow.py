@@ -1,7 +1,10 @@
 """Arrow schemas of the published configs and the record -> row conversion.
 
 Records become Arrow only here, at the writer. Each config's schema carries the schema
-version in its metadata so a shard read on its own still says what contract it follows.
+version in its metadata so a shard read on its own still says what contract it follows, and
+the Hugging Face `datasets` features derived from its types (schemas/hf_features.py) so that
+plain Parquet readers of `datasets` see ``image`` as an ``Image()``. Every writer that builds
+tables with ``SCHEMAS[config]`` carries both.
 """
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from sciga.schemas.hf_features import with_hf_features
 from sciga.schemas.records import DeadLetter, FigureRow, MentionRow, Paper
 from sciga.schemas.version import SCHEMA_VERSION
 
@@ -121,7 +125,8 @@ PROVENANCE = pa.struct(
 
 
 def _with_version(schema: pa.Schema, config: str) -> pa.Schema:
-    return schema.with_metadata({b"sciga.schema_version": SCHEMA_VERSION.encode(), b"sciga.config": config.encode()})
+    versioned = schema.with_metadata({b"sciga.schema_version": SCHEMA_VERSION.encode(), b"sciga.config": config.encode()})
+    return with_hf_features(versioned)
 
 
 PAPERS = _with_version(

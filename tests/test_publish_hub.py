@@ -56,9 +56,10 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     local_shards = sorted(p.relative_to(build_copy).as_posix() for p in (build_copy / "data").rglob("*.parquet"))
 
     # v1.0.0: repo created, one commit with every shard and the card, then the tag.
+    (build_copy / "README.md").unlink(missing_ok=True)  # a build from before builds wrote their card
     assert publish(build_copy, "v1.0.0", hub) == 0
     out = capsys.readouterr().out
-    assert "published" in out
+    assert "published" in out and "wrote the dataset card" in out
     commits = hub.commits(REPO)
     assert len(commits) == 2  # the repo's initial .gitattributes commit + ours
     assert len(commit_posts(hub)) == 1
@@ -73,6 +74,7 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert len(puts(hub)) == len(local_shards)
 
     card = files["README.md"].decode()
+    assert files["README.md"] == (build_copy / "README.md").read_bytes()  # the folder's card is the Hub's card
     meta = read_front_matter(card)
     assert meta["license"] == "other"
     by_name = {c["config_name"]: c for c in meta["configs"]}
@@ -85,8 +87,9 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert infos["papers"]["splits"][0]["num_examples"] == manifest["counts"]["papers"]
     assert infos["figures"]["splits"][0]["num_examples"] == manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
     assert {"name": "image", "dtype": "image"} in infos["figures"]["features"]
-    assert "v1.0.0" in card and f"schema version {SCHEMA_VERSION}" in card and manifest["inputs"]["sha256"] in card
-    assert "quality gate: 45 of 45 Great Expectations expectations met" in card
+    assert f"schema version {SCHEMA_VERSION}" in card and manifest["inputs"]["sha256"] in card
+    assert str(build_copy) not in card and "v1.0.0" not in card  # a function of the build alone
+    assert "quality gate: 45 of 45 Great Expectations expectations met" in commits[0].message
 
     # Same build, same version: a no-op that writes nothing.
     before = len(hub.requests)
@@ -95,20 +98,20 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert [r for r in hub.requests[before:] if r[0] in ("POST", "PUT")] == []
     assert len(hub.commits(REPO)) == 2
 
-    # Same build, new version: one new commit (only the card changes) and a new tag; no shard re-uploaded.
+    # Same build, new version: the files on main are already this build's, so only a new tag.
+    before = len(hub.requests)
     assert publish(build_copy, "v1.1.0", hub) == 0
-    commits = hub.commits(REPO)
-    assert len(commits) == 3 and repo.tags["v1.1.0"][0] == commits[0].oid
-    changed = {p for p in commits[0].files if commits[0].files[p].data != commits[1].files.get(p, None).data}
-    assert changed == {"README.md"}
-    assert len(puts(hub)) == len(local_shards)
+    assert "tagged" in capsys.readouterr().out
+    assert len(hub.commits(REPO)) == 2 and repo.tags["v1.1.0"][0] == repo.tags["v1.0.0"][0]
+    writes = [p for m, p in hub.requests[before:] if m in ("POST", "PUT")]
+    assert len(writes) == 1 and f"/api/datasets/{REPO}/tag/" in writes[0]
 
     # A version never changes: different files under an existing tag are refused.
     rewrite_shard(build_copy, "mentions", lambda rows: rows[:-1])
     edit_manifest(build_copy, lambda m: m["counts"].__setitem__("mentions", m["counts"]["mentions"] - 1))
     assert publish(build_copy, "v1.1.0", hub) == 1
     assert "already exists" in capsys.readouterr().err
-    assert len(hub.commits(REPO)) == 3
+    assert len(hub.commits(REPO)) == 2
 
     out_err = capsys.readouterr()
     assert TOKEN not in caplog.text and TOKEN not in out_err.out and TOKEN not in out_err.err
@@ -205,6 +208,39 @@ def _hub_env(hub, tmp_path) -> dict:
     return env
 
 
+# Loads every config four ways (local folder, local streaming, Hub, Hub streaming) and prints
+# per way and config: the features, the row count and a digest of every row (images as bytes).
+LOAD_ALL_WAYS = r"""
+import hashlib, json, sys
+import datasets
+from datasets import load_dataset
+folder, repo, rev = sys.argv[1], sys.argv[2], sys.argv[3]
+configs = json.loads(sys.argv[4])
+
+def digest(rows):
+    h, n = hashlib.sha256(), 0
+    for r in rows:
+        n += 1
+        h.update(json.dumps(r, sort_keys=True, default=lambda b: hashlib.sha256(b).hexdigest()).encode())
+    return n, h.hexdigest()
+
+out = {}
+for way, path, kw in (("folder", folder, {}), ("folder_streaming", folder, {"streaming": True}),
+                      ("hub", repo, {"revision": rev}), ("hub_streaming", repo, {"revision": rev, "streaming": True})):
+    for config in configs:
+        ds = load_dataset(path, config, split="train", **kw)
+        features = ds.features.to_dict()
+        if config == "figures":
+            first = next(r["image"] for r in ds if r["image"] is not None)
+            image_type = type(first).__name__
+            ds = ds.cast_column("image", datasets.Image(decode=False))
+        else:
+            image_type = None
+        n, d = digest(ds)
+        out[f"{way}/{config}"] = {"features": features, "rows": n, "digest": d, "image_type": image_type}
+print(json.dumps(out))
+"""
+
 LOAD_FROM_HUB = r"""
 import duckdb, sys
 from datasets import load_dataset
@@ -220,9 +256,13 @@ print(papers.num_rows, figures.num_rows, type(img).__name__, img.size[0] > 0, n)
 """
 
 
-def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, sample_build, tmp_path):
-    assert publish(sample_build, "v1.0.0", hub) == 0
-    manifest = json.loads((sample_build / "manifest.json").read_text())
+def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_copy, tmp_path):
+    from sciga.pipelines.dataset_card import write_dataset_card
+    from sciga.schemas.arrow import SCHEMAS
+
+    write_dataset_card(str(build_copy))  # what the build does at its end
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    manifest = json.loads((build_copy / "manifest.json").read_text())
     n_papers = manifest["counts"]["papers"]
     n_figs = manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
     env = _hub_env(hub, tmp_path)
@@ -231,6 +271,26 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, sample_b
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.split() == [str(n_papers), str(n_figs), "PngImageFile", "True", str(n_figs)]
     assert TOKEN not in res.stdout + res.stderr
+
+    # The build folder, streaming mode and the Hub give the same features and the same rows.
+    configs = [c["config_name"] for c in read_front_matter((build_copy / "README.md").read_text())["configs"]]
+    assert configs == ["papers", "figures", "mentions"]
+    res = subprocess.run([sys.executable, "-c", LOAD_ALL_WAYS, str(build_copy), REPO, "v1.0.0", json.dumps(configs)], env=env,
+                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    loaded = json.loads(res.stdout.strip().splitlines()[-1])
+    import datasets
+
+    for config in configs:
+        expected = datasets.Features.from_arrow_schema(SCHEMAS[config]).to_dict()
+        ways = {w: loaded[f"{w}/{config}"] for w in ("folder", "folder_streaming", "hub", "hub_streaming")}
+        for way, got in ways.items():
+            assert got["features"] == expected, (config, way)
+            assert (got["rows"], got["digest"]) == (ways["folder"]["rows"], ways["folder"]["digest"]), (config, way)
+        if config == "figures":
+            assert ways["folder"]["rows"] == n_figs
+            assert {w["image_type"] for w in ways.values()} == {"PngImageFile"}
+    assert loaded["folder/figures"]["features"]["image"] == {"_type": "Image"}
 
     # `sciga sql` straight on the published version.
     res = subprocess.run([sys.executable, "-m", "sciga", "sql", f"hf://datasets/{REPO}@v1.0.0",
@@ -243,28 +303,60 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, sample_b
 LOAD_LOCAL = r"""
 import sys
 from datasets import load_dataset
-folder, shards = sys.argv[1], sys.argv[2]
-papers = load_dataset("parquet", data_files={"train": shards + "/data/papers/*.parquet"}, split="train")
-figures = load_dataset(folder, "figures", split="train")  # through the card's configs
+folder = sys.argv[1]
+papers = load_dataset("parquet", data_files={"train": folder + "/data/papers/*.parquet"}, split="train")
+figures = load_dataset("parquet", data_files={"train": folder + "/data/figures/*.parquet"}, split="train")  # plain Parquet
 img = next(r["image"] for r in figures if r["image"] is not None)
-print(papers.num_rows, figures.num_rows, type(img).__name__)
+by_card = load_dataset(folder, "figures", split="train")  # through the card's configs
+print(papers.num_rows, figures.num_rows, type(img).__name__, by_card.num_rows, by_card.features["image"].__class__.__name__)
 """
 
 
-def test_build_folder_loads_with_datasets_locally(sample_build, tmp_path):
-    import shutil
+def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
+    from sciga.pipelines.dataset_card import card_path, dataset_card_text, write_dataset_card
 
-    from sciga.pipelines.dataset_card import render_card
-    from sciga.transforms.write.manifest import read_manifest
+    path = write_dataset_card(str(build_copy))
+    assert path == card_path(str(build_copy)) and os.path.isfile(path)
+    card = (build_copy / "README.md").read_text()
+    assert card == dataset_card_text(str(build_copy))
+    mtime = os.stat(path).st_mtime_ns
+    write_dataset_card(str(build_copy))  # unchanged build: the file is left alone
+    assert os.stat(path).st_mtime_ns == mtime
 
-    folder = tmp_path / "with_card"
-    shutil.copytree(sample_build / "data", folder / "data")
-    (folder / "README.md").write_text(render_card(str(sample_build), read_manifest(str(sample_build)), REPO, "v0.0.1", {}))
+    meta = read_front_matter(card)
+    manifest = json.loads((build_copy / "manifest.json").read_text())
+    c = manifest["counts"]
+    assert [x["config_name"] for x in meta["configs"]] == ["papers", "figures", "mentions"]  # the sample has no dead letters
+    infos = {i["config_name"]: i for i in meta["dataset_info"]}
+    assert infos["mentions"]["splits"] == [{"name": "train", "num_bytes": infos["mentions"]["dataset_size"],
+                                            "num_examples": c["mentions"]}]
+    assert meta["license"] == "other" and "papers.license" in card and "http://creativecommons.org/licenses/by/4.0/" in card
+    for line in (f"| papers | {c['papers']} |", f"| figures | {c['figures'] + c['subfigures']} |", f"| mentions | {c['mentions']} |"):
+        assert line in card
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-c", LOAD_LOCAL, str(folder), str(sample_build)], env=env, capture_output=True,
+    res = subprocess.run([sys.executable, "-c", LOAD_LOCAL, str(build_copy)], env=env, capture_output=True,
                          text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]
-    manifest = json.loads((sample_build / "manifest.json").read_text())
-    c = manifest["counts"]
-    assert res.stdout.split() == [str(c["papers"]), str(c["figures"] + c["subfigures"]), "PngImageFile"]
+    n_figs = c["figures"] + c["subfigures"]
+    assert res.stdout.split() == [str(c["papers"]), str(n_figs), "PngImageFile", str(n_figs), "Image"]
+
+
+def test_browse_a_published_version(hub, build_copy, tmp_path):
+    """`sciga browse` reads a build through fsspec: here straight from the (loopback) Hub."""
+    assert publish(build_copy, "v1.0.0", hub) == 0
+    site = tmp_path / "site"
+    res = subprocess.run([sys.executable, "-m", "sciga", "browse", f"hf://datasets/{REPO}@v1.0.0", "--output", str(site),
+                          "--papers", "1"], env=_hub_env(hub, tmp_path), capture_output=True, text=True, timeout=300,
+                         cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "paper pages        1 of 4 papers" in res.stdout
+    page = (site / "papers" / "2511.99001.html").read_text()
+    assert 'id="fig-2511.99001_F3.2"' in page and 'href="#fig-2511.99001_F3.2"' in page
+    assert sorted(p.name for p in (site / "images" / "2511.99001").iterdir()) == [
+        "2511.99001_F1.png", "2511.99001_F2.png", "2511.99001_F3.1.png", "2511.99001_F3.2.png", "2511.99001_F3.3.png"]
+    assert TOKEN not in res.stdout + res.stderr + page
+    # A published version has no manifest.json: the index takes versions and counts from the shards.
+    index = (site / "index.html").read_text()
+    assert f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, figures 14, mentions 27, papers 4" in index
