@@ -123,7 +123,7 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
     for s in sorted(anchor_spans, key=lambda s: (s.start, s.end, s.ref_id)):
         if s.resolution not in (None, "anchor"):
             continue  # spans of an earlier linking run are recomputed below
-        start, end, refs = s.start, s.end, [(s.ref_id, ())]
+        start, end, refs = s.start, s.end, [(s.ref_id, tuple(s.panels or ()))]  # panels: an earlier run's
         kw = keyword_before(masked, start)
         if kw is not None:
             start = kw
