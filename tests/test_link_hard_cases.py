@@ -148,8 +148,8 @@ def test_panel_lists_and_ranges_on_the_multi_page():
 
 def test_one_mention_per_figure_without_panel_elements():
     """The old behaviour gave one row per letter for the same figure."""
-    c = Counter((r.paragraph_index, r.figure_id, r.char_start) for r in mentions("multi") if r.figure_id == "multi_F5")
-    assert max(c.values()) == 1
+    c = Counter(paragraph_html_id(linked("multi"), r) for r in mentions("multi") if r.figure_id == "multi_F5")
+    assert c == {"S1.p1": 1, "S1.p2": 1}  # "Figures 4-6" (range) and "Figure 5a,b,c"
 
 
 def test_sample_panel_mentions_are_unchanged():

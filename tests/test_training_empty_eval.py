@@ -9,9 +9,16 @@ import pytest
 from quality_fixtures import sample_build  # noqa: F401
 from sciga.pipelines.cli import main
 from sciga.training import metrics
-from sciga.training.cli import NOTHING_TO_EVALUATE
 
 from training_fixtures import tiny_build
+
+NOTHING_TO_EVALUATE = 3  # sciga.training.cli.NOTHING_TO_EVALUATE: the exit status of an empty split
+
+
+def test_exit_status_constant():
+    from sciga.training.cli import NOTHING_TO_EVALUATE as status
+
+    assert status == NOTHING_TO_EVALUATE
 
 
 def _results(path):
