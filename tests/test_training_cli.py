@@ -6,6 +6,7 @@ import pytest
 
 from sciga.pipelines.cli import main
 from sciga.pipelines.manifest import read_manifest
+from sciga.schemas.version import SCHEMA_VERSION
 
 from training_fixtures import tiny_build
 
@@ -44,7 +45,7 @@ def test_results_table_in_sciga_format(run):
     for label in ("(i) Abs2Cap | BM25", "(i) Abs2Cap | ROUGE-L", "(BL) Random Sampling | -", "(iv) Abs2Fig w/cap | tiny dual encoder",
                   "(iii) Abs2Fig | tiny dual encoder"):
         assert label in md
-    assert "schema 1.0.0 / builder 0.1.0 / inputs synthetic-16" in md
+    assert f"schema {SCHEMA_VERSION} / builder 0.1.0 / inputs synthetic-16" in md
 
 
 def test_results_json_records_model_data_version_and_seed(run):

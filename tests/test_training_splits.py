@@ -9,6 +9,7 @@ from sciga.training.data import data_version, iter_example_images, load_examples
 from sciga.training.ground_truth import Candidate, Example, Unit, build_example
 from sciga.training.splits import assign_splits, in_experiment_subset, split_of
 from sciga.schemas.arrow import TO_ROW
+from sciga.schemas.version import SCHEMA_VERSION
 from sciga.transforms.parse.figure_rows import figure_rows
 
 from training_fixtures import make_papers, paper_ids, tiny_build
@@ -71,7 +72,7 @@ def test_ground_truth_sources_on_the_synthetic_build(tmp_path):
     for pid, unit_ids in got:
         assert unit_ids == sorted(u.id for c in examples[pid].candidates for u in c.units)
     v = data_version(build)
-    assert v["schema_version"] == "1.0.0" and v["inputs_sha256"]
+    assert v["schema_version"] == SCHEMA_VERSION and v["inputs_sha256"]
 
 
 def test_candidate_order_carries_no_position():
