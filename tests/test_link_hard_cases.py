@@ -114,6 +114,29 @@ def test_muse_saharia_figure_is_a_counted_rejection():
     assert not [r for r in mentions("muse") if r.resolution == "text"]
 
 
+@pytest.mark.parametrize("text, foreign", [
+    ("a complete overview is given in Figure 1 of [12].", True),
+    ("see figure 1 of smith2018 for details", True),  # a \cite key LaTeXML printed bare
+    ("as in Fig. 3 in Smith et al. (2019), we crop", True),
+    ("Their Figure 4 shows", True),
+    ("and its Fig. 2 repeats it", True),
+    ("Figure 2 of Smith's paper", True),
+    ("Figure 3 of Zhu2022CVPR", True),
+    ("Figure 1 of LABEL:smith18", True),  # an unresolved citation-like reference
+    ("Figure 4 in Section 3", False),
+    ("Figure 2 of our paper", False),
+    ("In Figure 2 of the main text", False),
+    ("Figure 5 in LABEL:sec:appendix", False),  # this paper's own (unresolved) appendix
+    ("bits Figure 3", False),
+])
+def test_other_work_grammar(text, foreign):
+    from sciga.transforms.link.grammar import find_expressions
+
+    (expr,) = find_expressions(text, foreign=True)
+    assert expr.foreign is foreign
+    assert [e.foreign for e in find_expressions(text)] == ([] if foreign else [False])
+
+
 def test_rejections_are_counted_once_when_linking_again():
     paper = link_paper(parse("foreign"))
     link_paper(paper)

@@ -64,12 +64,16 @@ _PANEL_ONLY_BARE_RE = re.compile(r"(?P<a>[a-zA-Z])(?![A-Za-z0-9'])")
 # "Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]", "Figure 3 of Smith et al.", "of their paper",
 # "Figure 1 of another paper" (a link into another paper's HTML is not kept by the parser),
 # "Figure 2 of Smith's paper", "figure 1 of smith2018" / "of Zhu2022CVPR" (a \cite key LaTeXML
-# could not resolve is printed as the bare key), "Figure 1 of LABEL:..." / "of ??" (unresolved).
+# could not resolve is printed as the bare key), "Figure 1 of LABEL:smith18" / "of ??"
+# (unresolved; "Figure 5 in LABEL:sec:appendix" is this paper's appendix, not another work).
 _FOREIGN_RE = re.compile(
     r"\s+(?:in|of|from)\s+(?:\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
     r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work)|"
     r"[A-Z][\w\-']+(?:\s+and\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4})|"
-    r"[A-Z][\w\-]*['\u2019]s\s|LABEL:|\?\?|"
+    r"[A-Z][\w\-]*['\u2019]s\s|\?\?|"
+    # an unresolved reference, unless its label names a part of this paper ("LABEL:sec:app")
+    r"LABEL:(?!(?:s|ss|sub|subsec|sec|sect|section|app|appx|appendix|ch|chap|chapter|part|fig|figure|tab|table|"
+    r"eq|eqn|alg|lst|thm|lem|def)[:._\-])|"
     r"[A-Za-z][A-Za-z\-]*(?:19|20)\d\d[A-Za-z0-9]*\b|[A-Za-z]+[:_][A-Za-z]*\d{2,4}\w*)"
 )
 # "their Figure 4", "its Fig. 2": a possessive right before the keyword.
