@@ -28,8 +28,8 @@ those that name one of this paper's figure numbers are counted in ``stats["other
 """
 from __future__ import annotations
 
-from bisect import bisect_right
 import re
+from bisect import bisect_right
 from typing import Iterable, Mapping, MutableMapping, Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
