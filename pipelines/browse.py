@@ -199,7 +199,7 @@ def _teaser_href(view: PaperView, images: dict) -> Optional[str]:
 
 
 def browse(options: BrowseOptions) -> BrowseResult:
-    from sciga.pipelines.manifest import read_manifest
+    from sciga.transforms.write.manifest import read_manifest
     from sciga.pipelines.validate import check_is_build
 
     t0 = time.perf_counter()

@@ -246,7 +246,7 @@ def card_path(out_dir: str) -> str:
 
 def dataset_card_text(out_dir: str) -> str:
     """The card the build in ``out_dir`` should carry (reads manifest.json and the shards)."""
-    from sciga.pipelines.manifest import read_manifest
+    from sciga.transforms.write.manifest import read_manifest
 
     return render_card(out_dir, read_manifest(out_dir))
 

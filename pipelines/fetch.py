@@ -79,6 +79,8 @@ class FetchSummary:
     failures: list = field(default_factory=list)  # (id, part, error_type, message)
     requests: int = 0
     retries: int = 0
+    dump_pages: int = 0  # pages read from local ar5iv dumps (no request)
+    dump_bytes: int = 0
 
     def text(self) -> str:
         mib = self.bytes / (1 << 20)
@@ -89,6 +91,9 @@ class FetchSummary:
             f"  parts   fetched {self.fetched}, cached {self.cached}, failed {self.failed}",
             f"  network {mib:.2f} MiB downloaded in {self.requests} requests ({self.retries} retries)",
         ]
+        if self.dump_pages:
+            lines.append(f"  dumps   {self.dump_pages} pages ({self.dump_bytes / (1 << 20):.2f} MiB) read from local "
+                         "ar5iv dumps, no request")
         for pid, part, et, msg in self.failures[:20]:
             lines.append(f"  failed  {pid} {part} [{et}]: {msg}")
         if len(self.failures) > 20:
@@ -189,7 +194,11 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
             else:
                 summary.failed += 1
                 summary.failures.append((o.paper_id, o.part, o.error_type or "failed", o.message or ""))
-            summary.bytes += o.bytes
+            if getattr(o, "source", "http") == "dump":
+                summary.dump_bytes += o.bytes
+                summary.dump_pages += o.status == fx.FETCHED
+            else:
+                summary.bytes += o.bytes
         progress.done(o.status)
 
     def part_done(pid: str) -> None:
@@ -364,6 +373,8 @@ def _write_report(cache, summary: FetchSummary, endpoints) -> None:
         "bytes": summary.bytes,
         "requests": summary.requests,
         "retries": summary.retries,
+        "dump_pages": summary.dump_pages,
+        "dump_bytes": summary.dump_bytes,
         "seconds": round(summary.seconds, 3),
         "finished_unix": int(time.time()),
         "endpoints": {"arxiv_api_url": endpoints.arxiv_api_url, "html_base_url": endpoints.html_base_url,

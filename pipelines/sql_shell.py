@@ -1,7 +1,7 @@
 """`sciga sql OUT ["SELECT ..."]`: DuckDB over a build's shards, configs and task views pre-registered.
 
-With a query (or ``--view NAME``) it prints or exports the result (``--format
-table|csv|json|parquet``, ``--output FILE``); without one it starts a small line-based
+With a query (or ``--view NAME``, with ``--param NAME=VALUE`` for the view's parameters)
+it prints or exports the result (``--format table|csv|json|parquet``, ``--output FILE``); without one it starts a small line-based
 shell: statements end with ``;``, ``.views`` lists the registered views, ``.schema NAME``
 shows one, ``.quit`` leaves. OUT may be a local folder, any fsspec path, or a published
 dataset on the Hub, ``hf://datasets/ORG/NAME@v1.2.0`` (read through huggingface_hub's
@@ -30,10 +30,15 @@ def add_sql_arguments(ap: argparse.ArgumentParser) -> None:
                     help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)")
     ap.add_argument("--output", metavar="FILE", help="write the result here instead of standard output")
     ap.add_argument("--max-rows", type=int, default=40, help="rows shown by the table format (default 40)")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="a task view parameter, e.g. --view method_diagrams --param min_ratio=1.2 "
+                         "(or VIEW.NAME=VALUE); repeatable. --list-params shows them")
+    ap.add_argument("--list-params", action="store_true", help="list every task view parameter with its default and exit")
 
 
-def open_build(out: str) -> duckdb.DuckDBPyConnection:
-    """A connection with the build's configs and task views registered."""
+def open_build(out: str, params: Optional[dict] = None, view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
+    """A connection with the build's configs and task views registered (and view
+    parameters set: ``{"min_ratio": "1.2"}`` with ``view``, or ``{"VIEW.NAME": ...}``)."""
     from sciga.pipelines.duckdb_views import connect
 
     con = duckdb.connect()
@@ -41,7 +46,17 @@ def open_build(out: str) -> duckdb.DuckDBPyConnection:
         # DuckDB's own hf:// support lives in the httpfs extension, downloaded on first use;
         # huggingface_hub's fsspec filesystem reads the same paths with the user's login.
         con.register_filesystem(hf_filesystem())
-    return connect(out, con)
+    return connect(out, con, params=params, view=view)
+
+
+def params_text() -> str:
+    from sciga.pipelines.duckdb_views import view_parameters
+
+    lines = []
+    for view, params in view_parameters().items():
+        for p in params:
+            lines.append(f"{view}.{p.name}\t{p.type.lower()}\tdefault {p.default}\t{p.help}")
+    return "\n".join(lines) + "\n" if lines else "no task view takes parameters\n"
 
 
 def hf_filesystem():
@@ -159,11 +174,19 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
 
 
 def run_sql(args) -> int:
+    from sciga.pipelines.duckdb_views import ViewParamError, parse_param_args
     from sciga.pipelines.validate import check_is_build
 
+    if getattr(args, "list_params", False):
+        sys.stdout.write(params_text())
+        return 0
     if not args.out.startswith("hf://"):
         check_is_build(args.out)
-    con = open_build(args.out)
+    try:
+        con = open_build(args.out, parse_param_args(getattr(args, "param", None)), args.view)
+    except ViewParamError as e:
+        print(f"sciga sql: --param: {e}.", file=sys.stderr)
+        return 2
     query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
     fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
     if fmt not in FORMATS:

@@ -22,8 +22,10 @@ def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
                     help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
     ap.add_argument("--image-check", choices=IMAGE_CHECKS, default="decode",
                     help="decode every embedded image (default), only read headers and structure, or skip images")
-    ap.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS, metavar="N",
-                    help="images with more pixels than N fail the gate without being decoded")
+    ap.add_argument("--max-image-pixels", type=int, default=None, metavar="N",
+                    help="images with more pixels than N fail the gate without being decoded (default: the "
+                         "--max-image-pixels the build was made with, from manifest.json; else "
+                         f"{DEFAULT_MAX_PIXELS:,})")
     ap.add_argument("--image-workers", type=int, default=os.cpu_count() or 1, metavar="N",
                     help="processes decoding images (default: one per core)")
 

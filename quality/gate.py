@@ -135,7 +135,10 @@ def _fmt(v: Any) -> str:
 def _examples(result: dict, columns: list[str], table: FlatTable) -> list[str]:
     out = []
     for item in (result.get("partial_unexpected_index_list") or [])[:MAX_EXAMPLES]:
-        record = table.label(item) if table.label else item.get("record", "?")
+        record = table.label(item) if table.label else item.get("record")
+        if record is None or record is pd.NA or (isinstance(record, float) and record != record):
+            # A row without a name: show what the row holds instead of a bare "?".
+            record = ", ".join(f"{k}={_fmt(v)}" for k, v in item.items()) or "(a row without any value)"
         vals = [(c, item.get(c)) for c in columns if c in item and c not in table.index]
         vals = [(c, v) for c, v in vals if not isinstance(v, (bool, np.bool_))]  # "listed=False" says nothing new
         if vals == [("skeleton", item.get("skeleton"))]:
@@ -191,17 +194,36 @@ def _error_checks(table: FlatTable, options: dict, message: str) -> list[CheckRe
             for e in table.expectations(options)]
 
 
+def build_pixel_limit(manifest: Optional[dict]) -> Optional[int]:
+    """The pixel limit the build's vision stage decoded with (``options.max_image_pixels``
+    in manifest.json), or None when the manifest does not say."""
+    value = ((manifest or {}).get("options") or {}).get("max_image_pixels")
+    try:
+        return int(value) if value is not None and int(value) > 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
 def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER_RATE, image_check: str = "decode",
-             max_pixels: int = DEFAULT_MAX_PIXELS, image_workers: int = 1) -> GateResult:
+             max_pixels: Optional[int] = None, image_workers: int = 1) -> GateResult:
+    """``max_pixels`` None: images are checked against the limit the build was made with
+    (manifest.json), else the default; a number given here overrides both."""
     if image_check not in IMAGE_CHECKS:
         raise ValueError(f"image_check must be one of {IMAGE_CHECKS}, not {image_check!r}")
     t0 = time.perf_counter()
-    options = {"max_dead_letter_rate": max_dead_letter_rate, "image_check": image_check, "max_pixels": max_pixels}
     gx, ctx, bd = _gx_context()
     timings: dict = {}
 
     t = time.perf_counter()
     manifest, manifest_problem = facts.read_manifest(out_dir)
+    if max_pixels is not None:
+        pixel_source = "option"
+    elif build_pixel_limit(manifest) is not None:
+        max_pixels, pixel_source = build_pixel_limit(manifest), "manifest"
+    else:
+        max_pixels, pixel_source = DEFAULT_MAX_PIXELS, "default"
+    options = {"max_dead_letter_rate": max_dead_letter_rate, "image_check": image_check, "max_pixels": max_pixels,
+               "max_pixels_source": pixel_source}
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t
 

@@ -14,13 +14,13 @@ SVG files (``image_kind='svg'``) are XML: they must parse (no entities, no netwo
 """
 from __future__ import annotations
 
-import io
 import warnings
 from typing import Optional
 
 from PIL import Image
 
 from sciga.quality.defaults import DEFAULT_MAX_PIXELS, IMAGE_CHECKS  # noqa: F401
+from sciga.transforms.vision.decode import open_image
 
 
 def check_image(data: bytes, kind: Optional[str] = None, level: str = "decode",
@@ -33,7 +33,8 @@ def check_image(data: bytes, kind: Optional[str] = None, level: str = "decode",
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # DecompressionBombWarning: we enforce our own limit
-            with Image.open(io.BytesIO(data)) as im:
+            # open_image: no Pillow global limit (about 179 MP) before ours, as the vision stage decodes
+            with open_image(data) as im:
                 w, h = im.size
                 if w <= 0 or h <= 0:
                     return w, h, f"image has an empty size {w}x{h}"

@@ -9,6 +9,10 @@ from sciga.quality.gate import GateResult
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 
+_PIXEL_SOURCE = {"manifest": " (the build's --max-image-pixels, from manifest.json)", "default": " (default)",
+                 "option": " (--max-image-pixels)"}
+
+
 def _by_table(result: GateResult) -> "OrderedDict[str, list]":
     groups: OrderedDict = OrderedDict()
     for c in result.checks:
@@ -47,7 +51,8 @@ def _md_cell(s) -> str:
 def markdown(result: GateResult) -> str:
     lines = [f"# sciga quality gate: {'PASSED' if result.success else 'FAILED'}", "", _headline(result), "",
              f"Options: dead-letter rate at most {result.options['max_dead_letter_rate']:g}; "
-             f"image check `{result.options['image_check']}`, pixel limit {result.options['max_pixels']:,}.", "",
+             f"image check `{result.options['image_check']}`, pixel limit {result.options['max_pixels']:,}"
+             f"{_PIXEL_SOURCE.get(result.options.get('max_pixels_source'), '')}.", "",
              "Rows per config: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())), ""]
     if result.failed:
         lines += ["## Failed expectations", "", "| flat table | column | expectation | rule | unexpected | examples |",

@@ -55,9 +55,14 @@ def _sk(col: str) -> str:
     return skeleton_sql(col)
 
 
+# A (sub)caption that is nothing but its tag ("<TAG> (a) </TAG>") carries no text: the
+# parser empties such captions, so one in a build means a stage wrote a label as a caption.
+TAG_ONLY = r"coalesce(regexp_full_match({col}, '(?s)\s*<TAG>.*?</TAG>\s*'), false)"
+
+
 SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _pap AS
-        SELECT id, coalesce(provenance.id_source, '') AS id_source,
+        SELECT id, provenance.input_uri AS input_uri, coalesce(provenance.id_source, '') AS id_source,
                length(trim(coalesce(title, ''))) AS title_chars, length(trim(coalesce(abstract, ''))) AS abstract_chars,
                provenance.schema_version AS schema_version, {_sk('title')} AS title_sk, {_sk('abstract')} AS abstract_sk,
                {_sk('graphical_abstract.caption')} AS ga_sk, teaser, graphical_abstract.components AS ga_components
@@ -65,9 +70,10 @@ SETUP_SQL = [
     # Every figure and subfigure a paper defines.
     f"""CREATE OR REPLACE TEMP TABLE _fig AS
         WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
-        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk('f.caption')} AS caption_sk FROM f
+        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk('f.caption')} AS caption_sk,
+               false AS caption_tag_only FROM f
         UNION ALL
-        SELECT s.id, paper_id, 'subfigure', fid, {_sk('s.caption')} FROM
+        SELECT s.id, paper_id, 'subfigure', fid, {_sk('s.caption')}, {TAG_ONLY.format(col='s.caption')} FROM
           (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
     f"""CREATE OR REPLACE TEMP TABLE _tab AS
         SELECT t.id AS id, paper_id, {_sk('t.caption')} AS caption_sk
@@ -93,9 +99,21 @@ SETUP_SQL = [
     # The figures config, without image bytes.
     f"""CREATE OR REPLACE TEMP TABLE _figrows AS
         SELECT id, paper_id, parent_id, kind, image_kind, {_sk('caption')} AS caption_sk, {_sk('subcaption')} AS subcaption_sk,
-               coalesce(octet_length(image.bytes) > 0, false) AS has_image
+               coalesce(octet_length(image.bytes) > 0, false) AS has_image, {TAG_ONLY.format(col='subcaption')} AS subcaption_tag_only
         FROM figures""",
 ]
+
+
+# Names of rows in failure examples. A name is never NULL: a row that lacks the field that
+# names it (a paper without an id) is named by what it still has, so "e.g." always shows
+# which row failed.
+MENTION_NAME = ("coalesce(paper_id, '?') || ':' || coalesce(section_id, '?') || "
+                "CASE WHEN coalesce(context, 'paragraph') = 'paragraph' THEN '#p' || coalesce(CAST(paragraph_index AS VARCHAR), '?') "
+                "ELSE ' ' || context || ' ' || coalesce(context_id, section_id, '?') END")
+
+
+def _name(id_col: str, paper_col: str, what: str) -> str:
+    return (f"coalesce({id_col}, '(' || '{what} without an id, in paper ' || coalesce({paper_col}, '?') || ')')")
 
 
 def _ref_sql(relation: str, source: str, universe: str) -> str:
@@ -130,7 +148,7 @@ SECTIONS = "SELECT id, paper_id FROM _sec"
 # (relation, referrer rows with paper_id/referrer/target, universe)
 REFERENCES = [
     ("sections.figure_ids", "SELECT paper_id, id AS referrer, unnest(figure_ids) AS target FROM _sec", FIGS),
-    ("mentions.figure_id", "SELECT paper_id, paper_id || ':' || coalesce(section_id, '?') AS referrer, figure_id AS target FROM mentions", FIGS),
+    ("mentions.figure_id", f"SELECT paper_id, {MENTION_NAME} AS referrer, figure_id AS target FROM mentions", FIGS),
     ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM _pap", FIGS),
     ("graphical_abstract.components",
      "SELECT id AS paper_id, id AS referrer, unnest(ga_components) AS target FROM _pap WHERE ga_components IS NOT NULL", FIGS),
@@ -156,7 +174,7 @@ def _texts_sql() -> str:
         ("papers.tables.caption", "id", "caption_sk", "_tab"),
         ("figures.caption", "id", "caption_sk", "_figrows"),
         ("figures.subcaption", "id", "subcaption_sk", "_figrows"),
-        ("mentions.sentence", "paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index", _sk("sentence"),
+        ("mentions.sentence", MENTION_NAME + " || '[' || char_start || ':' || char_end || ']'", _sk("sentence"),
          "mentions"),
         ("dead_letter.message", "coalesce(paper_id, input_uri)", _sk("message"), "dead_letter"),
     ]
@@ -220,6 +238,7 @@ def _paper_figures(o):
            "figure ids are <paper id>_F<n> (subfigures <paper id>_F<n>.<m>)"),
         _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_parent", column_B="parent_id", ignore_row_if="both_values_are_missing"),
            "subfigure ids extend their parent figure's id"),
+        _true("caption_has_text", "a subfigure caption is never only its tag (<TAG> (a) </TAG> alone); no text is an empty caption"),
     ]
 
 
@@ -239,6 +258,7 @@ def _figures(o):
            "figures ids are <paper id>_F<n>[.<m>] of the row's paper"),
         _d(gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]), "kind is figure or subfigure"),
         _true("parent_consistent", "subfigures (and only they) have a parent_id"),
+        _true("subcaption_has_text", "a subcaption is never only its tag (<TAG> (a) </TAG> alone); no text is a NULL subcaption"),
         _d(gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
            f"image_kind is one of {', '.join(IMAGE_KINDS)}"),
     ]
@@ -323,36 +343,49 @@ def _images(o):
     ]
 
 
+def _missing(v) -> bool:
+    return v is None or str(v) in ("<NA>", "nan", "NaN")  # None, NaN, pandas NA
+
+
+def _span_label(r: dict) -> str:
+    """'mentions: P:S#p2[10:18] -> F3'; no '#p' for captions and titles (no paragraph)."""
+    para = "" if _missing(r.get("paragraph")) else f"#p{r.get('paragraph')}"
+    return f"{r.get('source')}: {r.get('section')}{para}[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"
+
+
 def flat_tables() -> list[FlatTable]:
     tables = [
         FlatTable("shards", "build", "shard files: presence, names, schema version, Arrow schema, sha256 and rows vs manifest", _shards),
         FlatTable("manifest_counts", "build", "manifest.json counts vs rows in the shards", _counts),
         FlatTable("build", "build", "build-level facts: schema version, dead-letter rate", _build),
         FlatTable("papers", "papers", "one row per paper: id format and uniqueness, title/abstract, schema version", _papers,
-                  sql="""SELECT coalesce(id, '?') AS record, id, id_source, title_chars, abstract_chars, schema_version
+                  sql="""SELECT coalesce(id, '(paper without an id: ' || coalesce(input_uri, 'input unknown') || ')') AS record,
+                                id, id_source, title_chars, abstract_chars, schema_version
                          FROM _pap"""),
         FlatTable("paper_figures", "papers", "papers.figures and their subfigures, unnested", _paper_figures,
-                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id,
+                  sql=r"""SELECT """ + _name("id", "paper_id", "figure") + r""" AS record, id, paper_id, parent_id,
                                  CASE WHEN kind = 'figure' THEN regexp_extract(id, '^(.+)_F\d+$', 1)
                                       ELSE regexp_extract(id, '^(.+)_F\d+\.\d+$', 1) END AS id_paper,
-                                 CASE WHEN kind = 'subfigure' THEN regexp_extract(id, '^(.+_F\d+)\.\d+$', 1) END AS id_parent
+                                 CASE WHEN kind = 'subfigure' THEN regexp_extract(id, '^(.+_F\d+)\.\d+$', 1) END AS id_parent,
+                                 NOT caption_tag_only AS caption_has_text
                           FROM _fig"""),
         FlatTable("sections", "papers", "papers.sections, unnested", _sections,
-                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id,
+                  sql=r"""SELECT """ + _name("id", "paper_id", "section") + r""" AS record, id, paper_id,
                                  regexp_extract(id, '^(.+)_(?:Pt\d+\.)?(?:S|A|Sx|Ch|P)[\w.]*$', 1) AS id_paper FROM _sec"""),
         FlatTable("figures", "figures", "one row per figure or subfigure image", _figures,
-                  sql=r"""SELECT coalesce(id, '?') AS record, id, paper_id, parent_id, kind, image_kind,
+                  sql=r"""SELECT """ + _name("id", "paper_id", "figures row") + r""" AS record, id, paper_id, parent_id, kind, image_kind,
                                  regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
-                                 coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent
+                                 coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent,
+                                 NOT subcaption_tag_only AS subcaption_has_text
                           FROM _figrows"""),
         FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
         FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
-                  sql="""SELECT paper_id || ':' || coalesce(section_id, '?') || '#p' || paragraph_index || '['
-                                || char_start || ':' || char_end || '] -> ' || figure_id AS record, surface FROM mentions"""),
+                  sql=f"""SELECT {MENTION_NAME} || '[' || coalesce(CAST(char_start AS VARCHAR), '?') || ':'
+                                || coalesce(CAST(char_end AS VARCHAR), '?') || '] -> ' || coalesce(figure_id, '?') AS record,
+                                surface FROM mentions"""),
         FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL,
                   index=("source", "section", "paragraph", "span_start", "span_end", "target"),
-                  label=lambda r: f"{r.get('source')}: {r.get('section')}#p{r.get('paragraph')}"
-                                  f"[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"),
+                  label=_span_label),
         FlatTable("texts", "papers+figures+mentions", "token skeletons of every text field that holds a token", _texts,
                   sql=_texts_sql()),
         FlatTable("dead_letter", "dead_letter", "one row per failed input", _dead_letter,

@@ -327,16 +327,18 @@ def figs_2511_99001(out: Path):
         text_center(d, 6 + k * 158 + 76, 162, f"t={k * 8}  ({tag})", font(12))
     save_png(strip, out / "teaser.png", colors=128)
 
+    # 640x300 (w:h 2.13): a method diagram inside PaperBanana's [1.5, 2.5] window, so the
+    # sample fills the method_diagrams view.
     boxes = {
-        "in": (10, 80, 90, 50, "Video\nframes", (230, 236, 250)),
-        "enc": (130, 80, 90, 50, "Frame\nencoder", (208, 228, 245)),
-        "rt": (250, 80, 90, 50, "Token\nrouter", (255, 226, 196)),
-        "mem": (370, 15, 110, 46, "Keyframe\nmemory", (220, 240, 215)),
-        "dec": (370, 140, 110, 50, "Mask\ndecoder", (208, 228, 245)),
-        "out": (520, 140, 100, 50, "Masks", (240, 220, 235)),
+        "in": (10, 125, 90, 50, "Video\nframes", (230, 236, 250)),
+        "enc": (130, 125, 90, 50, "Frame\nencoder", (208, 228, 245)),
+        "rt": (250, 125, 90, 50, "Token\nrouter", (255, 226, 196)),
+        "mem": (370, 40, 110, 46, "Keyframe\nmemory", (220, 240, 215)),
+        "dec": (370, 200, 110, 50, "Mask\ndecoder", (208, 228, 245)),
+        "out": (520, 200, 100, 50, "Masks", (240, 220, 235)),
     }
     arrows = [("in", "enc"), ("enc", "rt"), ("rt", "mem"), ("rt", "dec"), ("mem", "dec"), ("dec", "out")]
-    save_png(block_diagram(640, 210, boxes, arrows), out / "overview.png", colors=64)
+    save_png(block_diagram(640, 300, boxes, arrows), out / "overview.png", colors=64)
 
     xs = [10, 20, 40, 80, 160]
     im = line_plot(None, 400, 280, [

@@ -30,6 +30,7 @@ REF_SPAN = pa.struct(
         ("resolution", _str),
         ("sentence_start", pa.int32()),
         ("sentence_end", pa.int32()),
+        ("panels", _strs),
     ]
 )
 PARAGRAPH = pa.struct([("text", _str), ("html_id", _str), ("ref_spans", pa.list_(REF_SPAN))])
@@ -215,6 +216,7 @@ MENTIONS = _with_version(
             ("resolution", _str),
             ("context", _str),
             ("context_id", _str),
+            ("panels", _strs),
         ]
     ),
     "mentions",
@@ -249,6 +251,7 @@ def _plain(obj: Any) -> Any:
 def paper_row(paper: Paper) -> dict:
     d = _plain(paper)
     d.pop("figure_labels", None)  # transient input of the linking stage, not published
+    d.pop("rejected_mentions", None)  # transient output of the linking stage (build stats)
     return d
 
 

@@ -39,9 +39,12 @@ class RefSpan:
     text: str
     ref_id: str  # our figure, subfigure or table id
     # Added by the linking stage (issue 4); S2ORC readers can ignore them.
-    resolution: Optional[str] = None  # "anchor" (a.ltx_ref) | "label" (LABEL:... + TeX map) | "text"
+    resolution: Optional[str] = None  # "anchor" (a.ltx_ref) | "label" (LABEL:... + TeX map) | "text" | "range"
     sentence_start: Optional[int] = None  # the sentence holding the span, same offsets
     sentence_end: Optional[int] = None  # (set for figure references only)
+    # Panels the text names that no subfigure element stands for ("Figures 3b and c" of a
+    # figure without panel elements: ref_id is the figure, panels ["b", "c"]); [] otherwise.
+    panels: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -172,6 +175,10 @@ class Paper:
     # "fig:sub-a" -> "3a"), from PaperMeta or the TeX source stage; the linking stage uses it
     # to resolve "LABEL:fig:..." leftovers of unresolved references.
     figure_labels: dict[str, str] = field(default_factory=dict)
+    # Transient (not published): typed figure mentions the linking stage found but did not
+    # link, by reason ("other_work": "Figure 1 of [12]", "their Figure 4"). The build sums
+    # them into its stats (``sum(paper.rejected_mentions.values())`` per paper).
+    rejected_mentions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -281,9 +288,10 @@ class MentionRow:
     surface: str
     sentence: Optional[str] = None
     sentence_start: Optional[int] = None
-    resolution: str = "anchor"  # "anchor" | "label" | "text"
+    resolution: str = "anchor"  # "anchor" | "label" | "text" | "range"
     context: str = "paragraph"  # "paragraph" | "caption" | "title"
     context_id: Optional[str] = None
+    panels: list[str] = field(default_factory=list)  # panels named without a subfigure element ("b", "left")
 
 
 @dataclass

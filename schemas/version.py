@@ -5,6 +5,6 @@ a new schema version is a new dataset version, never a silent edit of an old one
 """
 from sciga import __version__ as BUILDER_VERSION
 
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.1.0"  # 1.1.0: mentions.panels, ref_spans[].panels, dead_letter.scope
 
 __all__ = ["SCHEMA_VERSION", "BUILDER_VERSION"]

@@ -35,9 +35,17 @@ CORPUS_PAGES = {
 }
 
 
+# LaTeXML 0.8.7 pages made from TeX written for the tests (tests/pages/, SOURCES.md there):
+# the hard cases of panels, other works' figures and multi-figure spans.
+TEST_PAGES_DIR = ROOT / "tests" / "pages" / "html"
+TEST_PAGES = ("panels", "foreign", "foreign_natbib", "multi")
+
+
 def page_path(key: str) -> Path:
     if key in CORPUS_PAGES:
         return CORPUS / CORPUS_PAGES[key]
+    if key in TEST_PAGES:
+        return TEST_PAGES_DIR / f"{key}.html"
     return SAMPLES / key / f"{key}.html"
 
 

@@ -93,15 +93,17 @@ def test_method_diagrams_default_filter_and_parameters(build):
     assert 1.5 <= muse["aspect_ratio"] <= 2.5 and muse["diagram_caption"] and muse["mentioned_in_method"]
     assert muse["method_section_title"] == "Model" and muse["method_text"].startswith("Model")
     assert all(1.5 <= r["aspect_ratio"] <= 2.5 for r in got)
-    assert "2511.99001_F2" not in by_id  # 598x197 = 3.04, outside PaperBanana's range
-    build.execute("SET VARIABLE method_diagrams_max_ratio = 3.1")
-    try:
-        (g,) = rows(build, "SELECT * FROM method_diagrams WHERE figure_id = '2511.99001_F2'")
-    finally:
-        build.execute("RESET VARIABLE method_diagrams_max_ratio")
+    g = by_id["2511.99001_F2"]  # the sample's overview diagram, 640x300 decoded = 2.13
+    assert (g["width"], g["height"], g["size_source"]) == (640, 300, "decoded")
     assert g["in_method_section"] and g["method_section_title"] == "Method"
     assert g["caption_text"].startswith("Overview of Glimpse.")
     assert g["image"]["bytes"][:8] == b"\x89PNG\r\n\x1a\n"
+    build.execute("SET VARIABLE method_diagrams_max_ratio = 2.0")  # the parameter in plain SQL
+    try:
+        assert not rows(build, "SELECT * FROM method_diagrams WHERE figure_id = '2511.99001_F2'")
+    finally:
+        build.execute("RESET VARIABLE method_diagrams_max_ratio")
+    assert rows(build, "SELECT * FROM method_diagrams WHERE figure_id = '2511.99001_F2'")
 
 
 def test_method_diagrams_prefers_decoded_sizes(build):
@@ -112,6 +114,12 @@ def test_method_diagrams_prefers_decoded_sizes(build):
     sql = task_views()["method_diagrams"].replace("FROM figures AS f", "FROM figures_decoded AS f")
     (g,) = rows(build, f"SELECT * FROM ({sql}) WHERE figure_id = '2511.99001_F2'")
     assert (g["width"], g["height"], g["size_source"], g["aspect_ratio"]) == (1000, 500, "decoded", 2.0)
+    # Without decoded sizes the HTML display size is used (LaTeXML wrote 598x281).
+    build.execute("CREATE OR REPLACE TEMP VIEW figures_html AS SELECT * REPLACE (NULL::INTEGER AS width, "
+                  "NULL::INTEGER AS height) FROM figures")
+    sql = task_views()["method_diagrams"].replace("FROM figures AS f", "FROM figures_html AS f")
+    (g,) = rows(build, f"SELECT * FROM ({sql}) WHERE figure_id = '2511.99001_F2'")
+    assert (g["width"], g["height"], g["size_source"]) == (598, 281, "html")
 
 
 def test_subfigure_subcaption(build):

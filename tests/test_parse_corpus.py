@@ -69,9 +69,12 @@ def test_dd3d_subfloat(corpus):
     p = load(corpus, "latexml/dd3d.html")
     assert [f.html_id for f in p.figures] == ["S3.F1", "S5.F2", "S5.F3"]
     f3 = p.figures[2]
-    (sub,) = f3.subfigures
-    assert (sub.html_id, sub.label, sub.caption) == ("S5.F3.sf1", "(a)", "<TAG> (a) </TAG>")
-    assert len(sub.images) == 3 and sub.images[0].path == "figures/scaling_laws/PacknetFT_depth_metrics_k3d_val_abs_rel.png"
+    # One \subfloat holding three plots, no subcaption text (only the tag "(a)"): three
+    # panels, one per image, captionless until the linking stage reads Left/Middle/Right.
+    assert [(s.html_id, s.label, s.caption, s.caption_source) for s in f3.subfigures] == [
+        (f"S5.F3.sf1.g{k}", None, "", "none") for k in (1, 2, 3)]
+    assert [len(s.images) for s in f3.subfigures] == [1, 1, 1]
+    assert f3.subfigures[0].images[0].path == "figures/scaling_laws/PacknetFT_depth_metrics_k3d_val_abs_rel.png"
     assert len(p.tables) == 7
 
 

@@ -288,3 +288,23 @@ def test_fetch_takes_pages_from_an_ar5iv_dump(tmp_path):
     assert paths == ["/api/query"], "the page came from the dump, not over HTTP; no e-print asked for"
     side = json.loads((cache / "papers" / "1605.08386" / "1605.08386.meta.json").read_text())
     assert side["source"] == "ar5iv_dump" and side["url"].startswith("zip://1605/1605.08386.html::")
+
+
+def test_pages_read_from_a_dump_are_not_reported_as_downloads(tmp_path):
+    """A local ar5iv dump is read, not downloaded: the network line counts HTTP only."""
+    import zipfile
+
+    dump = tmp_path / "ar5iv-2016-05.zip"
+    page = (CORPUS / "latexml" / "a1709.html").read_bytes()
+    with zipfile.ZipFile(dump, "w") as zf:
+        zf.writestr("1605/1605.08386.html", page)
+    cache = tmp_path / "cache"
+    with FaultServer() as s:
+        r = _fetch_in_process(["fetch", "--ids", "1605.08386", "--html-dump", str(dump), "--parts", "meta,html",
+                               "--output", str(cache), *FAST], s.env())
+    assert r.returncode == 0
+    report = json.loads((cache / "report.json").read_text())
+    assert report["requests"] == 1  # the arXiv API query for the metadata
+    assert report["dump_pages"] == 1 and report["dump_bytes"] == len(page)
+    assert report["bytes"] < len(page)  # the page's bytes are not network bytes
+    assert f"dumps   1 pages ({len(page) / (1 << 20):.2f} MiB) read from local ar5iv dumps, no request" in r.stdout

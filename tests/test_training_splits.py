@@ -9,6 +9,7 @@ from sciga.training.data import data_version, iter_example_images, load_examples
 from sciga.training.ground_truth import Candidate, Example, Unit, build_example
 from sciga.training.splits import assign_splits, in_experiment_subset, split_of
 from sciga.schemas.arrow import TO_ROW
+from sciga.schemas.version import SCHEMA_VERSION
 from sciga.transforms.parse.figure_rows import figure_rows
 
 from training_fixtures import make_papers, paper_ids, tiny_build

@@ -108,7 +108,7 @@ def test_build_with_ga_manifest(tmp_path, caplog):
     d2 = copy_sample(src, "2511.99002")
     copy_sample(src, "q-bio0601999")
     (tmp_path / "ga").mkdir()
-    (tmp_path / "ga" / "99001.png").write_bytes(png_bytes(Image.open(d1 / "figs" / "overview.png").convert("RGB").resize((960, 315))))
+    (tmp_path / "ga" / "99001.png").write_bytes(png_bytes(Image.open(d1 / "figs" / "overview.png").convert("RGB").resize((960, 450))))  # 1.5x the 640x300 figure
     combo = mosaic([Image.open(d2 / "figs" / n).convert("RGB") for n in ("study_setup.png", "task_times.png", "appendix_ratings.png", "teaser.png")])
     tiny = save_tiny_classifier(tmp_path / "emb.pt")
     with LocalServer({"/ga/99002.png": [(200, png_bytes(combo))]}) as srv:
@@ -132,7 +132,7 @@ def test_build_with_ga_manifest(tmp_path, caplog):
     assert figs["2511.99001_F2"]["ga_role"] == "ga_reused" and figs["2511.99001_F1"]["ga_role"] is None  # teaser is no longer de facto
     assert {k for k, r in figs.items() if r["ga_role"] == "ga_component"} == set(ga2["components"])
     row = figs["2511.99001_GA"]
-    assert row["kind"] == "graphical_abstract" and row["ga_role"] == "ga" and (row["width"], row["height"]) == (960, 315)
+    assert row["kind"] == "graphical_abstract" and row["ga_role"] == "ga" and (row["width"], row["height"]) == (960, 450)
     assert row["image"]["bytes"][:4] == b"\x89PNG" and row["image"]["path"] == "ga/99001.png"
     assert row["medical"]["is_medical"] is False and row["medical"]["keyword_hits"] == []
     assert figs["q-bio/0601999_GA"]["image"]["bytes"] is None and "HTTP 404" in figs["q-bio/0601999_GA"]["image_error"]

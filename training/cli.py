@@ -99,18 +99,26 @@ def _run_train(args, rest=None) -> int:
     return 0
 
 
+NOTHING_TO_EVALUATE = 3  # exit status: the split had no query; the results row says n/a and why
+
+
 def _run_evaluate(args, rest=None) -> int:
     from sciga.training.data import DataError
-    from sciga.training.jobs import JobError, evaluate
+    from sciga.training.jobs import JobError, NothingToEvaluate, evaluate
     from sciga.training.results import RESULTS_MD
     import os
 
     try:
         row = evaluate(args.method, args)
+    except NothingToEvaluate as e:
+        print(f"sciga evaluate {args.method}: nothing to evaluate: {e.reason}. Every metric is n/a in "
+              f"{os.path.join(args.results, RESULTS_MD)}.", file=sys.stderr)
+        return NOTHING_TO_EVALUATE
     except (JobError, DataError, ValueError) as e:
         return _report_error("evaluate", e)
     m = row["metrics"]
-    shown = ", ".join(f"{k} {v:.3f}" for k, v in m.items() if k != "queries" and not k.endswith("_std"))
+    shown = ", ".join(f"{k} {'n/a' if v is None else format(v, '.3f')}" for k, v in m.items()
+                      if k != "queries" and not k.endswith("_std"))
     print(f"sciga evaluate {args.method} ({row['backbone']}, {m.get('queries', 0)} queries): {shown}\n"
           f"  table: {os.path.join(args.results, RESULTS_MD)}")
     return 0

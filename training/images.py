@@ -2,13 +2,14 @@
 skipped image, never a crash or a machine out of memory)."""
 from __future__ import annotations
 
-import io
 import warnings
 from typing import Callable, Optional, Sequence
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, UnidentifiedImageError
+
+from sciga.transforms.vision.decode import open_image
 
 DEFAULT_MAX_PIXELS = 64_000_000
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -23,13 +24,13 @@ def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Optional[
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(data))
+            im = open_image(data)  # no Pillow global limit before ours (see transforms/vision/decode.py)
             w, h = im.size
             if w <= 0 or h <= 0 or w * h > max_pixels:
                 return None
             im.load()
         return im.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError, SyntaxError):
+    except (OSError, ValueError, Image.DecompressionBombError, SyntaxError, UnidentifiedImageError):
         return None
 
 

@@ -32,6 +32,35 @@ class JobError(Exception):
     """A job cannot run as asked; the message says what to do."""
 
 
+class NothingToEvaluate(JobError):
+    """The split has no query to score. The results row was still written, every metric
+    n/a with ``reason``, so a table never shows 0.000 for something that was not measured."""
+
+    def __init__(self, reason: str, row: dict):
+        super().__init__(reason)
+        self.reason = reason
+        self.row = row
+
+
+INTRA_METRICS = ("R@1", "R@2", "R@3", "MRR", "CAR@5", "CAR@5>0.5")
+
+
+def _why_no_queries(args, what: str) -> str:
+    """One sentence on why the split gave no query: no paper falls in it, or none of its
+    papers qualifies (a (de-facto) GA and --min-candidates figures)."""
+    from sciga.training.data import iter_rows
+    from sciga.training.splits import split_of
+
+    ids = [r["id"] for r in iter_rows(args.data, "papers", ["id"]) if r.get("id")]
+    in_split = sum(1 for pid in ids if split_of(pid, salt=args.split_salt) == args.split)
+    if not in_split:
+        return (f"the {args.split} split holds none of the build's {len(ids)} papers (papers go to train/val/test "
+                f"8:1:1 by a hash of their id), so there is no {what}; evaluate another --split or build more papers")
+    field = f" of category {args.category_prefix}*" if args.category_prefix else ""
+    return (f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
+            f"{args.min_candidates}+ figures, so there is no {what}; lower --min-candidates or build more papers")
+
+
 def _examples(args, splits) -> list:
     return load_examples(args.data, splits=splits, min_candidates=args.min_candidates,
                          category_prefix=args.category_prefix, salt=args.split_salt)
@@ -217,8 +246,28 @@ def _check_images(stats: ImageStats, args) -> None:
                        "rebuild with images to run image-based methods.")
 
 
+def _nothing_to_evaluate(method: str, task: str, backbone: str, args, card, reason: str, keys) -> NothingToEvaluate:
+    """Write the n/a row (JSON + Markdown) and return the error the CLI reports."""
+    metrics_ = {"queries": 0, **{k: None for k in keys}}
+    row = _row(method, backbone, metrics_, args, card, [f"nothing to evaluate: {reason}"])
+    row["nothing_to_evaluate"] = reason
+    results.upsert(args.results, task, row)
+    return NothingToEvaluate(reason, row)
+
+
+def _backbone(method: str, args, card) -> str:
+    if method == "random":
+        return "-"
+    if method == "abs2cap":
+        return {"bm25": "BM25", "rouge-l": "ROUGE-L"}[args.scorer]
+    return (card or {}).get("backbone") or method
+
+
 def _evaluate_intra(method, args, model, card, device) -> dict:
     examples = _examples(args, [args.split])
+    if not examples:
+        raise _nothing_to_evaluate(method, "intra", _backbone(method, args, card), args, card,
+                                   _why_no_queries(args, "query"), INTRA_METRICS)
     stats = ImageStats()
     if method == "abs2cap":
         scored = abs2cap.score_intra(examples, args.scorer)
@@ -245,6 +294,10 @@ def _evaluate_intra(method, args, model, card, device) -> dict:
                       "gt": [ex.candidates[i].figure_id for i in ex.gt], "ga_source": ex.ga_source,
                       "CAR@5": metrics.car_at_k(scores, ex.gt, 5, args.alpha)})
     _check_images(stats, args)
+    if not score_lists:
+        raise _nothing_to_evaluate(method, "intra", backbone, args, card,
+                                   f"none of the {len(examples)} {args.split} papers had a readable image to score",
+                                   INTRA_METRICS)
     summary = metrics.intra_summary(score_lists, gts, alpha=args.alpha)
     _write_predictions(args, method, "intra", preds)
     notes = []
@@ -271,6 +324,10 @@ def _ga_image_embeddings(encoder, args, examples, device) -> np.ndarray:
 
 def _evaluate_inter(method, args, model, card, device) -> dict:
     queries = _examples(args, [args.split])
+    if not queries:
+        keys = [f"{m}@{k}" for k in args.inter_k for m in ("Field-P", "SBERT", "CLIP-S")]
+        raise _nothing_to_evaluate(method, "inter", _backbone(method, args, card), args, card,
+                                   _why_no_queries(args, "query abstract"), keys)
     gallery = _examples(args, ["train"])
     if not gallery:
         raise JobError("the training split has no GA to retrieve; Inter-GA needs training papers with a (de-facto) GA.")

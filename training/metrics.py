@@ -298,8 +298,9 @@ def intra_summary(score_lists: Sequence[Sequence[float]], gts: Sequence[GT],
     s, v, g = pad_queries(score_lists, gts)
     out = {"queries": len(score_lists)}
     if not score_lists:
-        out.update({f"R@{k}": 0.0 for k in recall_ks})
-        out.update({"MRR": 0.0, f"CAR@{car_k}": 0.0, f"CAR@{car_k}>0.5": 0.0})
+        # No query: nothing was measured. None (n/a), never 0.0, which would read as a score.
+        out.update({f"R@{k}": None for k in recall_ks})
+        out.update({"MRR": None, f"CAR@{car_k}": None, f"CAR@{car_k}>0.5": None})
         return out
     ss, vs, gs = _sort_all(s, v, g)
     n_gt = gs.sum(1)
@@ -403,7 +404,16 @@ def inter_summary(ranked_idx, query_field_ids, gallery_field_ids,
     that are not given (no SBERT / CLIP model at hand) leave their columns out."""
     ranked_idx = np.asarray(ranked_idx)
     gf = np.asarray(gallery_field_ids)
-    out = {"queries": int(ranked_idx.shape[0])}
+    out = {"queries": int(ranked_idx.shape[0]) if ranked_idx.ndim else 0}
+    if out["queries"] == 0:
+        # No query: nothing was measured. None (n/a) for every column, never 0.0.
+        for k in ks:
+            out[f"Field-P@{k}"] = None
+            if query_text_embs is not None and gallery_text_embs is not None:
+                out[f"SBERT@{k}"] = out[f"SBERT@{k}_std"] = None
+            if query_image_embs is not None and gallery_image_embs is not None:
+                out[f"CLIP-S@{k}"] = out[f"CLIP-S@{k}_std"] = None
+        return out
     for k in ks:
         ret = gf[ranked_idx[:, :k]] if ranked_idx.size else np.zeros((0, 0), dtype=int)
         out[f"Field-P@{k}"] = float(field_precision_at_k_batch(query_field_ids, ret, k).mean()) if ranked_idx.size else 0.0

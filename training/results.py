@@ -56,9 +56,9 @@ def _f(v: Optional[float]) -> str:
 
 
 def _pm(m: dict, key: str) -> str:
-    if key not in m:
+    if m.get(key) is None:
         return "n/a"
-    return f"{m[key]:.3f} ± {m.get(key + '_std', 0.0):.3f}"
+    return f"{m[key]:.3f} ± {m.get(key + '_std') or 0.0:.3f}"
 
 
 def render_markdown(res: dict) -> str:

@@ -8,9 +8,11 @@
 -- method diagram (overview / architecture / framework / pipeline ...) for a stricter cut.
 -- Size: decoded pixels (figures.width/height) when the vision stage filled them, else
 -- the display size LaTeXML wrote in the HTML (papers.figures[].images[]); size_source
--- says which. Parameter: PaperBanana keeps w:h in [1.5, 2.5]; change it with
---   SET VARIABLE method_diagrams_min_ratio = 1.0; SET VARIABLE method_diagrams_max_ratio = 3.0;
--- (unset = 1.5 and 2.5). Rows without a known size are left out.
+-- says which. Rows without a known size are left out. Parameters (PaperBanana keeps w:h in
+-- [1.5, 2.5]); set them with `sciga sql OUT --view method_diagrams --param min_ratio=1.2`,
+-- connect(OUT, params={"method_diagrams.min_ratio": 1.2}) or SET VARIABLE method_diagrams_min_ratio = 1.2:
+-- @param min_ratio DOUBLE 1.5: smallest width / height kept
+-- @param max_ratio DOUBLE 2.5: largest width / height kept
 WITH sections AS (
     SELECT p.id AS paper_id, p.sections[s.k].id AS section_id, s.k AS section_k, p.sections[s.k].level AS level,
            trim(regexp_replace(p.sections[s.k].title, '<TAG>.*?</TAG>\s*', '', 'g')) AS title, p.sections[s.k].body AS body

@@ -20,15 +20,19 @@ Guards against false positives, each from a real pattern:
 - a bare panel letter must be attached to the number ("3b"; "Figure 3 a model" is an
   article) and list continuations must keep letters increasing ("Fig. 3a, b" but not
   "Fig. 3b, a simple ...");
-- a figure of another paper ("Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]") is
-  skipped;
+- a figure of another work is not ours: a mention followed by "of"/"in"/"from" plus a
+  citation ("Fig. 2 of [12]", "Figure 4 in (Saharia et al., 2022)", "Fig. 3 in Smith et
+  al. (2019)"), an author ("Smith's paper"), a citation key LaTeXML could not resolve
+  ("figure 1 of smith2018", "Zhu2022CVPR") or an unresolved reference (``LABEL:``, "??"),
+  or preceded by "their"/"its" ("their Figure 4"), is returned with ``foreign=True`` and
+  never linked (the linking stage counts it as a rejected candidate);
 - "Extended Data Fig. 2" / "Supplementary Figure 3" are marked ``qualified`` (their numbers
   are a separate sequence; the resolver only accepts them as S-numbers).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 # Keyword: Figure(s), Fig(s)., FIG., FIGURE(S); lower case mid-sentence too.
@@ -58,12 +62,22 @@ _RANGE_RE = re.compile(r"\s*(?:[" + _DASHES + r"]|\s+to\s+)\s*")
 _PANEL_ONLY_BARE_RE = re.compile(r"(?P<a>[a-zA-Z])(?![A-Za-z0-9'])")
 
 # "Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]", "Figure 3 of Smith et al.", "of their paper",
-# "Figure 1 of another paper" (a link into another paper's HTML is not kept by the parser)
+# "Figure 1 of another paper" (a link into another paper's HTML is not kept by the parser),
+# "Figure 2 of Smith's paper", "figure 1 of smith2018" / "of Zhu2022CVPR" (a \cite key LaTeXML
+# could not resolve is printed as the bare key), "Figure 1 of LABEL:smith18" / "of ??"
+# (unresolved; "Figure 5 in LABEL:sec:appendix" is this paper's appendix, not another work).
 _FOREIGN_RE = re.compile(
     r"\s+(?:in|of|from)\s+(?:\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
     r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work)|"
-    r"[A-Z][\w\-']+(?:\s+and\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4}))"
+    r"[A-Z][\w\-']+(?:\s+and\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4})|"
+    r"[A-Z][\w\-]*['\u2019]s\s|\?\?|"
+    # an unresolved reference, unless its label names a part of this paper ("LABEL:sec:app")
+    r"LABEL:(?!(?:s|ss|sub|subsec|sec|sect|section|app|appx|appendix|ch|chap|chapter|part|fig|figure|tab|table|"
+    r"eq|eqn|alg|lst|thm|lem|def)[:._\-])|"
+    r"[A-Za-z][A-Za-z\-]*(?:19|20)\d\d[A-Za-z0-9]*\b|[A-Za-z]+[:_][A-Za-z]*\d{2,4}\w*)"
 )
+# "their Figure 4", "its Fig. 2": a possessive right before the keyword.
+_FOREIGN_BEFORE_RE = re.compile(r"(?<![A-Za-z])(?:their|its)\s+$", re.I)
 _QUALIFIER_RE = re.compile(r"(?:Extended\s+Data|Supplementary|Supplemental|Suppl\.|Supp\.|SI)\s*$", re.I)
 
 _MAX_RANGE = 20
@@ -88,6 +102,7 @@ class Expression:
     keyword: str
     items: tuple[Item, ...]
     qualified: bool = False  # "Extended Data Fig. 2", "Supplementary Figure 3"
+    foreign: bool = False  # names a figure of another work ("Figure 1 of [12]", "their Figure 4")
 
 
 def mask_tokens(text: str, patterns=(MATH_TOKEN_RE, TAG_TOKEN_RE)) -> str:
@@ -162,7 +177,7 @@ def parse_panels(text: str, pos: int, after_letter: Optional[str] = None) -> tup
     return (), pos
 
 
-def _continue_panels(text: str, pos: int, last: str) -> Optional[tuple[tuple[str, ...], int, int]]:
+def continue_panels(text: str, pos: int, last: str) -> Optional[tuple[tuple[str, ...], int, int]]:
     """A panel-only list continuation after a separator: ", b", " and (c)". Letters must
     keep increasing after ``last``. Returns (panels, start, end) or None."""
     m = _SEP_RE.match(text, pos)
@@ -196,9 +211,16 @@ def _is_plural(keyword: str) -> bool:
     return k.endswith("s")
 
 
-def find_expressions(text: str) -> Iterator[Expression]:
+def is_foreign(text: str, start: int, end: int) -> bool:
+    """Does the mention ``text[start:end]`` name a figure of another work?"""
+    return bool(_FOREIGN_RE.match(text, end) or _FOREIGN_BEFORE_RE.search(text, max(0, start - 8), start))
+
+
+def find_expressions(text: str, foreign: bool = False) -> Iterator[Expression]:
     """Every typed figure-mention expression in ``text`` (tokens must be masked by the
-    caller when the text holds <MATH>/<TAG> blocks: see ``mask_tokens``)."""
+    caller when the text holds <MATH>/<TAG> blocks: see ``mask_tokens``). Mentions of
+    another work's figures are left out, or with ``foreign=True`` returned marked
+    ``Expression.foreign`` (so a caller can count them)."""
     pos = 0
     n = len(text)
     while pos < n:
@@ -210,7 +232,9 @@ def find_expressions(text: str) -> Iterator[Expression]:
             pos = m.end()
             continue
         pos = expr.end
-        if _FOREIGN_RE.match(text, expr.end):
+        if is_foreign(text, expr.start, expr.end):
+            if foreign:
+                yield replace(expr, foreign=True)
             continue
         yield expr
 
@@ -259,7 +283,7 @@ def _expression_at(text: str, m: re.Match) -> Optional[Expression]:
         first = False
         # Panel-only continuations: "3a, b", "3(a) and (b)".
         while panels and len(panels[-1]) == 1:
-            cont = _continue_panels(text, p, panels[-1])
+            cont = continue_panels(text, p, panels[-1])
             if cont is None:
                 break
             panels2, s2, e2 = cont

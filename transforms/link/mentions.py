@@ -3,8 +3,9 @@
 Texts that can mention a figure: body paragraphs (``context`` "paragraph", with section id
 and paragraph index), section titles ("title") and the captions of other floats
 ("caption", ``context_id`` = the figure / subfigure / table whose caption it is). Offsets
-index that text. A span naming several panels ("Fig. 4a-c") gives one row per panel, all
-with the same offsets.
+index that text. A span naming several panels ("Fig. 4a-c") gives one row per panel
+element, all with the same offsets; panels a figure has no element for are one row of the
+figure with their names in ``panels``.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ def _rows(paper: Paper, text: str, spans: list[RefSpan], section_id: Optional[st
             resolution=span.resolution or "anchor",
             context=context,
             context_id=context_id,
+            panels=list(span.panels or []),
         )
 
 

@@ -13,17 +13,30 @@
 3. Typed mentions (``grammar.py``) that overlap no span of passes 1-2 are mapped by printed
    number. This is what keeps anchors from being counted twice.
 
-A reference to the float whose caption is being read (``self_id``) is never a span.
+Spans that name several figures or panels:
+- a range written as two links, "Figures <a>4</a>-<a>6</a>", names 5 too: the figures
+  between the two ends get the whole range as their span (``resolution`` "range"); a range
+  of two panel links ("<a>3a</a>-<a>3c</a>") names the panels between them;
+- panels of a figure that has panel elements link each to its own subfigure ("Figures 3b
+  and c" -> F3.2 "Figures 3b", F3.3 "c"); panels of a figure without panel elements give
+  ONE span of the figure over the whole list, the panel names kept in ``panels``
+  ("Figure 5a,b,c" -> F5, panels a, b, c).
+
+A reference to the float whose caption is being read (``self_id``) is never a span. Typed
+mentions of another work's figure ("Figure 1 of [12]", "their Figure 4") are never spans;
+those that name one of this paper's figure numbers are counted in ``stats["other_work"]``.
 """
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping, MutableMapping, Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import RefSpan
 from sciga.transforms.link.anchors import same_float
-from sciga.transforms.link.grammar import LABEL_RE, find_expressions, keyword_before, mask_tokens, parse_item, parse_panels
+from sciga.transforms.link.grammar import (LABEL_RE, continue_panels, find_expressions, keyword_before, mask_tokens,
+                                          parse_item, parse_panels)
 from sciga.transforms.link.targets import FigureIndex
 
 def _is_whole_figure(ref_id: str) -> bool:
@@ -50,30 +63,92 @@ class _Taken:
         self.ends.insert(i, end)
 
 
+def _anchor_panels(masked: str, end: int) -> tuple[tuple[str, ...], int]:
+    """Panels typed right after an anchor's number, with list continuations:
+    "<a>6</a>b", "<a>3</a>b and c", "<a>4</a>(a)-(c)"."""
+    panels, pend = parse_panels(masked, end)
+    if not panels:
+        return (), end
+    out = list(panels)
+    while len(out[-1]) == 1:
+        cont = continue_panels(masked, pend, out[-1])
+        if cont is None:
+            break
+        more, _, pend = cont
+        out.extend(more)
+    return tuple(dict.fromkeys(out)), pend
+
+
+_RANGE_GAP_RE = re.compile(r"\s*(?:[-\u2013\u2014]|\bto\b)\s*$")
+_MAX_LINKED_RANGE = 20
+
+
+def _range_between(index: FigureIndex, a: str, b: str) -> list[str]:
+    """Ids strictly between two linked ends of a range: figures by printed number
+    ("Figures 4-6" -> F5), or panels of one figure by position ("3a-3c" -> F3.2)."""
+    ma, mb = FIGURE_ID_RE.match(a), FIGURE_ID_RE.match(b)
+    if not (ma and mb):
+        return []
+    if ma.group("sub") is None and mb.group("sub") is None:
+        fa, fb = index.by_id.get(a), index.by_id.get(b)
+        if not (fa and fb and fa.number and fb.number and fa.number.isdigit() and fb.number.isdigit()):
+            return []
+        lo, hi = int(fa.number), int(fb.number)
+        if not 0 < hi - lo <= _MAX_LINKED_RANGE:
+            return []
+        mids = [index.figure(str(n)) for n in range(lo + 1, hi)]
+        return [f.id for f in mids if f is not None]
+    if ma.group("sub") is not None and mb.group("sub") is not None and ma.group("fig") == mb.group("fig"):
+        parent = index.by_id.get(a.rsplit(".", 1)[0])
+        if parent is None:
+            return []
+        ids = [sf.id for sf in parent.subfigures]
+        if a in ids and b in ids and ids.index(a) < ids.index(b):
+            return ids[ids.index(a) + 1:ids.index(b)]
+    return []
+
+
 def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
-              figure_labels: Optional[Mapping[str, str]] = None, self_id: Optional[str] = None) -> list[RefSpan]:
+              figure_labels: Optional[Mapping[str, str]] = None, self_id: Optional[str] = None,
+              stats: Optional[MutableMapping[str, int]] = None) -> list[RefSpan]:
     masked = mask_tokens(text)
     out: list[RefSpan] = []
     taken = _Taken()
 
+    def own(ref: str) -> bool:
+        return bool(self_id and same_float(ref, self_id))
+
     # 1. anchors: widen to the human mention, refine by typed panels.
+    linked: list[tuple[int, int, int, str]] = []  # (widened start, anchor start, end, ref) of plain anchors
     for s in sorted(anchor_spans, key=lambda s: (s.start, s.end, s.ref_id)):
         if s.resolution not in (None, "anchor"):
             continue  # spans of an earlier linking run are recomputed below
-        start, end, refs = s.start, s.end, [s.ref_id]
+        start, end, refs = s.start, s.end, [(s.ref_id, tuple(s.panels or ()))]  # panels: an earlier run's
         kw = keyword_before(masked, start)
         if kw is not None:
             start = kw
         if _is_whole_figure(s.ref_id):
-            panels, pend = parse_panels(masked, end)
-            if panels:
-                refs, end = index.refine(s.ref_id, panels), pend
-        for ref in refs:
-            if self_id and same_float(ref, self_id):
+            panels, pend = _anchor_panels(masked, end)
+            fig = index.by_id.get(s.ref_id)
+            if panels and fig is not None:
+                refs, end = index.panel_targets(fig, panels), pend
+        if len(refs) == 1 and not refs[0][1]:
+            linked.append((start, s.start, end, refs[0][0]))
+        for ref, panels in refs:
+            if own(ref):
                 continue
-            out.append(RefSpan(start=start, end=end, text=text[start:end], ref_id=ref, resolution="anchor"))
+            out.append(RefSpan(start=start, end=end, text=text[start:end], ref_id=ref, resolution="anchor",
+                               panels=list(panels)))
         if not taken.overlaps(start, end):
             taken.add(start, end)
+
+    # 1b. a range written as two links names what lies between them.
+    for (s1, _, e1, r1), (_, a2, e2, r2) in zip(linked, linked[1:]):
+        if e1 > a2 or not _RANGE_GAP_RE.match(masked, e1, a2):
+            continue
+        for ref in _range_between(index, r1, r2):
+            if not own(ref):
+                out.append(RefSpan(start=s1, end=e2, text=text[s1:e2], ref_id=ref, resolution="range"))
 
     # 2. LABEL:fig:... leftovers through the TeX label map.
     if "LABEL:" in masked:
@@ -82,30 +157,52 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
                 continue
             printed = (figure_labels or {}).get(m.group("label"))
             item = parse_item(printed) if printed else None
-            refs = index.targets(item) if item else []
-            refs = [r for r in refs if not (self_id and same_float(r, self_id))]
+            fig = index.figure(item.number) if item else None
+            refs = [r for r in (index.panel_targets(fig, item.panels) if fig else []) if not own(r[0])]
             if not refs:
                 continue
             kw = keyword_before(masked, m.start())
             start = m.start() if kw is None else kw
-            for ref in refs:
-                out.append(RefSpan(start=start, end=m.end(), text=text[start:m.end()], ref_id=ref, resolution="label"))
+            for ref, panels in refs:
+                out.append(RefSpan(start=start, end=m.end(), text=text[start:m.end()], ref_id=ref, resolution="label",
+                                   panels=list(panels)))
             taken.add(start, m.end())
 
     # 3. typed mentions not already covered.
-    for expr in find_expressions(masked):
+    for expr in find_expressions(masked, foreign=True):
+        items = [it for it in expr.items if not taken.overlaps(it.start, it.end)]
+        if expr.foreign:
+            named = {it.number for it in items if index.figure(it.number, expr.qualified) is not None}
+            if named and stats is not None:
+                stats["other_work"] = stats.get("other_work", 0) + len(named)
+            continue
+        # Runs of items naming the same figure ("3b", "c" in "Figures 3b and c").
+        runs: list[list] = []
+        for it in items:
+            if runs and runs[-1][-1].number == it.number:
+                runs[-1].append(it)
+            else:
+                runs.append([it])
         claimed = []
-        for item in expr.items:
-            if taken.overlaps(item.start, item.end):
+        for run in runs:
+            fig = index.figure(run[0].number, expr.qualified)
+            if fig is None or own(fig.id):
+                claimed.extend((it.start, it.end) for it in run)
                 continue
-            for ref in index.targets(item, expr.qualified):
-                if self_id and same_float(ref, self_id):
-                    continue
-                out.append(RefSpan(start=item.start, end=item.end, text=text[item.start:item.end], ref_id=ref,
-                                   resolution="text"))
-            claimed.append((item.start, item.end))
+            if fig.subfigures:
+                pieces = [(it.start, it.end, index.panel_targets(fig, it.panels)) for it in run]
+            else:  # no panel elements: one mention of the figure, its panel names kept
+                panels = tuple(dict.fromkeys(p for it in run for p in it.panels))
+                pieces = [(run[0].start, run[-1].end, [(fig.id, panels)])]
+            for a, b, refs in pieces:
+                for ref, panels in refs:
+                    if own(ref):
+                        continue
+                    out.append(RefSpan(start=a, end=b, text=text[a:b], ref_id=ref, resolution="text", panels=list(panels)))
+                claimed.append((a, b))
         for a, b in dict.fromkeys(claimed):
-            taken.add(a, b)
+            if not taken.overlaps(a, b):
+                taken.add(a, b)
 
     out.sort(key=lambda s: (s.start, s.end, s.ref_id))
     return out

@@ -10,6 +10,10 @@ In order:
 3. sentences: only texts with a figure reference are segmented (pysbd is ~16 KB/s), and
    each figure span gets the bounds of the sentence that holds it. Titles are one sentence.
 
+Typed mentions of another work's figures that name one of this paper's figure numbers
+("Figure 1 of [12]", "their Figure 4") are not linked; their count is left on the paper
+(``Paper.rejected_mentions["other_work"]``, transient) for the build's stats.
+
 The mentions config is then a plain projection of the linked paper (``mentions.py``), so a
 paper that a later stage dead-letters leaves no mention rows behind.
 """
@@ -59,13 +63,14 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
     for fig in paper.figures:
         add_split_subcaptions(fig)
     index = FigureIndex(paper)
+    rejected: dict[str, int] = {}
     to_segment: list[tuple[str, list[RefSpan]]] = []
     for owner, text_attr, spans_attr, self_id, kind in _texts(paper):
         text = getattr(owner, text_attr)
         old = getattr(owner, spans_attr)
         if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
             continue  # no anchor and no keyword: nothing to find (most paragraphs)
-        spans = link_text(text, old, index, labels, self_id)
+        spans = link_text(text, old, index, labels, self_id, stats=rejected)
         setattr(owner, spans_attr, spans)
         fig_spans = [s for s in spans if FIGURE_ID_RE.match(s.ref_id)]
         if not fig_spans:
@@ -75,6 +80,7 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
                 s.sentence_start, s.sentence_end = (0, len(text)) if kind == "title" else (None, None)
             continue
         to_segment.append((text, fig_spans))
+    paper.rejected_mentions = rejected  # recomputed on every run: linking twice counts once
     if sentencizer is not None and to_segment:
         bounds = sentencizer.sentences([t for t, _ in to_segment],
                                        [[(s.start, s.end) for s in fs] for _, fs in to_segment])

@@ -8,8 +8,8 @@ instead of their CRF, using the panel labels authors type:
 
 - letters: "(a) ... (b) ...", "(a,b) ...", "a) ... b) ...", "a, ... b, ..." / "a | ..."
   (Nature style, at the start of a sentence or clause), "A: ... B: ...";
-- positions leading a clause: "Left: ... Right: ...", "Top: ... Bottom: ...",
-  "Top left: ...; top right: ...", "(left) ...";
+- positions leading a clause: "Left: ... Middle: ... Right: ...", "Top: ... Bottom: ...",
+  "Top row: ... Bottom row: ...", "Top left: ...; top right: ...", "(left) ...";
 - positions trailing a list item: "relief (top left), bowl (top right), ...".
 
 A letter is aligned by its rank ("c" = 3rd panel in reading order); positions are sorted
@@ -201,7 +201,8 @@ def split_by_positions(body: str, masked: str) -> Optional[list[Subcaption]]:
         items = []
         for m, text in zip(lead, texts):
             pos = m.group("p1") or m.group("p2")
-            items.append((pos.strip(), text, _norm_pos(pos)))
+            label = body[m.start():m.end()].strip().strip("():").strip()  # "Left", "Top row", "left"
+            items.append((label, text, _norm_pos(pos)))
         got = _order_positions(items)
         if got:
             return got
@@ -217,7 +218,8 @@ def split_by_positions(body: str, masked: str) -> Optional[list[Subcaption]]:
                 chunk_start += seps[0].end()
             elif seps:
                 chunk_start += seps[-1].end()
-            items.append((m.group("pos").strip(), _clean(body[chunk_start:m.start()]), _norm_pos(m.group("pos"))))
+            label = body[m.start():m.end()].strip().strip("()").strip()  # "top left", "top row"
+            items.append((label, _clean(body[chunk_start:m.start()]), _norm_pos(m.group("pos"))))
             prev_end = m.end()
         return _order_positions(items)
     return None

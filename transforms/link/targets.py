@@ -20,6 +20,7 @@ from sciga.schemas.records import Figure, Paper
 from sciga.transforms.link.grammar import Item
 
 _LETTER_LABEL_RE = re.compile(r"^\W*([A-Za-z])\W*$")
+_POS_TAIL_RE = re.compile(r"\s+(?:panels?|columns?|rows?|side|plots?|images?|parts?)$")
 _FIRST = {"left", "top", "top left", "left top"}
 _SECOND = {"right", "bottom", "bottom right", "right bottom"}
 
@@ -75,7 +76,7 @@ class FigureIndex:
                     return subs[k].id
             return None
         for s in subs:
-            if s.label and s.label.strip("()[]: ").lower() == name:
+            if s.label and _POS_TAIL_RE.sub("", s.label.strip("()[]: ").lower()) == name:
                 return s.id
         if len(subs) == 2:
             if name in _FIRST:
@@ -83,6 +84,21 @@ class FigureIndex:
             if name in _SECOND:
                 return subs[1].id
         return None
+
+    def panel_targets(self, fig: Figure, panels: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+        """(id, panels kept) for each panel named: its subfigure where one stands for it
+        (nothing kept), else the figure itself keeping the panel names ("Figure 5a,b" of a
+        figure without panel elements -> [(F5, ("a", "b"))])."""
+        if not panels:
+            return [(fig.id, ())]
+        out: dict[str, list[str]] = {}
+        for p in panels:
+            ref = self.panel(fig, p)
+            if ref is None:
+                out.setdefault(fig.id, []).append(p)
+            else:
+                out.setdefault(ref, [])
+        return [(ref, tuple(dict.fromkeys(ps))) for ref, ps in out.items()]
 
     def targets(self, item: Item, qualified: bool = False) -> list[str]:
         """Ids an item names: the subfigures of its panels where they resolve, else the

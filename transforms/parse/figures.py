@@ -5,7 +5,10 @@ Constructs handled (all seen in LaTeXML 0.8.x and oxide output):
 - subfigures: 0.8.7 subcaption/subfig child figures (``S4.F4.sf1`` with a ``(a)`` caption),
   0.8.8 flex panels (``figure.ltx_figure_panel``, ``S3.F6.1``, often uncaptioned);
 - several graphics and no subfigure elements (a tabular or minipage grid): each graphic
-  becomes an uncaptioned panel, as LaTeXML 0.8.8 itself would emit panels;
+  becomes an uncaptioned panel, as LaTeXML 0.8.8 itself would emit panels; the same for
+  one lone subfigure element that holds several graphics and no caption text (a
+  ``\subfloat`` wrapping a row of plots); a subcaption that is only its tag ("(a)") is no
+  caption (the label stays);
 - one element holding several numbered captions (two minipages in one ``figure``): split
   into one Figure per caption, graphics grouped by the caption that shares their
   container, else by order;
@@ -25,6 +28,12 @@ from sciga.transforms.parse.images import collect_graphics, image_from_element, 
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, plain_text, render_into
 
 _NUMBER_RE = re.compile(r"([A-Z]{0,2}\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)\W*$")
+_TAG_ONLY_RE = re.compile(r"^\s*(?:<TAG>.*?</TAG>\s*)?$", re.S)
+
+
+def has_caption_text(text: Optional[str]) -> bool:
+    """Is there caption text besides the tag? ``"<TAG> (a) </TAG>"`` alone is not a caption."""
+    return bool(text) and not _TAG_ONLY_RE.match(text)
 
 
 def classes(el) -> tuple:
@@ -200,17 +209,34 @@ def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
     html_id = sub_el.get("id")
     if html_id:
         ctx.by_html_id.setdefault(html_id, []).append(sid)
+    # A subcaption that is only its tag ("(a)" of a \subfloat without text) says nothing:
+    # the label stays, the caption is empty (the linking stage may split one from the parent).
+    own_text = bool(cap) and has_caption_text(cap.text)
     sub = Subfigure(
         id=sid,
         html_id=html_id,
         label=cap.label if cap else None,
-        caption=cap.text if cap else "",
+        caption=cap.text if own_text else "",
         images=_graphic_images(graphics, ctx),
-        caption_source="html" if cap and cap.text else "none",
+        caption_source="html" if own_text else "none",
     )
     if cap and cap.anchors:
         ctx.caption_anchors.append((sub, cap.anchors))
     return sub
+
+
+def _split_lone_subfigure(sf: Subfigure, fig_id: str, ctx: FloatContext) -> list[Subfigure]:
+    """One ``\subfloat`` holding several graphics and no caption text of its own (dd3d's
+    Figure 3: three plots in one subfloat, the parent caption says Left / Middle / Right)
+    is not one panel: each graphic is a panel, as for graphics without subfigure elements.
+    The subfloat's element id then names the whole figure."""
+    if sf.caption_source == "html" or len(sf.images) < 2:
+        return [sf]
+    if sf.html_id:
+        ids_ = ctx.by_html_id.get(sf.html_id, [])
+        ctx.by_html_id[sf.html_id] = [fig_id if i == sf.id else i for i in ids_]
+    return [Subfigure(id=ids.subfigure_id(fig_id, k), html_id=img.html_id, label=None, caption="", images=[img],
+                      caption_source="none") for k, img in enumerate(sf.images, 1)]
 
 
 def _adopt_preceding_graphics(fig_el, ctx: FloatContext) -> list:
@@ -295,6 +321,8 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
                     images.extend(sf.images)
                 else:
                     images.append(image_from_element(el, ctx.base_url))
+            if len(subfigures) == 1 and not graphics:
+                subfigures = _split_lone_subfigure(subfigures[0], fid, ctx)
         elif len(graphics) > 1:
             for k, g in enumerate(graphics, 1):
                 img = image_from_element(g, ctx.base_url)

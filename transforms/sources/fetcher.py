@@ -42,6 +42,7 @@ class Outcome:
     bytes: int = 0
     message: Optional[str] = None
     error_type: Optional[str] = None
+    source: str = "http"  # "http" | "dump" (read from a local ar5iv dump: no request, no network)
 
 
 def needs_fetch(rec: Optional[PartRecord], *, refresh: bool, retry_failed: bool) -> bool:
@@ -91,7 +92,7 @@ def fetch_html_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints,
         stored = gzip_deterministic(body)
         cache.save(paper_id, "html", stored, suffix=".html.gz", url=f"zip://{member}::{dump}",
                    info={"source": "ar5iv_dump", "generator": generator_of(body)})
-        return Outcome(paper_id, "html", FETCHED, len(body))
+        return Outcome(paper_id, "html", FETCHED, len(body), source="dump")
     page, done = _conditional_get(cache, paper_id, "html", rec, endpoints.html_url(paper_id, version),
                                   lambda **kw: fetch_html(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw))
     if done is not None:

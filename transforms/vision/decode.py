@@ -2,9 +2,14 @@
 
 Every image is opened with a pixel limit checked from the header *before* any pixel is
 decoded, so a 40-byte PNG that claims 100 megapixels costs nothing and becomes an error
-on its row (``decompression bomb``), never a crash or an out-of-memory kill. Pillow's own
-global limit (``Image.MAX_IMAGE_PIXELS``) is left alone: other code in the same process
-relies on it, and our limit is an explicit argument.
+on its row (``decompression bomb``), never a crash or an out-of-memory kill. Our limit
+(``--max-image-pixels``) is the only one: ``Image.open`` refuses anything above twice
+Pillow's global ``Image.MAX_IMAGE_PIXELS`` (about 179 MP) before a caller can say
+otherwise, so ``open_image`` identifies the file with the same plugin table ``Image.open``
+uses, without that global check. Pillow's global itself is left alone: other code in the
+same process relies on it. (Two plugins repeat Pillow's check inside ``load()``: TIFF for
+its tile buffer and GIF for frames that grow the canvas. Those few files above 179 MP are
+reported as such.)
 
 Colour handling, so that every consumer sees 8-bit RGB:
 
@@ -23,6 +28,7 @@ not decodable here (a figure that only has an SVG is recorded as such, not guess
 from __future__ import annotations
 
 import io
+import struct
 import warnings
 from dataclasses import dataclass
 from typing import Optional
@@ -75,6 +81,35 @@ def read_size(data: bytes) -> tuple[int, int, Optional[str]]:
     return im.size[0], im.size[1], im.format
 
 
+def open_image(data: bytes) -> Image.Image:
+    """Identify ``data`` and open it lazily (header only), as ``Image.open`` does but without
+    its global decompression-bomb check: the caller checks the size against its own limit.
+    Raises ``UnidentifiedImageError`` when no plugin accepts the bytes."""
+    prefix = data[:16]
+    fp = io.BytesIO(data)
+    Image.preinit()  # the common plugins (PNG, JPEG, GIF, BMP, ...); all of them below if needed
+    tried: set = set()
+    for load_all in (False, True):
+        if load_all:
+            Image.init()
+        for fmt in list(Image.ID):
+            if fmt in tried or fmt not in Image.OPEN:
+                continue
+            tried.add(fmt)
+            factory, accept = Image.OPEN[fmt]
+            try:
+                ok = not accept or accept(prefix)
+                if not ok or isinstance(ok, str):  # a str is Pillow's "looks like X, but..." note
+                    continue
+                fp.seek(0)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                    return factory(fp, "")
+            except (SyntaxError, IndexError, TypeError, struct.error):
+                continue  # not this format (Image.open's rule)
+    raise UnidentifiedImageError("cannot identify image file")
+
+
 def _open(data: bytes) -> Image.Image:
     if not data:
         raise ImageDecodeError("empty", "the image file is empty")
@@ -82,15 +117,16 @@ def _open(data: bytes) -> Image.Image:
     if vec:
         raise ImageDecodeError(f"{vec}_only", f"{vec.upper()} is a vector format; no raster image to decode")
     try:
-        with warnings.catch_warnings():
-            # Pillow warns (and above twice its limit raises) about large images; the
-            # decision is ours, made from the size below, so silence its global check.
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            return Image.open(io.BytesIO(data))
-    except Image.DecompressionBombError as e:  # larger than 2x Pillow's global limit
-        raise ImageDecodeError("decompression_bomb", f"the header claims more pixels than allowed ({e})") from None
+        return open_image(data)
+    except Image.DecompressionBombError as e:  # a plugin that checks Pillow's limit itself
+        raise ImageDecodeError("decompression_bomb", f"the header claims more pixels than Pillow's {_plugin_limit()} "
+                                                     f"allows for this format ({e})") from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
         raise ImageDecodeError("corrupt", f"not a readable image ({type(e).__name__}: {e})") from None
+
+
+def _plugin_limit() -> str:
+    return f"{2 * (Image.MAX_IMAGE_PIXELS or 0) / 1e6:.0f} MP"
 
 
 def check_pixels(width: int, height: int, max_pixels: int) -> None:
@@ -124,7 +160,11 @@ def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: 
             im.draft("RGB", draft_size)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            im.load()
+            try:
+                im.load()
+            except Image.DecompressionBombError as e:  # TIFF / GIF repeat Pillow's check in load()
+                raise ImageDecodeError("decompression_bomb", f"{width}x{height}: Pillow's {fmt} decoder refuses images "
+                                                             f"above {_plugin_limit()} itself ({e})") from None
         if fmt in ("JPEG", "TIFF", "MPO", "WEBP"):
             try:
                 im = ImageOps.exif_transpose(im)
