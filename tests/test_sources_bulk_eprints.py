@@ -174,6 +174,14 @@ def test_a_paper_of_an_unscanned_tar_and_a_missing_tar(bulk_dir, tmp_path):
     rep = gone.extract(["astro-ph/0601001"])
     assert rep.reasons["astro-ph/0601001"][0] == "bulk_tar_unreadable"
     assert gone.index("arXiv_src_0601_001") is None, "a missing tar is tried again next run"
+    # A tar cut short (a transfer that broke off) is not a verdict either: no index is kept.
+    whole = (bulk_dir / "arXiv_src_2101_002.tar").read_bytes()
+    (data / "arXiv_src_2101_002.tar").write_bytes(whole[:5000])
+    rep = gone.extract(["2101.00006"])
+    assert rep.reasons["2101.00006"][0] in ("bulk_tar_unreadable", "md5_mismatch") and not rep.extracted
+    assert gone.index("arXiv_src_2101_002") is None
+    (data / "arXiv_src_2101_002.tar").write_bytes(whole)
+    assert BulkEprints.open(str(data), str(tmp_path / "cache2")).extract(["2101.00006"]).extracted
 
 
 def test_s3_is_read_requester_pays_with_the_cost_stated_first(s3, s3_root, bulk_dir, tmp_path):

@@ -31,6 +31,7 @@ extension headers are refused, per member, with a reason the paper inherits.
 from __future__ import annotations
 
 import hashlib
+import io
 import posixpath
 import queue
 import re
@@ -227,10 +228,10 @@ class TarIndex:
         return {m.paper_id: m for m in self.members if m.paper_id}
 
 
-class _HashingReader:
-    """A read-only stream that md5-hashes every byte it hands out, on a helper thread
+class _HashingRaw(io.RawIOBase):
+    """The tar's bytes as they arrive from storage, md5-hashed on a helper thread
     (hashlib drops the GIL for large buffers, so hashing runs beside tar parsing and
-    writing instead of after it). ``digest()`` drains the hasher and returns the hex md5."""
+    writing instead of after it). Every byte read from ``raw`` is hashed exactly once."""
 
     def __init__(self, raw, on_bytes: Optional[Callable[[int], None]] = None):
         self.raw = raw
@@ -240,7 +241,7 @@ class _HashingReader:
         self._q: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=16)
         self._thread = threading.Thread(target=self._hash, name="md5", daemon=True)
         self._thread.start()
-        self._closed = False
+        self._done = False
 
     def _hash(self) -> None:
         while True:
@@ -249,29 +250,61 @@ class _HashingReader:
                 return
             self._md5.update(block)
 
-    def read(self, n: int = -1) -> bytes:
-        data = self.raw.read(n)
-        if data:
-            self.count += len(data)
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        data = self.raw.read(len(b))
+        n = len(data)
+        if n:
+            b[:n] = data
+            self.count += n
             self._q.put(data)
             if self.on_bytes is not None:
-                self.on_bytes(len(data))
-        return data
-
-    def drain(self) -> None:
-        """Read (and hash) whatever the tar reader left: the padding after the end marker."""
-        while self.read(CHUNK):
-            pass
+                self.on_bytes(n)
+        return n
 
     def digest(self) -> str:
-        self.close()
-        return self._md5.hexdigest()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
+        if not self._done:
+            self._done = True
             self._q.put(None)
             self._thread.join()
+        return self._md5.hexdigest()
+
+
+class _ForwardReader:
+    """What ``tarfile`` needs of a seekable file (read, tell, seek), over a stream read
+    once front to back: a seek forward reads through the gap (so it is hashed too); a
+    seek backward is an error, which the tar walk never needs."""
+
+    def __init__(self, buffered):
+        self.f = buffered
+        self.pos = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.pos += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 1:
+            pos += self.pos
+        elif whence != 0:
+            raise OSError("the bulk tar is read front to back; it cannot seek from its end")
+        if pos < self.pos:
+            raise OSError(f"the bulk tar is read front to back; cannot seek back from {self.pos} to {pos}")
+        while self.pos < pos:
+            if not self.read(min(CHUNK, pos - self.pos)):
+                break
+        return self.pos
+
+    def drain(self) -> None:
+        """Read whatever the tar walk left: the padding after the end-of-archive blocks."""
+        while self.read(CHUNK):
+            pass
 
 
 Sink = Callable[[MemberRecord], "object"]  # member -> a binary file object to write its bytes into
@@ -302,11 +335,14 @@ def scan_tar(raw, entry: TarEntry, *, label: Optional[str] = None, wanted: Itera
     label = label or entry.filename
     wanted = frozenset(wanted)
     idx = TarIndex(name=entry.name, filename=entry.filename, expected_md5=entry.md5sum, expected_size=entry.size)
-    reader = _HashingReader(raw, on_bytes)
+    hashing = _HashingRaw(raw, on_bytes)
+    reader = _ForwardReader(io.BufferedReader(hashing, buffer_size=CHUNK))
     try:
         try:
-            with tarfile.open(fileobj=reader, mode="r|", bufsize=CHUNK,
-                              tarinfo=guarded_tarinfo(label, None, limits)) as tf:
+            # Seekable mode over a forward-only reader: headers are 512-byte reads from a
+            # 1 MiB buffer and unwanted data is read through in chunks (tarfile's stream
+            # mode re-slices its buffer on every small read, which costs more than md5).
+            with tarfile.open(fileobj=reader, mode="r:", tarinfo=guarded_tarinfo(label, None, limits)) as tf:
                 for m in tf:
                     if m.isdir():
                         continue
@@ -343,8 +379,8 @@ def scan_tar(raw, entry: TarEntry, *, label: Optional[str] = None, wanted: Itera
             idx.message = (f"{label} could not be read to its end ({type(e).__name__}: {e}); its papers were not "
                            "used. Check the file (or the connection) and run again.")
     finally:
-        idx.md5 = reader.digest()
-        idx.size = reader.count
+        idx.md5 = hashing.digest()
+        idx.size = hashing.count
     if idx.error_type is None:
         if idx.md5 != entry.md5sum or idx.size != entry.size:
             idx.error_type = "md5_mismatch"
