@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import os
 import platform
 import random
@@ -40,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from sciga.transforms.sources.bulk_eprints import BulkEprints  # noqa: E402
-from tests.bulk_fixtures import tar_bytes, write_bulk  # noqa: E402
+from tests.bulk_fixtures import write_bulk  # noqa: E402
 from tests.sources_fixtures import tar_gz_of  # noqa: E402
 
 

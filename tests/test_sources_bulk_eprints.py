@@ -279,3 +279,15 @@ def test_flat_mirror_layout(tmp_path):
     bulk = BulkEprints.open(str(src / "arXiv_src_manifest.xml"), str(tmp_path / "cache"))
     assert bulk.extract(["2101.00001"]).extracted == {"2101.00001": str(tmp_path / "cache" / "eprints" / "2101.00001.gz")}
     assert bulk.source("2101.00001") == paper_tar("2101.00001")
+
+
+def test_the_tex_figure_stage_finds_extracted_eprints_with_tex_input(bulk_dir, tmp_path):
+    # `sciga build --tex-input <cache>/eprints`: the figure stage's lookup finds them by id.
+    from sciga.transforms.sources.tex_recovery import load_source, locate_source
+
+    bulk = BulkEprints.open(str(bulk_dir), str(tmp_path / "cache"))
+    bulk.extract(["2101.00001", "astro-ph/0601001"])
+    for pid in ("2101.00001", "astro-ph/0601001"):
+        src = locate_source(f"/elsewhere/{pid.replace('/', '_')}.html", pid, [str(tmp_path / "cache" / "eprints")])
+        assert src is not None and src.endswith(".gz")
+        assert sorted(load_source(src, paper_id=pid).files) == ["fig.png", "main.tex"]
