@@ -20,7 +20,8 @@ The cache (``cache_dir``, local or any fsspec URL)::
     .staging/                        a pass in progress; removed when a run starts
 
 A killed run resumes: tars with an index are not read again; e-prints already in
-``eprints/`` are not written again. A later build that wants other papers of a scanned tar
+``eprints/`` are not written again. One ``extract`` at a time per cache (it clears
+``.staging/`` when it starts); tars are scanned ``max_workers`` at a time inside it. A later build that wants other papers of a scanned tar
 reads just those members with range reads, checked against the sha256 in the index.
 
 Reading ``s3://arxiv`` costs money: the bucket is requester-pays, so AWS bills the reader
@@ -353,10 +354,6 @@ class BulkEprints:
             return idx, written
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-            try:
-                os.rmdir(self._staging_root())  # only when no other pass is staging
-            except OSError:
-                pass
 
     # -- many papers ----------------------------------------------------------------------------
     def extract(self, paper_ids: Iterable[str], *, max_workers: int = 2, validate: bool = True,
@@ -462,6 +459,10 @@ class BulkEprints:
         else:
             with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="bulk-tar") as pool:
                 list(pool.map(one, names))
+        try:
+            os.rmdir(self._staging_root())  # empty once every pass has committed or discarded
+        except OSError:
+            pass
         rep.tars_scanned.sort()
         rep.tars_reused.sort()
         rep.already.sort()
