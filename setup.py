@@ -58,8 +58,12 @@ EXTRAS = {
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "publish": ["datasets>=2.19"],
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
-    # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py)
-    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9"],
+    # arXiv's bulk e-prints on S3 (s3://arxiv/src, requester-pays); local folders need nothing.
+    "bulk": ["s3fs>=2024.1"],
+    # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py);
+    # moto[server]: a real S3-compatible HTTP endpoint on 127.0.0.1 for the bulk e-print tests;
+    # psutil: peak-memory checks of a subprocess (and the scale tests).
+    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9"],
 }
 EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
 

@@ -18,6 +18,16 @@ ENV PIP_NO_CACHE_DIR=1 \
     HF_HUB_OFFLINE=1 \
     HF_HOME=/opt/hf
 
+# LaTeXML (our own e-print -> HTML5 conversion, the engine ar5iv runs) with ImageMagick and
+# ghostscript for its PDF/EPS figures, and poppler for the TeX-figure stage. Debian's /etc
+# ImageMagick policy refuses PDF; each conversion writes its own policy (XDG_CONFIG_HOME),
+# so /etc is left as the distribution ships it.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+      latexml imagemagick ghostscript poppler-utils \
+ && rm -rf /var/lib/apt/lists/* \
+ && latexmlc --VERSION
+
 WORKDIR /opt/sciga
 COPY setup.py README.md ./
 COPY sciga ./sciga
@@ -27,7 +37,7 @@ COPY schemas ./schemas
 COPY quality ./quality
 COPY training ./training
 COPY samples ./samples
-RUN pip install ".[vision,dataflow]" \
+RUN pip install ".[vision,dataflow,bulk]" \
  && python -c "import sciga.transforms.vision.handlers, torch, torchvision; print('torch', torch.__version__)"
 
 # Optional: bake weights into the image instead of reading them from gs:// at start-up

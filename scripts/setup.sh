@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Set up a machine for sciga-builder from this checkout:
-#  - system tools the TeX-source stage uses (poppler, ghostscript) and the headless browser
-#    the `sciga browse` tests drive (Debian's chromium), when apt is available;
+#  - system tools the TeX-source stage uses (poppler, ghostscript), our own LaTeXML
+#    conversion uses (latexml, ImageMagick), and the headless browser the `sciga browse`
+#    tests drive (Debian's chromium), when apt is available;
+#  - a user-level ImageMagick policy that lets LaTeXML turn PDF/EPS figures into PNGs
+#    (Debian's /etc policy refuses PDF; /etc is left as it is);
 #  - a virtualenv in .venv with the project and all extras installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,14 +12,33 @@ cd "$(dirname "$0")/.."
 need=()
 command -v pdftoppm >/dev/null 2>&1 || need+=(poppler-utils)
 command -v gs >/dev/null 2>&1 || need+=(ghostscript)
+command -v latexmlc >/dev/null 2>&1 || need+=(latexml)
+[ -x /usr/bin/convert ] || need+=(imagemagick)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "${SCIGA_CHROMIUM:-}" ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || echo "setup: could not install ${need[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null \
+      || echo "setup: could not install ${need[*]}"
   else
-    echo "setup: please install ${need[*]} (poppler-utils, ghostscript: PDF/EPS figure rasterization; chromium: the browser tests of \`sciga browse\`)"
+    echo "setup: please install ${need[*]} (poppler-utils, ghostscript: PDF/EPS figure rasterization; latexml, imagemagick: LaTeXML conversion; chromium: the browser tests of \`sciga browse\`)"
   fi
+fi
+
+# ImageMagick reads $XDG_CONFIG_HOME/ImageMagick/policy.xml after /etc's, so this user-level
+# file re-allows the PDF/PS/EPS coders for LaTeXML's figure conversion. (Each conversion also
+# writes the same policy into its own temporary config folder, so workers need not run this.)
+im_dir="${XDG_CONFIG_HOME:-$HOME/.config}/ImageMagick"
+if [ ! -e "$im_dir/policy.xml" ]; then
+  mkdir -p "$im_dir"
+  cat > "$im_dir/policy.xml" <<'POLICY'
+<?xml version="1.0" encoding="UTF-8"?>
+<!-- Written by sciga-builder's scripts/setup.sh: lets LaTeXML (through ImageMagick +
+     ghostscript, which runs with -dSAFER) rasterize PDF/EPS figures, as ar5iv does. -->
+<policymap>
+  <policy domain="coder" rights="read|write" pattern="{PS,PS2,PS3,EPS,EPSI,EPSF,PDF}" />
+</policymap>
+POLICY
 fi
 
 PY=${PYTHON:-python3}

@@ -156,3 +156,97 @@ def test_source_folder_skips_links_that_leave_it(tmp_path):
     os.symlink(outside, tmp_path / "leak.tex")
     tree = read_source_dir(str(tmp_path))
     assert list(tree.files) == ["main.tex"] and "leak.tex" in tree.skipped
+
+
+# -- bounded memory while refusing (a 200 MiB member must not be read whole first) ----------
+_PEAK_CHILD = r"""
+import sys
+import psutil
+from sciga.transforms.errors import StageError
+from sciga.transforms.sources.eprint import Limits, read_eprint
+data = open(sys.argv[1], "rb").read()
+limits = Limits(max_member_bytes=int(sys.argv[2]) << 20) if len(sys.argv) > 2 else Limits()
+def hwm():  # the kernel's peak RSS of this process (VmHWM), in bytes
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset VmHWM to the current RSS: the peak below is the read's own
+base = psutil.Process().memory_info().rss
+try:
+    read_eprint(data, limits=limits)
+    outcome = "accepted"
+except StageError as e:
+    outcome = e.error_type
+print(outcome, base, hwm())
+"""
+
+
+def _peak_rss_of_read(path, *args) -> tuple[str, int, int]:
+    """Run ``read_eprint`` on ``path`` in a fresh interpreter: (outcome, MiB above the
+    baseline at the child's peak (the kernel's VmHWM, reset just before the read), MiB
+    above it as psutil saw it, polling the child's RSS every 5 ms)."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = psutil.Popen([sys.executable, "-c", _PEAK_CHILD, str(path), *map(str, args)], stdout=subprocess.PIPE,
+                        env=env, text=True)
+    polled = 0
+    while proc.poll() is None:
+        try:
+            polled = max(polled, proc.memory_info().rss)
+        except psutil.Error:
+            break
+        time.sleep(0.005)
+    out = proc.stdout.read().split()
+    assert proc.returncode == 0 and len(out) == 3, out
+    outcome, base, peak = out[0], int(out[1]), int(out[2])
+    return outcome, (peak - base) >> 20, (polled - base) >> 20
+
+
+def _gzip_of_repeated(head: bytes, mib: int, byte: bytes = b"a") -> bytes:
+    one = gzip.compress(byte * (1 << 20), compresslevel=9, mtime=0)
+    return gzip.compress(head, mtime=0) + one * mib
+
+
+def test_a_200_mib_long_name_member_is_refused_without_reading_it(tmp_path):
+    # A GNU long-name header declaring 200 MiB: tarfile reads such a name whole (and joins
+    # it: ~400 MB RSS) before our name check ran. Now its 512-byte header refuses it.
+    ti = tarfile.TarInfo("././@LongLink")
+    ti.type = tarfile.GNUTYPE_LONGNAME
+    ti.size = 200 << 20
+    header = ti._create_header(ti.get_info(), tarfile.GNU_FORMAT, "utf-8", "surrogateescape")
+    path = tmp_path / "longname.tar.gz"
+    named = tarfile.TarInfo("main.tex")  # the member the long name belongs to, then the end
+    tail = gzip.compress(named.tobuf(format=tarfile.GNU_FORMAT) + b"\0" * 1024, mtime=0)
+    path.write_bytes(_gzip_of_repeated(header, 200) + tail)
+    outcome, peak_mib, polled_mib = _peak_rss_of_read(path)
+    assert peak_mib < 40 and polled_mib < 40, (peak_mib, polled_mib)
+    assert outcome == "unsafe_archive"
+    e = refused(path.read_bytes())
+    assert "extension header" in e.message and "209715200 bytes" in e.message
+
+
+def test_an_oversized_single_file_is_cut_at_the_limit_while_streaming(tmp_path):
+    # A single gzipped file of 200 MiB against a 64 MiB limit: counted while it streams
+    # and stopped at 64 MiB + one chunk (was: the limit read in one call, twice over).
+    path = tmp_path / "single.gz"
+    path.write_bytes(_gzip_of_repeated(b"", 200, b"%"))
+    outcome, peak_mib, polled_mib = _peak_rss_of_read(path, 64)
+    assert outcome == "size_bomb"
+    assert peak_mib < 64 + 24, (peak_mib, polled_mib)
+
+
+def test_an_accepted_200_mib_member_is_held_once_not_twice(tmp_path):
+    ti = tarfile.TarInfo("main.tex")
+    ti.size = 200 << 20
+    path = tmp_path / "big.tar.gz"
+    path.write_bytes(_gzip_of_repeated(ti.tobuf(format=tarfile.GNU_FORMAT), 200, b"%"))
+    outcome, peak_mib, _ = _peak_rss_of_read(path)
+    assert outcome == "accepted"
+    assert peak_mib < 200 + 40, peak_mib  # the kept bytes plus a chunk (was ~400 MiB)

@@ -8,7 +8,13 @@ counting gzip reader) and refused, as a whole, when any member is unsafe:
 * a member above ``max_member_bytes`` (checked on the tar header, before any data is
   inflated), a running total above ``max_total_bytes`` (checked on the bytes actually
   inflated, so lying headers and single-file gzip bombs are caught too), or more than
-  ``max_members`` members.
+  ``max_members`` members;
+* a long-name or pax extension header above ``max_header_bytes`` (checked on its tar
+  header, before ``tarfile`` would read it whole into memory), and GNU sparse members.
+
+Every read is bounded while it streams: member data and single files are read in chunks
+of at most ``CHUNK`` bytes and counted, and reading stops at the limit, so refusing an
+oversized input costs the limit plus one chunk of memory, never the input's size.
 
 Refusal is a ``StageError`` (stage ``tex_source``) naming the paper, the member and the
 reason; nothing is written before the archive has been read completely. ``read_eprint``
@@ -42,9 +48,11 @@ class Limits:
     max_member_bytes: int = 256 * 1024 * 1024
     max_members: int = 5000
     max_name_chars: int = 1024
+    max_header_bytes: int = 1 << 20  # a GNU long name / pax header is metadata, not data
 
 
 DEFAULT_LIMITS = Limits()
+CHUNK = 1 << 20  # bytes per read while streaming a member or a single file
 
 
 @dataclass
@@ -137,6 +145,51 @@ def _is_tar_header(block: bytes) -> bool:
     return chk == calc
 
 
+def read_counted(f, limit: int, on_exceed: Callable[[int], StageError], chunk: int = CHUNK) -> bytes:
+    """All of ``f`` read in chunks and counted; ``on_exceed(n)`` is raised as soon as more
+    than ``limit`` bytes have arrived. Memory is the bytes kept plus one chunk (a BytesIO
+    grows in place and hands its buffer over without a copy)."""
+    out = io.BytesIO()
+    n = 0
+    while True:
+        block = f.read(min(chunk, limit + 1 - n))
+        if not block:
+            return out.getvalue()
+        n += len(block)
+        if n > limit:
+            raise on_exceed(n)
+        out.write(block)
+
+
+_EXTENSION_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
+                    tarfile.SOLARIS_XHDTYPE)
+
+
+class _GuardedTarInfo(tarfile.TarInfo):
+    """A TarInfo that refuses an oversized long-name / pax header, or a sparse member,
+    from its 512-byte header, before ``tarfile`` reads the extension into memory
+    (``tarfile`` reads a GNU long name of any declared size whole, then hands it over)."""
+
+    max_header_bytes = DEFAULT_LIMITS.max_header_bytes
+    label = "e-print"
+    paper_id: Optional[str] = None
+
+    def _proc_member(self, tf):
+        if self.type in _EXTENSION_TYPES and self.size > self.max_header_bytes:
+            raise _refuse(self.label, "unsafe_archive", f"an extension header (type {self.type!r}) declares "
+                          f"{self.size} bytes of metadata, above {self.max_header_bytes}", self.paper_id)
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise _refuse(self.label, "unsafe_archive", f"member {self.name!r} is a GNU sparse file", self.paper_id)
+        return super()._proc_member(tf)
+
+
+def guarded_tarinfo(label: str, paper_id: Optional[str], limits: Limits) -> type:
+    """A ``tarinfo=`` class for ``tarfile.open`` bound to one archive's label and limits
+    (a fresh subclass per archive, so concurrent reads never share state)."""
+    return type("GuardedTarInfo", (_GuardedTarInfo,), {"max_header_bytes": limits.max_header_bytes,
+                                                        "label": label, "paper_id": paper_id})
+
+
 def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] = None,
                 limits: Limits = DEFAULT_LIMITS, keep: Callable[[str], bool] = default_keep) -> SourceTree:
     """Bytes of an e-print -> SourceTree with the kept files in memory."""
@@ -164,9 +217,8 @@ def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] 
         if _is_tar_header(head):
             tree = _read_tar(buffered, label, paper_id, limits, keep)
         else:
-            body = buffered.read(limits.max_member_bytes + 1)
-            if len(body) > limits.max_member_bytes:
-                raise _refuse(label, "size_bomb", f"its single file is larger than {limits.max_member_bytes // (1 << 20)} MiB", paper_id)
+            body = read_counted(buffered, limits.max_member_bytes, lambda n: _refuse(
+                label, "size_bomb", f"its single file is larger than {limits.max_member_bytes // (1 << 20)} MiB", paper_id))
             sub = detect_kind(body[:512])
             if sub in ("pdf", "ps"):
                 return SourceTree(kind=sub, total_bytes=len(body))
@@ -185,7 +237,7 @@ def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] 
 def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep) -> SourceTree:
     tree = SourceTree(kind="tar")
     declared_total = 0
-    with tarfile.open(fileobj=fileobj, mode="r|") as tf:
+    with tarfile.open(fileobj=fileobj, mode="r|", tarinfo=guarded_tarinfo(label, paper_id, limits)) as tf:
         for m in tf:
             tree.members += 1
             if tree.members > limits.max_members:
@@ -210,7 +262,9 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                 raise _refuse(label, "size_bomb", f"its members declare more than {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
             f = tf.extractfile(m)
             if keep(name):
-                data = f.read(m.size + 1) if f is not None else b""
+                data = read_counted(f, m.size, lambda n: _refuse(
+                    label, "size_bomb", f"member {m.name!r} holds more than the {m.size} bytes it declares", paper_id)) \
+                    if f is not None else b""
                 if len(data) != m.size:
                     raise StageError(STAGE, "corrupt_source", f"{label}: member {m.name!r} is truncated; refetch the e-print.", paper_id)
                 tree.files[name] = data
@@ -255,7 +309,8 @@ def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optiona
         if total > limits.max_total_bytes:
             raise _refuse(label, "size_bomb", f"its files exceed {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
         with fs.open(p, "rb") as f:
-            tree.files[name] = f.read(limits.max_member_bytes + 1)
+            tree.files[name] = read_counted(f, limits.max_member_bytes, lambda n: _refuse(
+                label, "size_bomb", f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read", paper_id))
     tree.total_bytes = total
     return tree
 
