@@ -461,4 +461,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
              "seconds": round(seconds, 3), "finished_unix": int(time.time()), "results_pruned": pruned},
     )
     fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
+    from sciga.pipelines.dataset_card import write_dataset_card
+
+    write_dataset_card(out_dir)  # README.md with configs and features: the folder loads with `datasets`
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=seconds)

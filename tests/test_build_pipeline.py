@@ -49,6 +49,9 @@ def test_sample_build_counts_and_layout(sample_build):
     m = json.loads((out / "manifest.json").read_text())
     assert m["counts"]["papers"] == 4 and m["schema_version"] == SCHEMA_VERSION and m["reconciled"]
     assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
+    card = (out / "README.md").read_text()
+    assert "configs:" in card and "data/figures/train-*" in card, "the build folder is a Hugging Face dataset"
+    assert m["stats"]["images_read"] == 22 and "mentions_rejected_other_work" not in m["stats"]
 
 
 def test_sample_build_rows_in_duckdb(sample_build):

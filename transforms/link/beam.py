@@ -40,6 +40,8 @@ class LinkPaper(PaperStageFn):
     def run(self, work: PaperWork):
         link_paper(work.paper, sentencizer=self.sentencizer)
         work.mentions = mention_rows(work.paper)
+        for why, n in sorted(work.paper.rejected_mentions.items()):
+            work.count(f"mentions_rejected_{why}", n)  # e.g. "Figure 1 of [12]": another work's figure
         return [work]
 
 

@@ -49,6 +49,9 @@ class BuildCounts:
     dead_letter_parts: int = 0
     reused: int = 0  # inputs whose stored result was reused (incremental build)
     recomputed: int = 0
+    # Per-paper counters summed over the kept papers (images read, TeX figures recovered,
+    # mention candidates rejected as another work's figure ...).
+    stats: dict = field(default_factory=dict)
 
     @property
     def dead_inputs(self) -> int:
@@ -124,6 +127,9 @@ def counts_from_parts(parts: list[dict]) -> BuildCounts:
             c.teasers += k.get("teasers", 0)
             c.reused += k.get("reused", 0)
             c.recomputed += k.get("recomputed", 0)
+            for name, v in k.items():
+                if name.startswith("stat:"):
+                    c.stats[name[5:]] = c.stats.get(name[5:], 0) + v
         elif cfg == "figures":
             c.figures += k.get("figures", 0)
             c.subfigures += k.get("subfigures", 0)
@@ -159,6 +165,7 @@ def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: 
             "images_embedded": counts.images_embedded,
         },
         "incremental": {"reused": counts.reused, "recomputed": counts.recomputed},
+        "stats": dict(sorted(counts.stats.items())),
         "dead_letter_by_type": dict(sorted(counts.dead_letter_by_type.items())),
         "reconciled": counts.reconciled,
         "files": files,

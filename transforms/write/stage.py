@@ -304,10 +304,9 @@ class WriteGroup(beam.DoFn):
                     ga = table.column("graphical_abstract").to_pylist()[0]
                     if ga:
                         counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
-                    stats = res.header.get("stats") or {}
-                    for k in ("images_read", "tex_images_recovered", "tex_figures_matched"):
-                        if stats.get(k):
-                            counts[k] = stats[k]
+                    for k, v in (res.header.get("stats") or {}).items():
+                        if v:
+                            counts[f"stat:{k}"] = v
                 writer.add(table, counts, key=it.key)
         for info in writer.close():
             self.parts.inc()
