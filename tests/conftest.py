@@ -46,3 +46,28 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
         e.update(env)
     return subprocess.run([sys.executable, "-m", "sciga", *args], cwd=str(ROOT), env=e, capture_output=True,
                           text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """fake-gcs-server on 127.0.0.1 and a token endpoint beside it, with the environment
+    pointing gcsfs, google-cloud-storage and Beam at them (this process and subprocesses).
+    Yields the emulator's URL; every test makes its own bucket."""
+    from gcs_fixtures import GcsEmulator, TokenServer, gcs_env, write_adc
+
+    base = tmp_path_factory.mktemp("gcs")
+    emulator = GcsEmulator(base / "fake-gcs-server.log").start()
+    tokens = TokenServer()
+    env = gcs_env(emulator.url, write_adc(base / "adc.json", tokens.url))
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield emulator.url
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        tokens.stop()
+        emulator.stop()
