@@ -453,7 +453,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args)
 
-    outcome = run_outcome(getattr(p, "result", None), options, runner)
+    outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
     if not outcome.completed:
         # A dry run, a template, a job still running (or stopped): no part files to finalize,
         # and the result store is left as it is. A dry run leaves nothing behind; the others

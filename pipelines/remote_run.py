@@ -83,15 +83,17 @@ class RunOutcome:
     template: Optional[str] = None
     console_url: Optional[str] = None
     job: object = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
+    staging: Optional[str] = None  # OUT/.staging/<run>: the input list (and GA manifest) the job reads
 
     @property
     def failed(self) -> bool:
         return self.kind == "ended"
 
-    def message(self, out_dir: str, staging: Optional[str] = None) -> str:
+    def message(self, out_dir: str) -> str:
         """What happened and what to do next, for the terminal."""
-        rerun = ("run the same `sciga build` command again (without --no_wait_until_finish) to write the shards: "
-                 "it reuses every paper the job stored and only writes and checks the build")
+        flag = {"template": "--template_location", "running": "--no_wait_until_finish"}.get(self.kind, "")
+        rerun = (f"run the same `sciga build` command again without {flag} to write the shards: it reuses every "
+                 "paper the job stored, so only the shard writing runs again")
         if self.kind == "dry_run":
             n = len(self.job.proto_pipeline.components.transforms) if self.job is not None else 0
             name = f" {self.job_name}" if self.job_name else ""
@@ -100,8 +102,8 @@ class RunOutcome:
         if self.kind == "template":
             return (f"sciga build: {self.runner} wrote the template {self.template}"
                     f"{f' (job {self.job_name})' if self.job_name else ''}; no job ran, so {out_dir} has no new shards. "
-                    f"A launch of the template reads its inputs from {staging or out_dir + '/.staging'}: keep that folder, "
-                    f"and after the launched job finished, {rerun}.")
+                    f"A launch of the template reads its input list from {self.staging or out_dir + '/.staging'}: keep "
+                    f"that folder, and after a launched job finished, {rerun}.")
         if self.kind == "running":
             where = f" ({self.console_url})" if self.console_url else ""
             return (f"sciga build: {self.runner} job {self.job_id or '(no id)'} was submitted and is {self.state}"
@@ -112,8 +114,9 @@ class RunOutcome:
         return f"sciga build: {self.runner} ran the job to completion."
 
 
-def run_outcome(result, options, runner: str) -> RunOutcome:
-    """Classify ``result`` (Beam's PipelineResult after the ``with Pipeline`` block)."""
+def run_outcome(result, options, runner: str, staging: Optional[str] = None) -> RunOutcome:
+    """Classify ``result`` (Beam's PipelineResult after the ``with Pipeline`` block);
+    ``staging`` is the run's staging folder, which a template or a running job reads."""
     from apache_beam.options.pipeline_options import GoogleCloudOptions, StandardOptions, TestOptions
     from apache_beam.runners.runner import PipelineState
 
@@ -124,7 +127,7 @@ def run_outcome(result, options, runner: str) -> RunOutcome:
     if gcp.template_location and runner not in LOCAL_RUNNERS:
         job = getattr(getattr(result, "_runner", None), "job", None)
         return RunOutcome(runner, False, "template", state="TEMPLATE", template=gcp.template_location,
-                          job_name=_job_name(job) or gcp.job_name, job=job)
+                          job_name=_job_name(job) or gcp.job_name, job=job, staging=staging)
     state = str(result.state) if result is not None else "UNKNOWN"
     state = state.split(".")[-1]
     if state == PipelineState.DONE:
@@ -135,7 +138,7 @@ def run_outcome(result, options, runner: str) -> RunOutcome:
         console = (f"https://console.cloud.google.com/dataflow/jobs/{gcp.region}/{job_id}?project={gcp.project}")
     no_wait = bool(options.view_as(StandardOptions).no_wait_until_finish)
     if no_wait or not PipelineState.is_terminal(state):
-        return RunOutcome(runner, False, "running", state=state, job_id=job_id, console_url=console)
+        return RunOutcome(runner, False, "running", state=state, job_id=job_id, console_url=console, staging=staging)
     return RunOutcome(runner, False, "ended", state=state, job_id=job_id, console_url=console)
 
 
