@@ -140,7 +140,7 @@ def _missing_bucket(proto: str, bucket: str) -> str:
             f"or create the bucket first ({create}).")
 
 
-_GCS_BUCKET_IN_URL = re.compile(r"/b/([^/?\s]+)")
+_GCS_BUCKET_IN_URL = re.compile(r"(?:^|[\s/])b/([^/?\s]+)")
 
 
 def _chain(exc: BaseException):
