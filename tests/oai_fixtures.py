@@ -72,6 +72,7 @@ class Paper:
     msc_class: Optional[str] = None
     report_no: Optional[str] = None
     submitter: str = "Alice Smith"
+    deleted: bool = False  # an OAI-PMH deleted record (header only)
 
     @property
     def sets(self) -> set:
@@ -156,6 +157,9 @@ def arxiv_xml(p: Paper) -> str:
 
 def record_xml(p: Paper, prefix: str) -> str:
     sets = "".join(f"<setSpec>{s}</setSpec>" for s in sorted(p.sets))
+    if p.deleted:
+        return (f'<record><header status="deleted"><identifier>oai:arXiv.org:{p.id}</identifier>'
+                f"<datestamp>{p.datestamp}</datestamp>{sets}</header></record>\n")
     body = raw_xml(p) if prefix == "arXivRaw" else arxiv_xml(p)
     return (f"<record><header><identifier>oai:arXiv.org:{p.id}</identifier><datestamp>{p.datestamp}</datestamp>"
             f"{sets}</header><metadata>{body}</metadata></record>\n")
@@ -180,17 +184,20 @@ class ListStore:
     def __init__(self, papers=()):
         self.lock = threading.Lock()
         self.by_id: dict[str, Paper] = {}
+        self.keys: dict[str, tuple[str, str]] = {}
         self.order: list[tuple[str, str]] = []
         for p in papers:
             self.put(p)
 
     def put(self, p: Paper) -> None:
+        """Add ``p``, or re-file it after its datestamp changed."""
         with self.lock:
-            old = self.by_id.get(p.id)
+            old = self.keys.get(p.id)
             if old is not None:
-                self.order.remove((old.datestamp, old.id))
+                self.order.remove(old)
             self.by_id[p.id] = p
-            bisect.insort(self.order, (p.datestamp, p.id))
+            self.keys[p.id] = (p.datestamp, p.id)
+            bisect.insort(self.order, self.keys[p.id])
 
     def window(self, from_: Optional[str], until: Optional[str], set_: Optional[str]) -> list:
         with self.lock:

@@ -164,7 +164,6 @@ class _Planner:
         self.coverage = self._coverage()
         self.html_mean, self.html_measured = self._mean("html", DEFAULT_HTML_BYTES)
         self.eprint_mean, self.eprint_measured = self._mean("source", DEFAULT_EPRINT_BYTES)
-        self.needs_eprint = "source" in o.parts or o.html_from in ("latexml", "auto")
         self.papers = 0
         self.unknown = False  # the corpus's size cannot be known without asking
 
@@ -216,9 +215,12 @@ class _Planner:
     def add(self, pid: str) -> None:
         """One paper of the corpus (its metadata is counted by the caller)."""
         self.papers += 1
+        converted = False
         if "html" in self.o.parts:
-            self._count("html", *self._html_source(pid))
-        if self.needs_eprint:
+            html = self._html_source(pid)
+            converted = html[0] == "LaTeXML from the e-print"
+            self._count("html", *html)
+        if "source" in self.o.parts or converted:
             self._count("e-print", *self._eprint_source(pid))
 
     def _count(self, part: str, source: str, host: Optional[str], requests: int, nbytes: float) -> None:
@@ -480,24 +482,33 @@ def _plan_cache(o: PlanOptions, pl: _Planner) -> str:
 
 
 def _cached_corpus(o: PlanOptions, pl: _Planner, row: PlanRow) -> None:
-    """Every paper with metadata in the cache that the selection keeps."""
+    """Every paper with metadata in the cache that the selection keeps. The view files are
+    the truth (a bulk import killed between a file and its journal line leaves the line
+    to ``recover()``), so they are listed rather than the journal."""
     from sciga.transforms.sources.arxiv_records import first_version_day
+    from sciga.transforms.sources.fetch_cache import _id_from_safe
 
     needs_meta = bool(o.selection.categories or o.selection.dated)
+    papers = os.path.join(o.cache, "papers")
+    try:
+        names = sorted(e.name for e in os.scandir(papers) if e.is_dir())
+    except OSError:
+        names = []
     n = 0
-    for (pid, part), rec in sorted(pl.journal.items()):
-        if part != "meta" or rec.status != "ok":
-            continue
+    for safe in names:
+        path = os.path.join(papers, safe, safe + ".api.json")
         if needs_meta:
             try:
-                with open(os.path.join(o.cache, rec.file), "rb") as f:
+                with open(path, "rb") as f:
                     meta = json.loads(f.read())
-            except (OSError, ValueError, TypeError):
+            except (OSError, ValueError):
                 continue
-            if not o.selection.matches(meta.get("categories") or [], first_version_day(meta)):
+            if not isinstance(meta, dict) or not o.selection.matches(meta.get("categories") or [], first_version_day(meta)):
                 continue
+        elif not os.path.exists(path):
+            continue
         n += 1
-        pl.add(pid)
+        pl.add(_id_from_safe(safe))
     if row.papers is None:
         row.papers = n
     else:

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Optional
 
-from sciga.transforms.sources.arxiv_records import RecordError, _versions, first_version_day, meta_from_snapshot
+from sciga.transforms.sources.arxiv_records import RecordError, _paper_id, _versions, first_version_day, meta_from_snapshot
 from sciga.transforms.sources.corpus_selection import Selection
 from sciga.transforms.sources.fetch_cache import FetchCache
 from sciga.transforms.sources.metadata_sink import ImportReport, MetadataSink
@@ -82,7 +82,8 @@ def iter_lines(stream, max_line_bytes: int) -> Iterator[tuple[int, Optional[byte
 
 
 def _preselect(obj: dict, selection: Selection) -> bool:
-    """The selection, from the fields it needs only (RecordError if they are broken)."""
+    """The selection, from the fields it needs only (RecordError if they, or the id, are broken)."""
+    _paper_id(obj.get("id"))
     cats = obj.get("categories")
     if not isinstance(cats, str) or not cats.split():
         raise RecordError("categories is missing or not a space-separated string")
@@ -139,7 +140,7 @@ def import_snapshot(options: SnapshotOptions, cache: FetchCache, *,
                 continue
             report.read += 1
             if line is None:
-                report.problem(f"line {lineno}", f"longer than {options.max_line_bytes >> 20} MiB; not a metadata record")
+                report.problem(f"line {lineno}", f"longer than {options.max_line_bytes:,} bytes; not a metadata record")
                 continue
             try:
                 meta = select_line(line, sel)
