@@ -49,6 +49,7 @@ CORE = [
     "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
     "imagehash>=4.3",  # vision: perceptual hashes of figures
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
+    "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.
@@ -59,6 +60,7 @@ EXTRAS = {
     "publish": ["datasets>=2.19"],
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
     "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12"],
+    "bench": ["psutil>=5.9"],  # bench/oai_pmh.py: peak RSS of a process tree
 }
 EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
 

@@ -358,3 +358,25 @@ def test_build_reads_a_cache_of_snapshot_metadata_plus_placed_pages(tmp_path):
     figs = pq.read_table(glob.glob(str(out_dir / "data" / "figures" / "*.parquet"))).to_pylist()
     assert figs and all(f["paper_id"] == p1.id for f in figs)
     shutil.rmtree(out_dir)
+
+
+def test_journal_line_cut_by_a_kill_is_dropped_and_recovered_from_the_view_file(tmp_path):
+    ps = corpus_papers()[:3]
+    snap = tmp_path / "s.jsonl"
+    write_snapshot(snap, ps)
+    cache = tmp_path / "cache"
+    import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(cache)))
+    j = cache / "journal.jsonl"
+    data = j.read_bytes()
+    j.write_bytes(data[:-1])  # the last line lost its newline: the kill came mid-write
+    c = FetchCache(str(cache))
+    assert len(j.read_bytes().splitlines()) == 2, "the torn line is dropped, so the next line starts clean"
+    assert c.recover() == 1, "its view file is journaled again"
+    assert {r.id for r in c.records() if r.part == "meta"} == {p.id for p in ps}
+    c.close()
+    # A cache opened for a bulk import keeps no meta records in memory: it looks at the files.
+    b = open_for_import(str(cache))
+    assert not [r for r in b.records() if r.part == "meta"]
+    rec = b.record(ps[0].id, "meta")
+    assert rec.status == "ok" and rec.sha256 is None and json.loads(b.read_part(ps[0].id, "meta"))["id"] == ps[0].id
+    assert b.record("2101.99999", "meta") is None

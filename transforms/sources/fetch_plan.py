@@ -166,6 +166,7 @@ class _Planner:
         self.eprint_mean, self.eprint_measured = self._mean("source", DEFAULT_EPRINT_BYTES)
         self.papers = 0
         self.unknown = False  # the corpus's size cannot be known without asking
+        self.eprint_default_used = False
 
     def _dumps(self) -> dict:
         from sciga.transforms.sources import ar5iv_dump
@@ -261,6 +262,8 @@ class _Planner:
                 return f"bulk tars ({where})", "bulk", int(first), tar.size if first else 0
             return "bulk tars (local)", None, 0, tar.size if first else 0
         mean = self.coverage.mean_item_bytes(pid) if self.coverage is not None else None
+        if not mean:
+            self.eprint_default_used = not self.eprint_measured
         return f"HTTP {host}", host, 1, mean or self.eprint_mean
 
     def finish(self) -> None:
@@ -285,9 +288,12 @@ class _Planner:
         if http_html and not self.html_measured:
             self.plan.assumptions.append(f"{_bytes(DEFAULT_HTML_BYTES)} per HTML page (fewer than {MIN_SAMPLES} pages in "
                                          "the cache to measure; real ar5iv pages are 97-197 KiB gzipped)")
-        if http_eprint and not self.eprint_measured and self.coverage is None:
-            self.plan.assumptions.append(f"{_bytes(DEFAULT_EPRINT_BYTES)} per e-print (no bulk manifest and fewer than "
-                                         f"{MIN_SAMPLES} e-prints in the cache to measure)")
+        if http_eprint and self.eprint_default_used:
+            self.plan.assumptions.append(f"{_bytes(DEFAULT_EPRINT_BYTES)} per e-print where the bulk manifest has no "
+                                         f"tars of the paper's month and the cache has fewer than {MIN_SAMPLES} e-prints "
+                                         "to measure")
+        elif http_eprint and self.coverage is not None:
+            self.plan.assumptions.append("e-prints over HTTP: the mean item size of the bulk tars of their month")
         order = ("metadata", "html", "e-print")
         self.plan.rows = sorted(self.rows.values(), key=lambda r: (order.index(r.part), r.source))
         by_host: dict[str, float] = {}

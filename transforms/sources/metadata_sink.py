@@ -63,7 +63,7 @@ class MetadataSink:
             self._dirty.add(self.cache.blob_path(saved.sha256))
             self._dirty.add(os.path.join(self.cache.root, saved.file))
             status = UPDATED if ok else NEW
-        sidecar = finalize(self.cache, pid)
+        sidecar = finalize(self.cache, pid, meta)
         if sidecar and status != UNCHANGED:
             self._dirty.add(sidecar)
         setattr(self.counts, status, getattr(self.counts, status) + 1)
