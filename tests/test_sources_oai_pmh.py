@@ -137,6 +137,20 @@ def test_expired_token_restarts_from_the_last_datestamp_without_duplicates(tmp_p
     assert len(ids) == len(set(ids)), "records sent again after the restart are not written twice"
 
 
+def test_tokens_with_a_lifetime_shorter_than_the_rate_limit(tmp_path):
+    """Every token expires before the polite client may use it: the harvest still ends,
+    page by page from the last datestamp, with the same files."""
+    ps = papers(100)
+    ref = reference(ps, tmp_path, args=["--category", "cs"])
+    cache = tmp_path / "cache"
+    with OaiServer(ListStore(ps), page_size=25, token_ttl=0.05) as s:
+        opts = OaiHarvestOptions(url=s.url, set_spec="cs", selection=Selection(categories=("cs",)))
+        rep = OaiHarvester(opts, PoliteClient(0.15), open_for_import(str(cache))).run()
+        errors = [e for e in s.log if e.get("error") == "badResumptionToken"]
+    assert rep.complete and rep.restarts == len(errors) >= 2
+    assert tree(cache) == tree(ref)
+
+
 class _Unordered(ListStore):
     """A server that does not send records in datestamp order (allowed by OAI-PMH)."""
 
