@@ -49,6 +49,7 @@ CORE = [
     "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
     "imagehash>=4.3",  # vision: perceptual hashes of figures
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
+    "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.
@@ -64,6 +65,7 @@ EXTRAS = {
     # moto[server]: a real S3-compatible HTTP endpoint on 127.0.0.1 for the bulk e-print tests;
     # psutil: peak-memory checks of a subprocess (and the scale tests).
     "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9"],
+    "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
 }
 EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
 
