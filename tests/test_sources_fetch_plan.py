@@ -42,15 +42,14 @@ def write_snapshot(path: Path, ps) -> None:
 MANIFEST = """<?xml version='1.0' standalone='yes'?>
 <arXivSRC>
  <file><content_md5sum>a</content_md5sum><filename>src/arXiv_src_0001_001.tar</filename><first_item>astro-ph0001001</first_item>
-  <last_item>quant-ph0001116</last_item><md5sum>b</md5sum><num_items>2364</num_items><seq_num>1</seq_num><size>225605507</size>
+  <last_item>quant-ph0001116</last_item><md5sum>bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb</md5sum><num_items>2364</num_items><seq_num>1</seq_num><size>225605507</size>
   <timestamp>2010-12-23 00:13:59</timestamp><yymm>0001</yymm></file>
  <file><content_md5sum>c</content_md5sum><filename>src/arXiv_src_2101_001.tar</filename><first_item>2101.00001</first_item>
-  <last_item>2101.00010</last_item><md5sum>d</md5sum><num_items>10</num_items><seq_num>1</seq_num><size>30000000</size>
+  <last_item>2101.00010</last_item><md5sum>dddddddddddddddddddddddddddddddd</md5sum><num_items>10</num_items><seq_num>1</seq_num><size>30000000</size>
   <timestamp>2021-02-02 00:00:00</timestamp><yymm>2101</yymm></file>
  <file><content_md5sum>e</content_md5sum><filename>src/arXiv_src_2101_002.tar</filename><first_item>2101.00011</first_item>
-  <last_item>2101.00020</last_item><md5sum>f</md5sum><num_items>10</num_items><seq_num>2</seq_num><size>10000000</size>
+  <last_item>2101.00020</last_item><md5sum>ffffffffffffffffffffffffffffffff</md5sum><num_items>10</num_items><seq_num>2</seq_num><size>10000000</size>
   <timestamp>2021-02-02 00:00:00</timestamp><yymm>2101</yymm></file>
- <file><filename>src/broken.tar</filename><first_item>2101.00021</first_item></file>
 </arXivSRC>
 """
 
@@ -80,7 +79,7 @@ def no_network():
 def test_manifest_coverage(tmp_path):
     (tmp_path / "arXiv_src_manifest.xml").write_text(MANIFEST)
     cov = bulk_eprint_coverage(str(tmp_path))
-    assert len(cov.tars) == 3, "the entry without last_item / size is skipped"
+    assert len(cov.tars) == 3
     assert cov.tar_for("2101.00001").filename == "src/arXiv_src_2101_001.tar"
     assert cov.tar_for("2101.00010").filename == "src/arXiv_src_2101_001.tar"
     assert cov.tar_for("2101.00011").filename == "src/arXiv_src_2101_002.tar"
@@ -92,7 +91,10 @@ def test_manifest_coverage(tmp_path):
     assert bulk_eprint_coverage(str(tmp_path / "arXiv_src_manifest.xml")).months == ["0001", "2101"]
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "arXiv_src_manifest.xml").write_text("<arXivSRC><file>")
-    with pytest.raises(FileNotFoundError, match="not a readable arXiv_src_manifest.xml"):
+    with pytest.raises(FileNotFoundError, match="is not XML"):
+        bulk_eprint_coverage(str(tmp_path / "bad"))
+    (tmp_path / "bad" / "arXiv_src_manifest.xml").write_text("<arXivSRC><file><filename>src/x.tar</filename></file></arXivSRC>")
+    with pytest.raises(FileNotFoundError, match="size, num_items or seq_num is not a number"):
         bulk_eprint_coverage(str(tmp_path / "bad"))
     with pytest.raises(FileNotFoundError, match="--eprints-bulk"):
         bulk_eprint_coverage(str(tmp_path / "missing"))
