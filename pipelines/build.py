@@ -97,6 +97,9 @@ class BuildOptions:
     papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"]
     figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"]
     no_images: bool = False
+    html_from: str = "ar5iv"  # ar5iv | latexml | auto (pages made from e-prints)
+    eprints_bulk: Optional[str] = None  # arXiv's bulk source tars
+    latexml: object = None  # LatexmlOptions
     workers: Optional[int] = None
     rebuild: bool = False
     quiet: bool = False
@@ -106,7 +109,7 @@ class BuildOptions:
 
 
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
-    from sciga.pipelines.sources_options import prepare_source_args, tex_options_from_args
+    from sciga.pipelines.sources_options import latexml_options_from_args, prepare_source_args, tex_options_from_args
     from sciga.pipelines.vision import vision_options_from_args
     from sciga.transforms.link.beam import LinkOptions
     from sciga.transforms.parse.stage import ParseOptions
@@ -124,7 +127,8 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         parse=ParseOptions(max_page_bytes=args.max_page_mb * 1024 * 1024, source=args.source, metadata_dir=args.metadata),
         tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
         vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
-        figures_per_shard=args.figures_per_shard, no_images=args.no_images, workers=args.workers,
+        figures_per_shard=args.figures_per_shard, no_images=args.no_images, html_from=args.html_from,
+        eprints_bulk=args.eprints_bulk, latexml=latexml_options_from_args(args), workers=args.workers,
         rebuild=args.rebuild, quiet=args.quiet, verbose=bool(getattr(args, "verbose", False)), progress_interval=args.progress_interval, recorded=recorded,
     )
 
@@ -175,7 +179,8 @@ def _fetch_dead_ref(dl):
 
 
 def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision, layout, fingerprint: str,
-                   store_root: str, parts_root: str, progress_dir: Optional[str], fetch_args=None):
+                   store_root: str, parts_root: str, progress_dir: Optional[str], fetch_args=None, tex=None,
+                   pages=None):
     """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
     import apache_beam as beam
 
@@ -204,6 +209,13 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
             | "NonEmpty" >> beam.Filter(bool)
             | "Spread" >> beam.Reshuffle()
         )
+        if pages is not None:
+            # --html-from latexml|auto: pages made from e-prints (converted once, kept in the build folder).
+            from sciga.transforms.sources.pages_from_eprints import PagesFromEprints
+
+            made = uris | "PagesFromEprints" >> PagesFromEprints(pages)
+            uris = made.pages
+            early_refs.append(made[DEAD_LETTER_TAG])
 
     checkers = {"ga": GAIndex(vision.ga_entries_uri)} if vision.ga_entries_uri else {}
     plan = uris | "Plan" >> PlanInputs(PlanOptions(store_root=store_root, fingerprint=fingerprint, rebuild=opts.rebuild,
@@ -211,9 +223,10 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
                                        checkers)
     parsed = plan.planned | "Parse" >> ParsePapers(opts.parse, fingerprint)
     works, dead = parsed.papers, [parsed[DEAD_LETTER_TAG]]
-    if opts.tex.enabled:
-        tex = works | "RecoverFromTex" >> RecoverFiguresFromTex(opts.tex)
-        works, dead = tex["papers"], dead + [tex[DEAD_LETTER_TAG]]
+    tex = tex or opts.tex
+    if tex.enabled:
+        recovered = works | "RecoverFromTex" >> RecoverFiguresFromTex(tex)
+        works, dead = recovered["papers"], dead + [recovered[DEAD_LETTER_TAG]]
     linked = works | "Link" >> LinkPapers(opts.link)
     seen = linked[DEAD_LETTER_TAG]
     vis = linked.papers | "Vision" >> Vision(vision, Progress(progress_dir))
@@ -380,6 +393,85 @@ class _QuietBeamLogs:
         return False
 
 
+def plan_page_inputs(opts: BuildOptions) -> list[str]:
+    """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
+    paper's page from its e-print (``latexml:<metadata sidecar>``)."""
+    from sciga.transforms.sources.local_files import list_inputs, list_metadata, page_candidates
+    from sciga.transforms.sources.pages_from_eprints import convert_request
+
+    pages = list_inputs(opts.specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
+    metas = list_metadata(opts.specs)
+    page_set = set(pages)
+    without_page = [m for m in metas if not any(c in page_set for c in page_candidates(m))]
+    if opts.html_from == "ar5iv":
+        if without_page:
+            log.warning("%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
+                        "their e-prints with LaTeXML", len(without_page), without_page[0])
+        return pages
+    if opts.html_from == "auto":
+        return sorted(pages + [convert_request(m) for m in without_page])
+    # latexml: every paper with metadata gets its page from its e-print; pages without metadata stay.
+    replaced = {c for m in metas for c in page_candidates(m)}
+    return sorted([p for p in pages if p not in replaced] + [convert_request(m) for m in metas])
+
+
+def input_paper_ids(inputs: Sequence[str]) -> list[str]:
+    """The arXiv ids the inputs are for, as far as the names and sidecars say (for bulk
+    e-print extraction before the pipeline)."""
+    from sciga.transforms.sources.local_files import META_SUFFIX, fallback_paper_id
+    from sciga.transforms.sources.pages_from_eprints import CONVERT_PREFIX, meta_paper_id
+
+    out = set()
+    for line in inputs:
+        if line.startswith(CONVERT_PREFIX):
+            uri = line[len(CONVERT_PREFIX):]
+            try:
+                with fsspec.open(uri, "rb") as f:
+                    out.add(meta_paper_id(uri, f.read()))
+            except OSError:
+                continue
+        else:
+            pid, how = fallback_paper_id(line)
+            if how == "filename" and pid:
+                out.add(pid)
+            elif line.endswith(".html") or ".html" in line:
+                side = line.split(".htm", 1)[0] + META_SUFFIX
+                try:
+                    with fsspec.open(side, "rb") as f:
+                        out.add(meta_paper_id(side, f.read()))
+                except (OSError, ValueError):
+                    pass
+    return sorted(out)
+
+
+def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, runner: str):
+    """Open arXiv's bulk source tars and extract the e-prints of the build's papers into
+    ``<out>/.sciga/bulk`` (one verified pass per tar, tars side by side on the workers;
+    finished tars are not read again). Returns the ``BulkEprints`` the stages read from."""
+    import apache_beam as beam
+
+    from sciga.transforms.errors import StageError
+    from sciga.transforms.result_store import store_root
+    from sciga.transforms.sources.bulk_eprints import BulkEprints
+    from sciga.transforms.sources.bulk_eprints_beam import ExtractBulkEprints
+
+    try:
+        bulk = BulkEprints.open(opts.eprints_bulk, posixpath.join(store_root(out_dir), "bulk"))
+    except StageError as e:
+        raise SystemExit(f"sciga build: --eprints-bulk: {e.message}") from None
+    wanted = input_paper_ids(inputs)
+    plan = bulk.plan(wanted)
+    if plan.warning:
+        log.warning("%s", plan.warning)
+    groups, _ = bulk.manifest.group(wanted)
+    todo = sorted((name, pids) for name, pids in groups.items() if bulk.index(name) is None)
+    if todo:
+        log.info("bulk e-prints: scanning %d tars for %d papers", len(todo), sum(len(v) for _, v in todo))
+        with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
+            _ = p | "BulkTars" >> beam.Create(todo) | "Extract" >> ExtractBulkEprints(bulk)
+    return bulk
+
+
 def _warn_unmatched_ga(vision, out_dir: str) -> None:
     """GA-manifest rows whose paper is not in the build (a typo, or a paper that failed)."""
     import pyarrow.parquet as pq
@@ -404,7 +496,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     from sciga.transforms.progress import ProgressMonitor
     from sciga.transforms.result_store import ResultStore, store_root
-    from sciga.transforms.sources.local_files import input_list_hash, list_inputs
+    from sciga.transforms.sources.local_files import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
     from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
     from sciga.transforms.write.layout import layout_for
@@ -421,9 +513,11 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     else:
         if not opts.specs:
             raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
-        inputs = list_inputs(opts.specs)
+        inputs = plan_page_inputs(opts)
         if not inputs:
-            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path.")
+            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"
+                             + (" (or give --html-from auto to convert the e-prints of papers with metadata)."
+                                if opts.html_from == "ar5iv" else "."))
     out_dir = opts.output.rstrip("/") or opts.output
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
@@ -437,6 +531,17 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
     options, runner = pipeline_options(beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs)))
+    tex, pages = opts.tex, None
+    if opts.eprints_bulk:
+        bulk = open_bulk(opts, out_dir, inputs, options, runner)
+        tex = dataclasses.replace(opts.tex, bulk=bulk)
+    else:
+        bulk = None
+    if opts.html_from != "ar5iv":
+        from sciga.transforms.sources.pages_from_eprints import PageSourceOptions
+
+        pages = PageSourceOptions(html_from=opts.html_from, converted_root=posixpath.join(store_root(out_dir), "latexml"),
+                                  latexml=opts.latexml, tex_dirs=tuple(opts.tex.tex_dirs), bulk=bulk)
     local = runner in LOCAL_RUNNERS
     sroot = store_root(out_dir)
     parts_root = posixpath.join(staging, "parts")
@@ -451,7 +556,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
-                               store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args)
+                               store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args,
+                               tex=tex, pages=pages)
 
     outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
     if not outcome.completed:

@@ -23,9 +23,9 @@ def _build(args, rest):
 def _fetch(args, rest):
     from sciga.pipelines.fetch import run_fetch
 
-    summary = run_fetch(args)
+    summary = run_fetch(args)  # a fetch summary, a bulk metadata import report or a plan
     print(summary.text())
-    return 130 if summary.interrupted else 0
+    return summary.exit_code
 
 
 # Commands whose module offers add_<name>_arguments(parser) and run_<name>(args) -> exit code.
@@ -77,7 +77,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
 
     from sciga.pipelines.fetch import add_fetch_arguments
 
-    f = sub.add_parser("fetch", help="arXiv ids or a query -> metadata, HTML and TeX sources in a resumable local cache")
+    f = sub.add_parser("fetch", help="arXiv ids, a query or bulk metadata (snapshot, OAI-PMH) -> metadata, HTML and TeX sources in a resumable local cache; --plan first")
     add_fetch_arguments(f)
     f.set_defaults(func=_fetch)
     for name, module_path, help_text in _SIMPLE_COMMANDS:

@@ -31,6 +31,16 @@ def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line, for --ids")
     g.add_argument("--fetch-cache", default=None, metavar="PATH",
                    help="where --ids fetches go (any fsspec path, e.g. gs://bucket/cache; default OUTPUT/fetch_cache)")
+    g.add_argument("--eprints-bulk", default=None, metavar="DIR_OR_URL",
+                   help="arXiv's bulk source tars (a folder or s3://arxiv/src/ holding arXiv_src_manifest.xml): e-prints for "
+                        "TeX figure recovery and --html-from; s3://arxiv is requester-pays (you are billed for what is read)")
+    g.add_argument("--html-from", choices=("ar5iv", "latexml", "auto"), default="ar5iv",
+                   help="where pages come from: ar5iv (the pages in --input, default), latexml (convert the e-print of "
+                        "every paper with metadata), auto (the page when there is one, else convert the e-print)")
+    g.add_argument("--latexml-timeout", type=float, default=300.0, metavar="SECONDS",
+                   help="time limit of one LaTeXML conversion (default %(default)s)")
+    g.add_argument("--latexml-max-memory-gb", type=float, default=4.0, metavar="GB",
+                   help="memory limit of one LaTeXML conversion (default %(default)s)")
     g.add_argument("--fetch-workers", type=int, default=1,
                    help="parallel fetchers for --ids; each keeps the per-host rate limit, so >1 only for mirrors (default 1)")
     add_endpoint_arguments(g)
@@ -66,6 +76,12 @@ def tex_options_from_args(args: argparse.Namespace):
     return TexOptions(enabled=not args.no_tex, tex_dirs=tuple(tex_dirs(args)), threshold=args.tex_match_threshold,
                       number_min_jaccard=args.tex_number_min_jaccard, dpi=args.rasterize_dpi,
                       max_side=args.rasterize_max_side, timeout=args.rasterize_timeout)
+
+
+def latexml_options_from_args(args: argparse.Namespace):
+    from sciga.transforms.sources.latexml_convert import LatexmlOptions
+
+    return LatexmlOptions(timeout_s=args.latexml_timeout, max_memory_bytes=int(args.latexml_max_memory_gb * (1 << 30)))
 
 
 def fetch_transform(args: argparse.Namespace):

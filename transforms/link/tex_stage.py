@@ -39,6 +39,9 @@ class TexOptions:
     max_side: int = DEFAULT_MAX_SIDE
     timeout: float = DEFAULT_TIMEOUT  # seconds per PDF / EPS figure
     check_blank: bool = True
+    # arXiv's bulk tars (--eprints-bulk: a bulk_eprints.BulkEprints), for papers whose
+    # source is in none of the places above.
+    bulk: Optional[object] = None
 
 
 def tex_image_paths(paper) -> list[str]:
@@ -73,12 +76,19 @@ class RecoverFromTex(PaperStageFn):
         paper, uri, o = work.paper, work.uri, self.options
         src, looked = locate_source_checked(uri, paper.id, o.tex_dirs)
         work.deps.extend(absent_dep(u) for u in looked)
-        if src is None:
+        if src is None and o.bulk is None:
             return [work]
-        work.deps.append(stat_dep(src))
-        self.with_source.inc()
+        if src is not None:
+            work.deps.append(stat_dep(src))
         try:
-            tree = self._recover(work, src)
+            if src is None:
+                # From the bulk tars (extracted into the build's cache before the pipeline).
+                work.deps.append(stat_dep(o.bulk.eprint_path(paper.id)))
+                tree = o.bulk.tree(paper.id)
+            else:
+                tree = self._load(work, src)
+            self.with_source.inc()
+            self._recover(work, tree)
         except Exception as e:  # noqa: BLE001 - the e-print fails, the paper stays
             self.unusable.inc()
             dl = dead_letter_from(e, STAGE, uri, paper.id)
@@ -89,19 +99,22 @@ class RecoverFromTex(PaperStageFn):
         self._make_images(work, tree)
         return [work]
 
-    def _recover(self, work: PaperWork, src: str):
+    def _load(self, work: PaperWork, src: str):
+        from sciga.transforms.sources.tex_recovery import load_source
+
+        return load_source(src, paper_id=work.paper.id)
+
+    def _recover(self, work: PaperWork, tree) -> None:
         from sciga.transforms.sources.tex_graphics import parse_document
-        from sciga.transforms.sources.tex_recovery import image_problem, load_source, recover_figures
+        from sciga.transforms.sources.tex_recovery import image_problem, recover_figures
 
         o, uri = self.options, work.uri
-        tree = load_source(src, paper_id=work.paper.id)
         doc = parse_document(tree)
         rep = recover_figures(work.paper, doc, lambda img: image_problem(img, uri, o.check_blank),
                               threshold=o.threshold, number_min_jaccard=o.number_min_jaccard)
         work.count("tex_figures_matched", rep.matched)
         work.count("tex_images_recovered", rep.recovered)
         self.recovered.inc(rep.recovered)
-        return tree
 
     def _make_images(self, work: PaperWork, tree) -> None:
         from sciga.transforms.sources.rasterize import to_png_many

@@ -29,3 +29,31 @@ class ReadBulkEprint(beam.DoFn):
             return
         self.read.inc()
         yield paper_id, data
+
+
+class ScanBulkTar(beam.DoFn):
+    """(tar name, [paper ids]) -> (tar name, error type or None): one verified pass over a
+    tar of arXiv's bulk sources, writing the wanted e-prints into the bulk cache
+    (``BulkEprints.scan``). The unit of work of the extraction pipeline: tars are scanned
+    side by side on as many workers as there are."""
+
+    def __init__(self, bulk):
+        self.bulk = bulk
+        self.scanned = Metrics.counter("sciga", "bulk_tars_scanned")
+
+    def process(self, element):
+        name, wanted = element
+        idx, _ = self.bulk.scan(name, sorted(wanted))
+        self.scanned.inc()
+        yield name, idx.error_type
+
+
+class ExtractBulkEprints(beam.PTransform):
+    """PCollection[(tar name, [paper ids])] -> (tar name, error type or None)."""
+
+    def __init__(self, bulk):
+        super().__init__()
+        self.bulk = bulk
+
+    def expand(self, groups):
+        return groups | "SpreadTars" >> beam.Reshuffle() | "ScanTar" >> beam.ParDo(ScanBulkTar(self.bulk))

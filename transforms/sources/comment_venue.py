@@ -17,6 +17,7 @@ uses the ``W`` suffix, ``CVPRW``), else "main".
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional
 
@@ -93,6 +94,7 @@ _WORKSHOP_RE = re.compile(r"workshop|\bWS\b|\bwkshp\b", re.I)
 _CLAUSE_SPLIT = re.compile(r"[;.\n]|\)\s*,|,\s*(?=(?:and\s+)?(?:accepted|published|appear|presented|extended|submitted|under)\b)", re.I)
 
 
+@functools.lru_cache(maxsize=4096)  # the same few spellings recur in every comment
 def _canonical(spelling: str) -> Optional[str]:
     for sp, name in _SPELLINGS:
         if re.fullmatch(sp, spelling, re.I):

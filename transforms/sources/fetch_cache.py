@@ -113,11 +113,17 @@ def _fsync_dir(path: str) -> None:
 
 
 class FetchCache:
-    """A local cache folder (see module doc). Thread-safe."""
+    """A local cache folder (see module doc). Thread-safe.
 
-    def __init__(self, root: str, fsync: bool = True):
+    ``indexed``: the parts whose journal records are held in memory (all by default). A bulk
+    metadata import passes ``("html", "source")``: its memory then does not grow with the
+    number of papers it writes, and a ``meta`` part is looked up by its view file (present
+    = done, as in ``FsspecStore``; it is renamed into place only once complete)."""
+
+    def __init__(self, root: str, fsync: bool = True, *, indexed: tuple = PARTS):
         self.root = os.path.abspath(root)
         self.fsync = fsync
+        self.indexed = frozenset(indexed)
         os.makedirs(os.path.join(self.root, "blobs"), exist_ok=True)
         os.makedirs(os.path.join(self.root, "papers"), exist_ok=True)
         os.makedirs(os.path.join(self.root, "queries"), exist_ok=True)
@@ -150,29 +156,12 @@ class FetchCache:
         if not os.path.exists(self._journal_path):
             return
         with open(self._journal_path, "rb") as f:
-            data = f.read()
-        good_end = 0
-        state = self._state
-        raw_decode = json.JSONDecoder().raw_decode  # skips loads()' per-call encoding sniffing
-        for line in data.split(b"\n"):
-            if line:
-                try:
-                    txt = line.decode("utf-8")
-                    d, end = raw_decode(txt)
-                    if end != len(txt):
-                        raise ValueError("trailing bytes")
-                    rec = PartRecord(**d)
-                except (ValueError, TypeError):
-                    try:
-                        rec = PartRecord.from_json(json.loads(line))  # a field from a newer version: keep the known ones
-                    except (ValueError, TypeError, AttributeError):
-                        break  # a line cut by a kill: everything after it is ignored
-                state[(rec.id, rec.part)] = rec
-            good_end += len(line) + 1
-        if good_end < len(data):
+            good_end = _parse_journal(f, self._state, self.indexed)
+            size = f.seek(0, os.SEEK_END)
+        if good_end < size:
             # Drop the torn tail so the next appended line starts clean.
             with open(self._journal_path, "r+b") as f:
-                f.truncate(min(good_end, len(data)))
+                f.truncate(good_end)
 
     def _append(self, rec: PartRecord) -> None:
         line = json.dumps(rec.to_json(), ensure_ascii=False, sort_keys=True).encode("utf-8") + b"\n"
@@ -181,11 +170,25 @@ class FetchCache:
             self._journal.flush()
             if self.fsync:
                 os.fsync(self._journal.fileno())
-            self._state[(rec.id, rec.part)] = rec
+            if rec.part in self.indexed:
+                self._state[(rec.id, rec.part)] = rec
 
     def record(self, paper_id: str, part: str) -> Optional[PartRecord]:
-        """The last journal record of a part (the cache lookup)."""
-        return self._state.get((paper_id, part))
+        """The last journal record of a part (the cache lookup); for a part that is not
+        ``indexed``, a record made from its view file (no sha256, no failures)."""
+        if part in self.indexed:
+            return self._state.get((paper_id, part))
+        views = self._views_of(paper_id, part)
+        if not views:
+            return None
+        path = sorted(views)[0]
+        return PartRecord(id=paper_id, part=part, status="ok", file=os.path.relpath(path, self.root))
+
+    def sync_journal(self) -> None:
+        """Journal lines appended so far are on disk (for a cache opened with fsync=False)."""
+        with self._lock:
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
 
     def records(self) -> Iterator[PartRecord]:
         with self._lock:
@@ -199,7 +202,7 @@ class FetchCache:
     # -- atomic writes -------------------------------------------------------------------
     def _clean_temporaries(self) -> None:
         """Remove what a killed run left half-written (paper folders: see ``recover``)."""
-        dirs = [self.root, os.path.join(self.root, "queries")]
+        dirs = [self.root, os.path.join(self.root, "queries"), os.path.join(self.root, "harvests")]
         blobs = os.path.join(self.root, "blobs")
         dirs += [os.path.join(blobs, d) for d in os.listdir(blobs)]
         for d in dirs:
@@ -315,10 +318,10 @@ class FetchCache:
 
     def read_part(self, paper_id: str, part: str) -> Optional[bytes]:
         rec = self.record(paper_id, part)
-        if rec is None or rec.status != "ok" or not rec.sha256:
+        if rec is None or rec.status != "ok" or not (rec.sha256 or rec.file):
             return None
         try:
-            with open(self.blob_path(rec.sha256), "rb") as f:
+            with open(self.blob_path(rec.sha256) if rec.sha256 else os.path.join(self.root, rec.file), "rb") as f:
                 return f.read()
         except OSError:
             return None
@@ -387,6 +390,47 @@ class FetchCache:
 
     def save_query(self, state: dict) -> None:
         self._write_atomic(self.query_state_path(state["query"], state.get("max_results")), canonical_json(state))
+
+
+def _parse_journal(lines, state: dict, keep=PARTS) -> int:
+    """Journal lines (a binary file, read line by line) -> ``state[(id, part)] = last
+    PartRecord`` for the parts in ``keep``; returns where the good lines end. A line cut
+    by a kill (no newline, or not JSON) and everything after it are ignored: a part whose
+    line was lost has its view file, which ``recover()`` journals again."""
+    good_end = 0
+    raw_decode = json.JSONDecoder().raw_decode  # skips loads()' per-call encoding sniffing
+    for line in lines:
+        if not line.endswith(b"\n"):
+            break
+        line = line[:-1]
+        if line:
+            try:
+                txt = line.decode("utf-8")
+                d, end = raw_decode(txt)
+                if end != len(txt):
+                    raise ValueError("trailing bytes")
+                rec = PartRecord(**d)
+            except (ValueError, TypeError):
+                try:
+                    rec = PartRecord.from_json(json.loads(line))  # a field from a newer version: keep the known ones
+                except (ValueError, TypeError, AttributeError):
+                    break
+            if rec.part in keep:
+                state[(rec.id, rec.part)] = rec
+        good_end += len(line) + 1
+    return good_end
+
+
+def read_journal(root: str) -> dict:
+    """The journal index of a cache folder, read only (nothing created, repaired or locked):
+    ``{(id, part): PartRecord}``; empty when there is no cache there."""
+    state: dict = {}
+    try:
+        with open(os.path.join(root, JOURNAL), "rb") as f:
+            _parse_journal(f, state)
+    except OSError:
+        pass
+    return state
 
 
 def _id_from_safe(safe: str) -> str:

@@ -162,14 +162,18 @@ def fetch_meta_batch(cache: FetchCache, api: ArxivMetadata, wanted: list[tuple[s
     return out
 
 
-def compose_sidecar(cache: FetchCache, paper_id: str) -> Optional[dict]:
+def compose_sidecar(cache: FetchCache, paper_id: str, meta: Optional[dict] = None) -> Optional[dict]:
     """The ``<id>.meta.json`` the build reads: the API record, plus where the page came
     from, the venue parsed from the comment, and ACM / MSC classes from the metadata, the
-    page and the TeX source."""
-    raw = cache.read_part(paper_id, "meta")
-    if raw is None:
-        return None
-    meta = json.loads(raw)
+    page and the TeX source. ``meta``: the cached ``meta`` part when the caller has it in
+    hand (a bulk import), else it is read from the cache."""
+    if meta is None:
+        raw = cache.read_part(paper_id, "meta")
+        if raw is None:
+            return None
+        meta = json.loads(raw)
+    else:
+        meta = dict(meta)  # only top-level keys are set below: the caller's dict stays as it is
     html_rec = cache.record(paper_id, "html")
     src_rec = cache.record(paper_id, "source")
     html = cache.read_part(paper_id, "html")
@@ -203,8 +207,8 @@ def compose_sidecar(cache: FetchCache, paper_id: str) -> Optional[dict]:
     return meta
 
 
-def finalize(cache: FetchCache, paper_id: str) -> Optional[str]:
-    meta = compose_sidecar(cache, paper_id)
+def finalize(cache: FetchCache, paper_id: str, meta: Optional[dict] = None) -> Optional[str]:
+    meta = compose_sidecar(cache, paper_id, meta)
     if meta is None:
         return None
     return cache.write_sidecar(paper_id, meta)

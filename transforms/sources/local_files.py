@@ -60,6 +60,27 @@ def list_inputs(specs: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
+def list_metadata(specs: Iterable[str]) -> list[str]:
+    """Every metadata sidecar (``*.meta.json``) in the folders the specs name, sorted."""
+    found: set[str] = set()
+    for spec in specs:
+        if "::" in spec or spec.lower().endswith(".zip"):
+            continue
+        fs, path = _fs_and_path(spec)
+        if any(ch in path for ch in "*?[") or not fs.isdir(path):
+            continue
+        for m in fs.find(path):
+            if m.endswith(META_SUFFIX):
+                found.add(_join_protocol(fs, m))
+    return sorted(found)
+
+
+def page_candidates(meta_uri: str) -> list[str]:
+    """The pages a sidecar ``<stem>.meta.json`` belongs to, in the suffix order pages have."""
+    base = meta_uri[: -len(META_SUFFIX)]
+    return [base + suf for suf in HTML_SUFFIXES]
+
+
 def input_list_hash(uris: list[str]) -> str:
     """Identifies the input set of a build (names and sizes, cheap to compute)."""
     h = hashlib.sha256()

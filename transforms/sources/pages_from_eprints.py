@@ -1,0 +1,183 @@
+"""Pages made from e-prints: `sciga build --html-from latexml|auto`.
+
+A paper whose input has metadata but no page (``auto``), or every paper with metadata
+(``latexml``), gets its page by converting its e-print with LaTeXML, the engine ar5iv runs
+(``latexml_convert.convert_eprint``). The e-print comes from the input itself
+(``<stem>.src.tar.gz`` beside the metadata, the ``sciga fetch`` cache layout), from
+``--tex-input`` folders, or from arXiv's bulk tars (``--eprints-bulk``).
+
+Converted pages are kept under the build folder, ``.sciga/latexml/<id>/<id>.html`` with
+their images and the metadata sidecar beside them: from there on they are ordinary pages
+(parsed, linked, measured, reused by an incremental build like any other). A stamp records
+the e-print's SHA-256, the LaTeXML version and options, so a rerun converts only papers
+whose e-print or converter changed. A conversion that fails is a dead letter of stage
+``latexml`` (timeout, fatal TeX error, no main file ...).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import apache_beam as beam
+import fsspec
+from apache_beam.metrics import Metrics
+
+from sciga.schemas import ids
+from sciga.schemas.build import ResultRef
+from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+from sciga.transforms.sources.latexml_convert import LatexmlOptions
+from sciga.transforms.sources.local_files import META_SUFFIX, stem_of
+
+CONVERT_PREFIX = "latexml:"  # an input-list line asking for a page made from an e-print
+STAGE = "latexml"
+HTML_FROM = ("ar5iv", "latexml", "auto")
+
+
+@dataclass(frozen=True)
+class PageSourceOptions:
+    html_from: str = "ar5iv"  # ar5iv: pages only; latexml: convert every paper with metadata; auto: convert when no page
+    converted_root: str = ""  # <out>/.sciga/latexml
+    latexml: LatexmlOptions = field(default_factory=LatexmlOptions)
+    tex_dirs: tuple[str, ...] = ()
+    bulk: Optional[object] = None  # bulk_eprints.BulkEprints
+
+
+def convert_request(meta_uri: str) -> str:
+    return CONVERT_PREFIX + meta_uri
+
+
+def meta_paper_id(meta_uri: str, data: bytes) -> str:
+    """The paper id a sidecar names (else its file stem)."""
+    try:
+        pid = json.loads(data.decode("utf-8")).get("id")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        pid = None
+    if pid:
+        return ids.split_version(pid)[0]
+    return stem_of(meta_uri[: -len(META_SUFFIX)] + ".html")
+
+
+def _write(uri: str, data: bytes) -> None:
+    fs, p = fsspec.core.url_to_fs(uri)
+    fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    tmp = p + ".tmp"
+    with fs.open(tmp, "wb") as f:
+        f.write(data)
+    fs.mv(tmp, p)
+
+
+class PageFromEprint(beam.DoFn):
+    """input-list line -> page URI. ``latexml:<meta uri>`` lines are converted (or found
+    converted); every other line is a page already and passes through. A conversion that
+    fails becomes a ``ResultRef`` of a dead-lettered input on the ``dead_letter`` output."""
+
+    def __init__(self, options: PageSourceOptions):
+        self.options = options
+        self.converted = Metrics.counter("sciga", "latexml_converted")
+        self.reused = Metrics.counter("sciga", "latexml_reused")
+        self.failed = Metrics.counter("sciga", "latexml_failed")
+
+    def setup(self):
+        from sciga.transforms.sources.latexml_convert import latexml_version
+
+        try:
+            self.version = latexml_version(self.options.latexml.latexmlc)
+        except Exception:  # noqa: BLE001 - each conversion says so on its own
+            self.version = ""
+
+    def process(self, line: str):
+        if not line.startswith(CONVERT_PREFIX):
+            yield line
+            return
+        meta_uri = line[len(CONVERT_PREFIX):]
+        pid = None
+        try:
+            with fsspec.open(meta_uri, "rb") as f:
+                meta = f.read()
+            pid = meta_paper_id(meta_uri, meta)
+            yield self._page(pid, meta_uri, meta)
+        except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
+            self.failed.inc()
+            dl = dead_letter_from(e, STAGE, meta_uri, pid)
+            yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, ResultRef(uri=meta_uri, key=None, paper_id=pid,
+                                                                      is_paper=False, dead=[dl]))
+
+    def _eprint(self, pid: str, meta_uri: str) -> tuple[bytes, str]:
+        """(e-print bytes, where they came from): beside the metadata, --tex-input, bulk."""
+        from sciga.transforms.errors import StageError
+        from sciga.transforms.sources.tex_recovery import locate_source
+
+        page_like = meta_uri[: -len(META_SUFFIX)] + ".html"
+        src = locate_source(page_like, pid, self.options.tex_dirs)
+        if src is not None:
+            fs, p = fsspec.core.url_to_fs(src)
+            if fs.isdir(p):
+                return _pack_dir(fs, p), src
+            with fs.open(p, "rb") as f:
+                return f.read(), src
+        if self.options.bulk is not None:
+            return self.options.bulk.source(pid), self.options.bulk.label(pid)
+        raise StageError(STAGE, "no_eprint", f"{meta_uri}: paper {pid} has no page and no e-print to convert; fetch its "
+                         "e-print (`sciga fetch --parts eprint`) or give --eprints-bulk / --tex-input.", pid)
+
+    def _page(self, pid: str, meta_uri: str, meta: bytes) -> str:
+        from sciga.transforms.sources.latexml_convert import convert_eprint
+
+        o = self.options
+        stem = ids.safe_filename(pid)
+        folder = posixpath.join(o.converted_root, stem)
+        page = posixpath.join(folder, stem + ".html")
+        data, where = self._eprint(pid, meta_uri)
+        stamp = json.dumps({"eprint_sha256": hashlib.sha256(data).hexdigest(), "latexml": self.version,
+                            "options": asdict(o.latexml), "meta_sha256": hashlib.sha256(meta).hexdigest()},
+                           sort_keys=True, default=str)
+        fs, _ = fsspec.core.url_to_fs(folder)
+        stamp_uri = posixpath.join(folder, "stamp.json")
+        try:
+            with fsspec.open(stamp_uri, "r") as f:
+                if f.read() == stamp and fs.exists(fsspec.core.url_to_fs(page)[1]):
+                    self.reused.inc()
+                    return page
+        except (FileNotFoundError, OSError):
+            pass
+        result = convert_eprint(data, paper_id=pid, label=where, options=o.latexml)
+        for rel, blob in sorted(result.assets.items()):
+            _write(posixpath.join(folder, rel), blob)
+        _write(posixpath.join(folder, stem + META_SUFFIX), meta)
+        _write(page, result.html)
+        _write(stamp_uri, stamp.encode())  # last: a page without its stamp is converted again
+        self.converted.inc()
+        return page
+
+
+def _pack_dir(fs, path: str) -> bytes:
+    """An extracted source folder as a tar.gz (the converter's input), names sorted."""
+    import gzip
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in sorted(fs.find(path)):
+            rel = posixpath.relpath(name, path)
+            with fs.open(name, "rb") as f:
+                blob = f.read()
+            info = tarfile.TarInfo(rel)
+            info.size = len(blob)
+            tar.addfile(info, io.BytesIO(blob))
+    return gzip.compress(buf.getvalue(), mtime=0)
+
+
+class PagesFromEprints(beam.PTransform):
+    """PCollection[input-list line] -> {``pages``: page URI, ``dead_letter``: ResultRef}."""
+
+    def __init__(self, options: PageSourceOptions):
+        super().__init__()
+        self.options = options
+
+    def expand(self, lines):
+        return lines | "PageFromEprint" >> beam.ParDo(PageFromEprint(self.options)).with_outputs(
+            DEAD_LETTER_TAG, main="pages")
