@@ -469,6 +469,14 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
         log.info("bulk e-prints: scanning %d tars for %d papers", len(todo), sum(len(v) for _, v in todo))
         with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
             _ = p | "BulkTars" >> beam.Create(todo) | "Extract" >> ExtractBulkEprints(bulk)
+        from sciga.pipelines.remote_run import run_outcome
+
+        outcome = run_outcome(getattr(p, "result", None), options, runner)
+        if not outcome.completed and outcome.kind != "dry_run":
+            # The build reads what this job extracts: it cannot start before that job ended.
+            raise SystemExit(f"sciga build: --eprints-bulk: the extraction job did not run to completion here "
+                             f"({outcome.kind}, {outcome.job_id or outcome.template or outcome.state}); run the build "
+                             "without --no_wait_until_finish / --template_location, or once that job has finished.")
     return bulk
 
 

@@ -35,7 +35,7 @@ def runner_of(beam_args: Optional[Sequence[str]]) -> str:
 def build_locations(args: argparse.Namespace, specs: Sequence[str]) -> list[tuple[str, str]]:
     """(flag, path) of every place a build reads or writes, as given on the command line."""
     places = [("--output", args.output)] + [("--input", s) for s in specs]
-    for flag, attr in (("--metadata", "metadata"), ("--fetch-cache", "fetch_cache")):
+    for flag, attr in (("--metadata", "metadata"), ("--fetch-cache", "fetch_cache"), ("--eprints-bulk", "eprints_bulk")):
         if getattr(args, attr, None):
             places.append((flag, getattr(args, attr)))
     places += [("--tex-input", t) for t in getattr(args, "tex_input", None) or []]
@@ -56,7 +56,8 @@ def check_build_locations(args: argparse.Namespace, specs: Sequence[str], runner
                              "launcher's disk; put it on shared storage (e.g. gs://BUCKET/...) and pass that path.")
     seen = set()
     for flag, path in places:
-        if not path or not is_remote(path):
+        # arXiv's bulk bucket is requester-pays: a plain listing is refused; BulkEprints checks it.
+        if not path or not is_remote(path) or flag == "--eprints-bulk":
             continue
         try:
             from sciga.transforms.storage import bucket_of
