@@ -183,7 +183,9 @@ def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Opti
             return ("no Google Cloud credentials found; run `gcloud auth application-default login` "
                     "(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file) and try again.")
         gcs_forbidden = isinstance(e, OSError) and text.startswith("Forbidden:")
-        if gcs_forbidden or isinstance(e, PermissionError) or getattr(e, "code", None) == 403:
+        # s3fs raises PermissionError without an errno; a local file's has one (not ours to explain).
+        store_denied = isinstance(e, PermissionError) and e.errno is None
+        if gcs_forbidden or store_denied or getattr(e, "code", None) == 403:
             m = _GCS_BUCKET_IN_URL.search(text)
             target = f"gs://{m.group(1)}" if (gcs_forbidden and m) else (where or "the storage location")
             return (f"this account has no permission to use {target}; grant it access to the bucket "
