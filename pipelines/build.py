@@ -572,7 +572,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         # A dry run, a template, a job still running (or stopped): no part files to finalize,
         # and the result store is left as it is. A dry run leaves nothing behind; the others
         # keep the staging folder, which the job reads (input list, GA manifest).
-        if outcome.kind == "dry_run":
+        if outcome.kind == "dry_run" and fs.exists(posixpath.join(out_root, ".staging", run_id)):
             fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
         return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
                            seconds=time.time() - t0, outcome=outcome)
