@@ -121,8 +121,9 @@ class LoadedFigureModel:
             x = x.to(self.device, non_blocking=True)
             if x.dtype == torch.uint8:
                 x = normalise(x, self.mean, self.std)
-            if self.precision == "bf16":
-                x = x.contiguous(memory_format=torch.channels_last)
+            # the permuted NHWC images are laid out channels_last already: keep that for bf16
+            # (channels_last weights), give the fp32 network the NCHW layout it was built with
+            x = x.contiguous(memory_format=torch.channels_last if self.precision == "bf16" else torch.contiguous_format)
             with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
                 y = self.net(x)
             y = y.float()
