@@ -19,7 +19,7 @@ from PIL import Image
 
 import sciga  # noqa: F401
 from sciga.transforms.vision.decode import decode_image
-from sciga.transforms.vision.handlers import FigureModelHandler, LoadedFigureModel
+from sciga.transforms.vision.handlers import FigureModelHandler, LoadedFigureModel, claim_cuda_device
 from sciga.transforms.vision.inference import (ClassifyImages, DecodeForModel, InferenceOptions, add_inference_arguments,
                                                image_to_model_input, read_image_file)
 from sciga.transforms.vision.models import load_model, preprocess, read_meta, resize_for_model
@@ -232,6 +232,16 @@ def test_inference_options_map_the_flags_and_record_the_precision():
     assert InferenceOptions(torch_threads=3).sdk_torch_threads(cuda_available=False) == 3
     handler = FigureModelHandler.from_options("w.pt", "classify", o)
     assert handler.options == o and handler.share_model_across_processes() and handler.model_copies() == 2
+
+
+def test_model_copies_take_the_gpus_in_turn(monkeypatch, tmp_path):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the turn file of this test only
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert claim_cuda_device() == "cuda:0"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert [claim_cuda_device() for _ in range(4)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
 
 
 def test_decode_worker_sets_its_torch_threads(tiny):

@@ -228,6 +228,9 @@ class FigureModelHandler(PytorchModelHandlerTensor):
         if device == "cuda":
             device = claim_cuda_device()
             torch.backends.cudnn.benchmark = True  # fixed input size: let cuDNN pick its fastest kernels once
+            if self.precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+                log.warning("--vision-precision bf16: %s has no bf16 tensor cores, so bf16 will be slow; use fp32 there",
+                            torch.cuda.get_device_name(device))
         net, meta = load_model(self.weights, embed=self.task == "embed", device=device)
         self._device = torch.device(device)
         log.info("loaded %s (%s, %d labels) for %s on %s, %s, pid %d", self.weights, meta.arch, len(meta.labels),
