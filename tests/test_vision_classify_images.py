@@ -209,7 +209,7 @@ def test_cuda_and_cpu_give_the_same_top1_labels(confident):
     cpu = FigureModelHandler(weights, "classify", "cpu").load_model()(x)
     cuda = FigureModelHandler(weights, "classify", "cuda", max_batch_size=64).load_model()(x)
     assert float((cpu.argmax(1) == cuda.argmax(1)).mean()) >= 0.99
-    np.testing.assert_allclose(cuda, cpu, rtol=0, atol=5e-3)
+    np.testing.assert_allclose(cuda, cpu, rtol=0, atol=1e-2)  # TF32 convolutions on the GPU
 
 
 @pytest.mark.gpu
