@@ -1,101 +1,313 @@
-"""Benchmark: figures per second through decode + preprocess + model on CPU, batched vs.
-one image at a time, in the same run; and the share of time spent decoding.
+"""Benchmark: how much of the model's own rate the vision stage keeps end to end.
 
-    python bench/vision.py [--arch resnet101] [--images 32] [--batch 16] [--input-size 224]
+    python bench/vision.py [--arch resnet101] [--images 64] [--batch 64] [--workers N]
+                           [--precision fp32|bf16] [--device auto|cpu|cuda] [--sets sample,large]
 
-The images are real figure files (the embedded samples, and the corpus TeX figures when
-../shared/corpus is there), cycled to ``--images``. The model is ``--arch`` with random
-weights saved as a sciga checkpoint and run through the same ``FigureModelHandler`` the
-build uses (RunInference's handler; the Beam runner's own overhead is not in these numbers).
+From one run, for each image set, on cuda when a GPU is present (cpu otherwise):
+
+- **model only**: the build's handler (``FigureModelHandler.run_inference``, which stacks
+  the batch, moves it to the device and normalises it there) on uint8 images already
+  decoded in memory, fp32 (the baseline), and bf16 too with ``--precision bf16``;
+- **end to end**: a Beam DirectRunner pipeline with ``--workers`` SDK processes
+  (``multi_processing``), ``(key, file path)`` pairs -> ``ClassifyImages`` (read + decode +
+  resize in the workers, one shared model, ``share_model=True``) -> timestamps. "wall" is
+  the rate with start-up (worker processes, model load) included; "steady" is the rate
+  from the first image read to the last result, which is what a long run sees;
+- **ratio** end to end (steady) / model only (fp32; measured before and after the end-to-end
+  run, the mean is used), and the single-core read + decode + resize cost per image (what
+  sizes the CPU side of a GPU worker).
+
+On a GPU machine use enough images for a steady state, e.g. ``--images 8192 --batch 64``
+(``--precision bf16 --batch 256`` for bf16).
+
+Image sets: ``sample`` = the real figure files of the embedded samples and the dd3d corpus
+tree (about 30 KiB each); ``large`` = realistic arXiv-size figures (0.2-2 MB PNG and JPEG,
+2000-3300 px) made from the same real figures and the corpus PDF figures: 2x2 multi-panel
+mosaics and single figures at print resolution. The model is ``--arch`` with random
+weights (speed does not depend on the weights).
 """
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run from a checkout: `sciga` is the folder beside bench/
+from paths import ROOT, corpus_dir
 
 import sciga  # noqa: E402,F401
 
+LARGE_RANGE = (200_000, 2_000_000)  # bytes
 
-def figure_files() -> list[bytes]:
+
+# ------------------------------------------------------------------ image sets
+
+def real_figure_files() -> list[Path]:
     files = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
-    from paths import corpus_dir
-
     corpus = corpus_dir()
     if corpus is not None:
         files += sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))
-    return [f.read_bytes() for f in files]
+    return files
+
+
+def _pdf_pages(dpi: int = 300) -> list:
+    """The corpus PDF figures rasterised at print resolution (poppler), when available."""
+    import shutil
+    import subprocess
+
+    from PIL import Image
+
+    corpus = corpus_dir()
+    if corpus is None or not shutil.which("pdftoppm"):
+        return []
+    blobs = [p.read_bytes() for p in sorted((corpus / "tex" / "2603.21852").glob("*.pdf"))]
+    tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
+    if tarball.is_file():
+        with tarfile.open(tarball) as tf:
+            blobs += [tf.extractfile(m).read() for m in tf.getmembers() if m.isfile() and m.name.lower().endswith(".pdf")]
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, data in enumerate(blobs):
+            src = Path(tmp) / f"{i}.pdf"
+            src.write_bytes(data)
+            r = subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / f"{i}")],
+                               capture_output=True, timeout=120)
+            if r.returncode == 0 and (Path(tmp) / f"{i}.png").exists():
+                out.append(Image.open(Path(tmp) / f"{i}.png").convert("RGB"))
+    return out
+
+
+def _fit(im, long_side: int):
+    from PIL import Image
+
+    s = long_side / max(im.size)
+    return im.resize((max(1, round(im.width * s)), max(1, round(im.height * s))), Image.LANCZOS)
+
+
+def _encode(im, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    if fmt == "JPEG":
+        im.save(buf, "JPEG", quality=90)
+    else:
+        im.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
+    """Realistic-size figure files from real figures: 2x2 multi-panel mosaics (panels at
+    1200 px, on white) and single figures at 2400 px, as PNG and JPEG in turn, plus the
+    corpus PDF figures at 300 dpi; only files of 0.2-2 MB are kept."""
+    from PIL import Image
+
+    dest.mkdir(parents=True, exist_ok=True)
+    figs = [Image.open(p).convert("RGB") for p in sources]
+    candidates = []
+    for i in range(0, len(figs) - 3, 2):
+        panels = [_fit(f, 1200) for f in figs[i:i + 4]]
+        cw, ch = max(p.width for p in panels), max(p.height for p in panels)
+        canvas = Image.new("RGB", (2 * cw + 60, 2 * ch + 60), "white")
+        for k, p in enumerate(panels):
+            canvas.paste(p, (20 + (k % 2) * (cw + 20), 20 + (k // 2) * (ch + 20)))
+        candidates.append(canvas)
+    candidates += [_fit(f, 2400) for f in figs]
+    candidates += _pdf_pages()
+    out = []
+    for i, im in enumerate(candidates):
+        for fmt in (("PNG", "JPEG") if i % 2 == 0 else ("JPEG", "PNG")):
+            data = _encode(im, fmt)
+            if LARGE_RANGE[0] <= len(data) <= LARGE_RANGE[1]:
+                path = dest / f"large_{i:03d}.{'png' if fmt == 'PNG' else 'jpg'}"
+                path.write_bytes(data)
+                out.append(path)
+                break
+    return out
+
+
+# ------------------------------------------------------------------ measurements
+
+def decode_ms(paths: list[Path], size: int) -> float:
+    """Read + decode + resize, CPU ms per image (one thread; CPU time, so other jobs on a
+    shared machine do not inflate it), best of 3 passes."""
+    from sciga.transforms.vision.inference import image_to_model_input
+
+    best = float("inf")
+    for _ in range(3):
+        t = time.process_time()
+        for p in paths:
+            image_to_model_input(p.read_bytes(), size)
+        best = min(best, time.process_time() - t)
+    return 1000 * best / len(paths)
+
+
+def model_only(weights: str, device: str, precision: str, arrays: list, batch: int) -> tuple[float, float]:
+    """(images/s, CPU ms per image of this process, all its threads) of the handler on
+    uint8 images already in memory, after one warm-up batch."""
+    from sciga.transforms.vision.handlers import FigureModelHandler
+
+    h = FigureModelHandler(weights, "classify", device, max_batch_size=batch, precision=precision)
+    model = h.load_model()
+    list(h.run_inference(arrays[:batch], model))  # warm-up: kernels picked, memory allocated
+    t, c = time.perf_counter(), time.process_time()
+    for i in range(0, len(arrays), batch):
+        list(h.run_inference(arrays[i:i + batch], model))
+    return len(arrays) / (time.perf_counter() - t), 1000 * (time.process_time() - c) / len(arrays)
+
+
+def _stamp(kv):
+    return time.time()
+
+
+class StampedReader:
+    """``read_image_file`` that notes, per SDK process, when it first read an image: the
+    moment decoding started there (start-up and model load are over by then: Beam sets
+    up every DoFn of the fused stage, RunInference's model included, before the first
+    element)."""
+
+    def __init__(self, folder: str):
+        self.folder, self.started = folder, False
+
+    def __call__(self, path: str) -> bytes:
+        from sciga.transforms.vision.inference import read_image_file
+
+        if not self.started:
+            self.started = True
+            Path(self.folder, f"first_read_{os.getpid()}_{id(self)}").write_text(repr(time.time()))
+        return read_image_file(path)
+
+
+def end_to_end(weights: str, paths: list[Path], n: int, options, workers: int) -> dict:
+    """n images through ClassifyImages on a multi-process DirectRunner: wall seconds
+    (start-up included), the number classified / failed, and when the first and the last
+    result came out (wall clock, the same in every process of the machine)."""
+    import json
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from sciga.transforms.vision.inference import ClassifyImages
+
+    items = [(f"{i:06d}", str(paths[i % len(paths)])) for i in range(n)]
+    out = Path(tempfile.mkdtemp(prefix="sciga-bench-"))
+    opts = PipelineOptions(["--direct_num_workers", str(workers), "--direct_running_mode", "multi_processing"])
+    t = time.time()
+    with beam.Pipeline("DirectRunner", options=opts) as p:
+        res = p | beam.Create(items) | ClassifyImages(weights, options, load_bytes=StampedReader(str(out)))
+        for name, pc in (("ok", res.probabilities), ("failed", res.failed)):
+            (pc | f"Stamp{name}" >> beam.Map(_stamp)
+                | f"Summary{name}" >> beam.CombineGlobally(_summary_fn())
+                | f"Write{name}" >> beam.Map(lambda v, f=str(out / name): Path(f).write_text(json.dumps(v))))
+    wall = time.time() - t
+    (ok, first, last), (failed, _, _) = (json.loads((out / k).read_text()) for k in ("ok", "failed"))
+    started = min(float(f.read_text()) for f in out.glob("first_read_*"))
+    return {"wall": wall, "ok": ok, "failed": failed, "started": started - t, "first": first - t, "last": last - t}
+
+
+def _summary_fn():
+    import apache_beam as beam
+
+    class Summary(beam.CombineFn):
+        """(count, first, last) of result timestamps."""
+
+        def create_accumulator(self):
+            return 0, float("inf"), float("-inf")
+
+        def add_input(self, acc, t):
+            return acc[0] + 1, min(acc[1], t), max(acc[2], t)
+
+        def merge_accumulators(self, accs):
+            accs = list(accs)
+            return sum(a[0] for a in accs), min(a[1] for a in accs), max(a[2] for a in accs)
+
+        def extract_output(self, acc):
+            return acc if acc[0] else (0, 0.0, 0.0)
+
+    return Summary()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", default="resnet101")
-    ap.add_argument("--images", type=int, default=32)
-    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--images", type=int, default=64, help="images per set (cycled over its files)")
+    ap.add_argument("--batch", type=int, default=64, help="RunInference batch (min = max: full batches)")
     ap.add_argument("--input-size", type=int, default=224)
+    ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="SDK processes (default: cores, at most 16)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="end-to-end precision (model-only fp32 is always measured)")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    ap.add_argument("--sets", default="sample,large")
     args = ap.parse_args()
 
+    import numpy as np
     import torch
 
-    from sciga.transforms.vision.decode import decode_image
-    from sciga.transforms.vision.handlers import FigureModelHandler
+    from sciga.transforms.vision.inference import InferenceOptions, image_to_model_input
     from sciga.transforms.vision.medical import DOCFIGURE_LABELS
-    from sciga.transforms.vision.models import CheckpointMeta, build_model, preprocess, save_checkpoint
+    from sciga.transforms.vision.models import CheckpointMeta, build_model, save_checkpoint
 
-    blobs = figure_files()
-    data = [blobs[i % len(blobs)] for i in range(args.images)]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])  # the SDK processes import this checkout
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     size = args.input_size
+    sources = real_figure_files()
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         weights = os.path.join(tmp, "bench.pt")
         torch.manual_seed(0)
         save_checkpoint(weights, build_model(args.arch, 28, 0.1), CheckpointMeta(arch=args.arch, labels=list(DOCFIGURE_LABELS), input_size=size))
-        handler = FigureModelHandler(weights, "classify", "cpu", max_batch_size=args.batch)
-        model = handler.load_model()
+        sets = {"sample": sources}
+        if "large" in args.sets:
+            sets["large"] = make_large_figures(Path(tmp) / "large", sources)
+        for name in args.sets.split(","):
+            paths = sets[name]
+            sizes = [p.stat().st_size for p in paths]
+            distinct = [image_to_model_input(p.read_bytes(), size) for p in paths]
+            arrays = [distinct[i % len(distinct)] for i in range(args.images)]
+            r = {"set": name, "files": len(paths), "mean_kb": np.mean(sizes) / 1024, "min_kb": min(sizes) / 1024,
+                 "max_kb": max(sizes) / 1024, "decode_ms": decode_ms(paths, size)}
+            r["model_fp32_before"], r["model_cpu_ms"] = model_only(weights, device, "fp32", arrays, args.batch)
+            if args.precision == "bf16":
+                r["model_bf16"] = model_only(weights, device, "bf16", arrays, args.batch)[0]
+            options = InferenceOptions(device=device, max_batch_size=args.batch, min_batch_size=args.batch,
+                                       share_model=True, precision=args.precision)
+            e = end_to_end(weights, paths, args.images, options, args.workers)
+            assert (e["ok"], e["failed"]) == (args.images, 0), e
+            r["e2e_wall"] = e["ok"] / e["wall"]
+            r["e2e_steady"] = e["ok"] / (e["last"] - e["started"])  # first image read -> last result
+            r["e2e"] = e
+            # this machine may be shared: the baseline again after the end-to-end run, both kept
+            r["model_fp32_after"] = model_only(weights, device, "fp32", arrays, args.batch)[0]
+            r["model_fp32"] = (r["model_fp32_before"] + r["model_fp32_after"]) / 2
+            rows.append(r)
+            print(f"[{name}] done: {r}", file=sys.stderr, flush=True)
 
-        def prep(blob):
-            t0 = time.perf_counter()
-            img = decode_image(blob, draft_size=(2 * size, 2 * size)).image
-            t1 = time.perf_counter()
-            x = preprocess(img, size)
-            return x, t1 - t0, time.perf_counter() - t1
-
-        # warm-up (first conv call allocates, oneDNN picks kernels)
-        list(handler.run_inference([prep(data[0])[0]] * 2, model))
-
-        def run(batch: int) -> dict:
-            dec = pre = inf = 0.0
-            t_all = time.perf_counter()
-            for i in range(0, len(data), batch):
-                xs = []
-                for blob in data[i:i + batch]:
-                    x, d, p = prep(blob)
-                    xs.append(x)
-                    dec, pre = dec + d, pre + p
-                t0 = time.perf_counter()
-                list(handler.run_inference(xs, model))
-                inf += time.perf_counter() - t0
-            total = time.perf_counter() - t_all
-            return {"batch": batch, "total": total, "decode": dec, "preprocess": pre, "model": inf, "ips": len(data) / total}
-
-        single = run(1)
-        batched = run(args.batch)
-
-    threads = torch.get_num_threads()
-    print(f"### vision benchmark: {args.arch} @ {size}px, {len(data)} real figure images "
-          f"({len(blobs)} distinct files), CPU, {threads} torch threads, {os.cpu_count()} cores\n")
-    print("| mode | images/s | decode ms/img | preprocess ms/img | model ms/img | decode share | decode+preprocess share |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, r in (("one image at a time", single), (f"batched ({args.batch})", batched)):
-        n = len(data)
-        print(f"| {name} | {r['ips']:.2f} | {1000 * r['decode'] / n:.1f} | {1000 * r['preprocess'] / n:.1f} | "
-              f"{1000 * r['model'] / n:.1f} | {100 * r['decode'] / r['total']:.1f} % | {100 * (r['decode'] + r['preprocess']) / r['total']:.1f} % |")
-    print(f"\nbatched / one-at-a-time throughput: {batched['ips'] / single['ips']:.2f}x")
+    gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
+    print(f"### vision benchmark: {args.arch} @ {size}px, device {device} ({gpu}), end to end {args.precision}, "
+          f"batch {args.batch}, {args.workers} SDK processes, share_model, {os.cpu_count()} cores, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} torch threads in this process\n")
+    bf = args.precision == "bf16"
+    print("| set | files | file size KB mean (min-max) | model only fp32 img/s (before, after) |"
+          + (" model only bf16 img/s |" if bf else "") + " end to end wall img/s | end to end steady img/s | steady / model fp32 |")
+    print("|---|---:|---:|---:|" + ("---:|" if bf else "") + "---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['set']} | {r['files']} | {r['mean_kb']:.0f} ({r['min_kb']:.0f}-{r['max_kb']:.0f}) | "
+              f"{r['model_fp32']:.2f} ({r['model_fp32_before']:.2f}, {r['model_fp32_after']:.2f}) |"
+              + (f" {r['model_bf16']:.2f} |" if bf else "")
+              + f" {r['e2e_wall']:.2f} | {r['e2e_steady']:.2f} | **{100 * r['e2e_steady'] / r['model_fp32']:.0f} %** |")
+    print("\nCPU time per image (CPU time is not inflated by other jobs on a shared machine; the model's is"
+          f" that of the model-only run{', host side only: the work is on the GPU' if device == 'cuda' else ''}):\n")
+    print("| set | read+decode+resize CPU ms/img (1 thread) | model fp32 CPU ms/img | decode share of the CPU work |")
+    print("|---|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['set']} | {r['decode_ms']:.1f} | {r['model_cpu_ms']:.0f} | "
+              f"{100 * r['decode_ms'] / (r['decode_ms'] + r['model_cpu_ms']):.1f} % |")
+    print("\nThe goal on a 16-core single-GPU machine: end to end (steady) at >= 50 % of the model-only fp32 rate.")
+    for r in rows:
+        e = r["e2e"]
+        print(f"\n{r['set']}: {args.images} images end to end in {e['wall']:.1f} s wall: first image read after "
+              f"{e['started']:.1f} s (worker start-up, model load), first result after {e['first']:.1f} s, last after "
+              f"{e['last']:.1f} s; steady = images / (last result - first read).")
 
 
 if __name__ == "__main__":

@@ -172,6 +172,21 @@ def _input_list_file(inputs: Sequence[str], staging: str) -> str:
     return path
 
 
+def _stage_previous_parts(out_dir: str, staging: str) -> Optional[str]:
+    """The previous build's shards by part fingerprint, staged for the shard writers."""
+    from sciga.transforms.write.finalize import previous_parts
+
+    prev = previous_parts(out_dir)
+    if not prev:
+        return None
+    path = posixpath.join(staging, "previous_parts.json")
+    fs, p = fsspec.core.url_to_fs(path)
+    fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    with fs.open(p, "w") as f:
+        json.dump(prev, f, sort_keys=True)
+    return path
+
+
 def _fetch_dead_ref(dl):
     from sciga.schemas.build import ResultRef
 
@@ -180,7 +195,7 @@ def _fetch_dead_ref(dl):
 
 def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision, layout, fingerprint: str,
                    store_root: str, parts_root: str, progress_dir: Optional[str], fetch_args=None, tex=None,
-                   pages=None):
+                   pages=None, previous_parts: Optional[str] = None):
     """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
     import apache_beam as beam
 
@@ -233,7 +248,8 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     all_works = (vis["papers"], vis[DEAD_LETTER_TAG], seen, *dead) | "AllWork" >> beam.Flatten()
     reused = (plan.reused, *early_refs) | "AllReused" >> beam.Flatten()
     write = WriteOptions(store_root=store_root, parts_root=parts_root, layout=layout, no_images=opts.no_images,
-                         max_image_bytes=opts.vision.max_image_bytes, progress_dir=progress_dir)
+                         max_image_bytes=opts.vision.max_image_bytes, progress_dir=progress_dir,
+                         previous_parts=previous_parts)
     return {"works": all_works, "reused": reused, "annotations": vis["annotations"]} | "Write" >> WriteBuild(write)
 
 
@@ -554,6 +570,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     sroot = store_root(out_dir)
     parts_root = posixpath.join(staging, "parts")
     inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging)
+    prev_uri = None if opts.rebuild else _stage_previous_parts(out_dir, staging)
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
@@ -565,7 +582,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args,
-                               tex=tex, pages=pages)
+                               tex=tex, pages=pages, previous_parts=prev_uri)
 
     outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
     if not outcome.completed:
@@ -587,7 +604,9 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     manifest = mf.write_manifest(
         out_dir, counts, files, input_list_hash(inputs), opts.recorded,
         run={"runner": runner, "workers": options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers,
-             "seconds": round(seconds, 3), "finished_unix": int(time.time()), "results_pruned": pruned},
+             "seconds": round(seconds, 3), "finished_unix": int(time.time()), "results_pruned": pruned,
+             "shard_parts_written": sum(1 for i in infos if i.get("path") and not i.get("reused")),
+             "shard_parts_reused": sum(1 for i in infos if i.get("reused"))},
     )
     fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
     from sciga.pipelines.dataset_card import write_dataset_card

@@ -11,6 +11,7 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT
 from sciga.transforms.vision.ga_match import GAThresholds
 from sciga.transforms.vision.medical import DEFAULT_TOP_K
+from sciga.transforms.vision.inference import InferenceOptions, add_inference_arguments
 from sciga.transforms.vision.options import VisionOptions
 
 
@@ -49,6 +50,7 @@ def add_vision_arguments(ap: argparse.ArgumentParser) -> None:
                    help="one model copy per worker machine shared by its SDK processes (GPU workers)")
     g.add_argument("--vision-model-copies", type=int, default=None,
                    help="exact number of model copies per worker machine (e.g. its number of GPUs); implies sharing")
+    add_inference_arguments(g)
 
 
 def thresholds_from_args(args: argparse.Namespace) -> GAThresholds:
@@ -67,6 +69,5 @@ def vision_options_from_args(args: argparse.Namespace) -> VisionOptions:
         keywords_file=args.medical_keywords, medical_weights=args.medical_weights, top_k=args.medical_top_k,
         classify_all=args.medical_classify == "all", ga_manifest=args.ga_manifest,
         ga_embedding_weights=args.ga_embedding_weights, ga_max_bytes=args.ga_max_mb << 20, ga_timeout=args.ga_timeout,
-        thresholds=thresholds_from_args(args), device=args.device, batch_min=args.vision_min_batch_size,
-        batch_max=args.vision_batch_size, share_model=args.vision_share_model, model_copies=args.vision_model_copies,
+        thresholds=thresholds_from_args(args), inference=InferenceOptions.from_args(args),
     )

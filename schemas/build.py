@@ -68,6 +68,7 @@ class PaperWork:
     key: Optional[str]
     paper: Optional[Paper] = None
     fallback_id: Optional[str] = None  # the id the file name gives, for dead letters before parsing
+    planned_sha256: Optional[str] = None  # the page's hash when the plan read it
     dead: list[DeadLetter] = field(default_factory=list)
     deps: list[FileDep] = field(default_factory=list)
     cacheable: bool = True

@@ -25,6 +25,21 @@ CORPUS = _corpus_dir()
 SAMPLES = ROOT / "samples"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` skip, saying so, where torch sees no CUDA device (CI has none).
+    torch is imported only when such a test was collected."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device")
+    for item in gpu_tests:
+        item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     assert CORPUS.is_dir(), f"the shared corpus is expected at {CORPUS} (set SCIGA_CORPUS)"

@@ -244,3 +244,138 @@ class LocalServer:
     def __exit__(self, *exc):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def figure_variants(input_size: int) -> list:
+    """uint8 model inputs from the real figures (samples, and the dd3d corpus figures when
+    present): each figure whole, mirrored, its four quadrants and its centre (~200 images)."""
+    from sciga.transforms.vision.models import resize_for_model
+
+    files = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
+    corpus = corpus_dir()
+    if corpus:
+        files += sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))
+    out = []
+    for p in files:
+        im = Image.open(p).convert("RGB")
+        w, h = im.size
+        for v in (im, im.transpose(Image.FLIP_LEFT_RIGHT), im.crop((0, 0, w // 2, h // 2)), im.crop((w // 2, 0, w, h // 2)),
+                  im.crop((0, h // 2, w // 2, h)), im.crop((w // 2, h // 2, w, h)), im.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))):
+            out.append(resize_for_model(v, input_size))
+    return out
+
+
+def save_trained_head_classifier(path, images, arch: str = "resnet18", input_size: int = 64, classes: int = 8, seed: int = 0):
+    """A classifier that behaves like a trained one (confident, varied top-1), built in a
+    second: a random ``arch`` backbone, its figures' pooled features grouped into
+    ``classes`` clusters (k-means), and the head fitted to those clusters (logistic
+    regression), so predictions have the margins of a trained model. A random head on a
+    random backbone predicts one class for nearly everything, with near-ties: no test of
+    precision could mean anything on it. Labels beyond ``classes`` get a -30 bias."""
+    import numpy as np
+    import torch
+
+    from sciga.transforms.vision.medical import DOCFIGURE_LABELS
+    from sciga.transforms.vision.models import IMAGENET_MEAN, IMAGENET_STD, CheckpointMeta, build_model, normalise, save_checkpoint
+
+    torch.manual_seed(seed)
+    net = build_model(arch, len(DOCFIGURE_LABELS), 0.1).eval()
+    head, net.fc = net.fc, torch.nn.Identity()
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    with torch.no_grad():
+        feats = net(normalise(torch.from_numpy(np.stack(images)), mean, std))
+    mu, sd = feats.mean(0), feats.std(0) + 1e-6
+    z = (feats - mu) / sd
+    centres = z[[0]]
+    for _ in range(classes - 1):  # farthest-point start: deterministic
+        centres = torch.cat([centres, z[[int(torch.cdist(z, centres).min(1).values.argmax())]]])
+    for _ in range(50):
+        lab = torch.cdist(z, centres).argmin(1)
+        centres = torch.stack([z[lab == k].mean(0) if (lab == k).any() else centres[k] for k in range(classes)])
+    lin = torch.nn.Linear(z.shape[1], classes)
+    opt = torch.optim.LBFGS(lin.parameters(), max_iter=200)
+
+    def loss_fn():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(lin(z), lab) + 1e-3 * lin.weight.pow(2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(loss_fn)
+    with torch.no_grad():
+        w = torch.zeros_like(head[-1].weight)
+        b = torch.full_like(head[-1].bias, -30.0)
+        w[:classes] = lin.weight / sd
+        b[:classes] = lin.bias - (lin.weight / sd) @ mu
+        head[-1].weight.copy_(w)
+        head[-1].bias.copy_(b)
+    net.fc = head
+    save_checkpoint(str(path), net, CheckpointMeta(arch=arch, labels=list(DOCFIGURE_LABELS), input_size=input_size))
+    return str(path)
+
+
+# ------------------------------------------------------------------ watching the shared model
+
+class _RecordingModel:
+    """Wraps the loaded model; appends what each call receives to a JSON-lines file."""
+
+    def __init__(self, model, record: str):
+        self.model, self.record = model, record
+
+    def __call__(self, batch):
+        import json
+        import os
+
+        import time
+
+        t = time.time()
+        out = self.model(batch)
+        line = {"what": "model_call", "pid": os.getpid(), "type": f"{type(batch).__module__}.{type(batch).__name__}",
+                "dtype": str(getattr(batch, "dtype", None)), "shape": list(getattr(batch, "shape", ())),
+                "device": str(self.model.device), "start": t, "seconds": time.time() - t}
+        with open(self.record, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        return out
+
+
+def _recording_handler_class():
+    from sciga.transforms.vision.handlers import FigureModelHandler
+
+    class RecordingHandler(FigureModelHandler):
+        """FigureModelHandler that records, in ``record`` (JSON lines), each model load
+        (process id), each batch the model process receives (type, dtype, shape, device)
+        and each caller (process id, its torch threads)."""
+
+        def __init__(self, *args, record: str, **kw):
+            super().__init__(*args, **kw)
+            self.record = record
+
+        def _note(self, **kw):
+            import json
+            import os
+
+            with open(self.record, "a") as f:
+                f.write(json.dumps({"pid": os.getpid(), **kw}) + "\n")
+
+        def load_model(self):
+            import time
+
+            t = time.time()
+            model = super().load_model()
+            self._note(what="load", device=str(model.device), start=t, seconds=time.time() - t)
+            return _RecordingModel(model, self.record)
+
+        def run_inference(self, batch, model, inference_args=None):
+            import torch
+
+            import time
+
+            self._note(what="caller", threads=torch.get_num_threads(), start=time.time())
+            return super().run_inference(batch, model, inference_args)
+
+    return RecordingHandler
+
+
+def recording_handler(*args, record: str, **kw):
+    return _recording_handler_class()(*args, record=record, **kw)

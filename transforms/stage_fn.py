@@ -46,7 +46,12 @@ class PaperStageFn(beam.DoFn):
     def run(self, work: PaperWork) -> Iterable[Emitted]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def process(self, work: PaperWork):
+    def start(self, element) -> PaperWork:
+        """The work item for an input element (a stage that begins the chain overrides it)."""
+        return element
+
+    def process(self, element):
+        work = self.start(element)
         try:
             out = list(self.run(work))
         except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter

@@ -17,7 +17,7 @@ from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES
 from sciga.transforms.parse.latexml_html import parse_latexml_html
 from sciga.transforms.result_store import absent_dep, file_dep, result_key, sha256_hex
 from sciga.transforms.sources.local_files import fallback_paper_id, find_sidecar, read_bytes, sidecar_meta
-from sciga.transforms.stage_fn import PaperStageFn, mark_dead
+from sciga.transforms.stage_fn import PaperStageFn
 
 
 @dataclass(frozen=True)
@@ -37,34 +37,31 @@ class ParsePage(PaperStageFn):
         self.options = options
         self.fingerprint = fingerprint
 
-    def process(self, planned: PlannedInput):
+    def start(self, planned: PlannedInput) -> PaperWork:
         work = PaperWork(uri=planned.uri, key=planned.key, fallback_id=fallback_paper_id(planned.uri)[0])
-        stage = "read"
-        try:
-            data = read_bytes(planned.uri, self.options.max_page_bytes)
-            sha = sha256_hex(data)
-            if planned.key is None or (planned.page_sha256 is not None and sha != planned.page_sha256):
-                # Not hashed by the plan, or changed since: filed under what was read now.
-                work.key = result_key(planned.uri, sha, self.fingerprint)
-            found, looked = find_sidecar(planned.uri, self.options.metadata_dir)
-            side = None
-            if found is not None:
-                with _open(found) as f:
-                    side = f.read()
-            work.deps.extend(absent_dep(u) for u in looked)
-            if found is not None:
-                work.deps.append(file_dep(found, side))
-            meta = sidecar_meta(planned.uri, found, side)
-            stage = "parse"
-            fid, how = fallback_paper_id(planned.uri)
-            work.paper = parse_latexml_html(data, meta, input_uri=planned.uri, fallback_id=fid, fallback_id_source=how,
-                                            source=self.options.source, max_bytes=self.options.max_page_bytes)
-        except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
-            self.failed.inc()
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, mark_dead(work, e, stage))
-            return
-        self.ok.inc()
-        yield work
+        work.planned_sha256 = planned.page_sha256
+        return work
+
+    def run(self, work: PaperWork):
+        # read_bytes and the sidecar raise StageErrors of stage "read"; the parser's are "parse".
+        data = read_bytes(work.uri, self.options.max_page_bytes)
+        sha = sha256_hex(data)
+        if work.key is None or (work.planned_sha256 is not None and sha != work.planned_sha256):
+            # Not hashed by the plan, or changed since: filed under what was read now.
+            work.key = result_key(work.uri, sha, self.fingerprint)
+        found, looked = find_sidecar(work.uri, self.options.metadata_dir)
+        side = None
+        if found is not None:
+            with _open(found) as f:
+                side = f.read()
+        work.deps.extend(absent_dep(u) for u in looked)
+        if found is not None:
+            work.deps.append(file_dep(found, side))
+        meta = sidecar_meta(work.uri, found, side)
+        fid, how = fallback_paper_id(work.uri)
+        work.paper = parse_latexml_html(data, meta, input_uri=work.uri, fallback_id=fid, fallback_id_source=how,
+                                        source=self.options.source, max_bytes=self.options.max_page_bytes)
+        return [work]
 
 
 def _open(uri: str):

@@ -1,8 +1,8 @@
 """Beam wrappers of the vision stage: thin DoFns / PTransforms around the pure functions.
 
-GPU work goes through ``apache_beam.ml.inference.RunInference`` with
-``FigureModelHandler`` (``handlers.py``); decoding and preprocessing run in their own DoFn
-before it, so on a GPU worker the CPU cores decode while the GPU runs batches.
+GPU work goes through ``inference.ClassifyImages`` (decode in the SDK processes, then
+``RunInference`` with ``FigureModelHandler``), so on a GPU worker the CPU cores decode
+while the GPU runs batches.
 """
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ import logging
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
-from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.figure_images import annotate_image, decode_row
 from sciga.transforms.vision.medical import MedicalRule
 
 log = logging.getLogger("sciga.vision")
-
-SKIPPED = "skipped"
 
 
 class DecodeImages(beam.DoFn):
@@ -41,65 +38,56 @@ class DecodeImages(beam.DoFn):
         yield row
 
 
-class PrepareForModel(beam.DoFn):
-    """FigureRow -> (FigureRow, tensor) for RunInference; rows without pixels go to the
-    ``skipped`` output unchanged (their classifier is recorded as not run)."""
-
-    def __init__(self, input_size: int, mean, std, max_pixels: int = DEFAULT_MAX_PIXELS):
-        self.input_size, self.mean, self.std, self.max_pixels = input_size, tuple(mean), tuple(std), max_pixels
-
-    def process(self, row):
-        from sciga.transforms.vision.models import preprocess
-
-        try:
-            img = decode_row(row, self.max_pixels, draft_size=(self.input_size * 2, self.input_size * 2))
-            x = None if img is None else preprocess(img, self.input_size, self.mean, self.std)
-        except Exception as e:  # noqa: BLE001 - the row goes on, its classifier not run
-            log.warning("internal error preparing %s for the classifier: %r", row.id, e)
-            x = None
-        if x is None:
-            yield beam.pvalue.TaggedOutput(SKIPPED, row)
-            return
-        yield row, x
-
-
 def _apply_rule(rule: MedicalRule):
-    from sciga.transforms.vision.handlers import probabilities
-
     def fn(kv):
-        row, result = kv
-        return rule.apply(row, probabilities(result))
+        row, probs = kv
+        return rule.apply(row, probs)
 
     return fn
 
 
+def _row_and_bytes(row):
+    return row, row.image_bytes
+
+
+def _row_of(kv):
+    return kv[0]
+
+
 class ClassifyMedical(beam.PTransform):
     """Stage 2 of the medical filter: rows with keyword hits (or all, ``classify_all``)
-    that have pixels -> RunInference (DocFigure classifier) -> top-K rule. Every input row
-    comes out exactly once."""
+    that have pixels -> ``ClassifyImages`` (DocFigure classifier) -> top-K rule. Rows whose
+    image does not decode come out unchanged (classifier not run). Every input row comes
+    out exactly once.
 
-    def __init__(self, handler, rule: MedicalRule, input_size: int, mean, std,
+    ``mean``/``std`` are accepted for existing callers; the handler normalises with the
+    checkpoint's own values (the same numbers), on the model's device."""
+
+    def __init__(self, handler, rule: MedicalRule, input_size: int, mean=None, std=None,
                  max_pixels: int = DEFAULT_MAX_PIXELS, classify_all: bool = False):
         super().__init__()
         self.handler, self.rule = handler, rule
-        self.input_size, self.mean, self.std = input_size, mean, std
+        self.input_size = input_size
         self.max_pixels, self.classify_all = max_pixels, classify_all
 
     def expand(self, rows):
+        from sciga.transforms.vision.inference import ClassifyImages
+
         classify_all = self.classify_all
 
         def wanted(row, _n):
             return 0 if (row.image_bytes is not None and (classify_all or row.medical.keyword_hits)) else 1
 
         todo, rest = rows | "NeedsClassifier" >> beam.Partition(wanted, 2)
-        prepared = todo | "Preprocess" >> beam.ParDo(
-            PrepareForModel(self.input_size, self.mean, self.std, self.max_pixels)).with_outputs(SKIPPED, main="ready")
-        classified = (
-            prepared.ready
-            | "RunInference" >> RunInference(KeyedModelHandler(self.handler))
-            | "TopK" >> beam.Map(_apply_rule(self.rule))
+        result = (
+            todo
+            | "KeyByRow" >> beam.Map(_row_and_bytes)
+            | "Classify" >> ClassifyImages(handler=self.handler, input_size=self.input_size,
+                                           max_pixels=self.max_pixels, reshuffle=False)
         )
-        return (classified, prepared[SKIPPED], rest) | "AllRows" >> beam.Flatten()
+        classified = result.probabilities | "TopK" >> beam.Map(_apply_rule(self.rule))
+        skipped = result.failed | "NotClassified" >> beam.Map(_row_of)
+        return (classified, skipped, rest) | "AllRows" >> beam.Flatten()
 
 
 # ------------------------------------------------------------------ graphical abstracts
@@ -127,22 +115,24 @@ class LoadGAImages(beam.DoFn):
 
 
 class GAEmbeddingInputs(beam.DoFn):
-    """Items to embed for GA matching: ((paper id, item id), tensor) for each figure row
-    with pixels (item = row id) and for a GA (item "GA" and its tiles "GA#<n>")."""
+    """Items to embed for GA matching: ((paper id, item id), uint8 SxSx3 image) for each
+    figure row with pixels (item = row id) and for a GA (item "GA" and its tiles "GA#<n>").
+    The handler normalises them on the model's device with the checkpoint's mean/std
+    (``mean``/``std`` are accepted for existing callers)."""
 
-    def __init__(self, input_size: int, mean, std, max_pixels: int = DEFAULT_MAX_PIXELS):
-        self.input_size, self.mean, self.std, self.max_pixels = input_size, tuple(mean), tuple(std), max_pixels
+    def __init__(self, input_size: int, mean=None, std=None, max_pixels: int = DEFAULT_MAX_PIXELS):
+        self.input_size, self.max_pixels = input_size, max_pixels
 
     def process(self, element):
         from sciga.transforms.vision.decode import ImageDecodeError, decode_image
         from sciga.transforms.vision.ga_match import ga_tiles
-        from sciga.transforms.vision.models import preprocess
+        from sciga.transforms.vision.models import resize_for_model
 
         pid, item = element
         if hasattr(item, "kind"):  # a FigureRow
             img = decode_row(item, self.max_pixels)
             if img is not None:
-                yield (pid, item.id), preprocess(img, self.input_size, self.mean, self.std)
+                yield (pid, item.id), resize_for_model(img, self.input_size)
             return
         if item.data is None:
             return
@@ -150,9 +140,9 @@ class GAEmbeddingInputs(beam.DoFn):
             img = decode_image(item.data, self.max_pixels).image
         except ImageDecodeError:
             return
-        yield (pid, "GA"), preprocess(img, self.input_size, self.mean, self.std)
+        yield (pid, "GA"), resize_for_model(img, self.input_size)
         for i, tile in enumerate(ga_tiles(img)):
-            yield (pid, f"GA#{i:02d}"), preprocess(tile, self.input_size, self.mean, self.std)
+            yield (pid, f"GA#{i:02d}"), resize_for_model(tile, self.input_size)
 
 
 class AnnotateGA(beam.DoFn):

@@ -236,18 +236,37 @@ def _pick_file(folder: str, spec: str) -> str:
 
 # ---------------------------------------------------------------- preprocessing
 
-def preprocess_array(image, input_size: int, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
-    """RGB PIL image -> float32 CHW array: the whole figure squeezed to a square (no crop:
-    a figure's corners carry axes and labels), ImageNet-normalised. Training and
-    inference share this function, so they see identical inputs."""
+def resize_for_model(image, input_size: int) -> np.ndarray:
+    """RGB PIL image -> uint8 HxWx3 array of ``input_size`` squared: the whole figure
+    squeezed to a square (no crop: a figure's corners carry axes and labels). This compact
+    form (150 KB at 224 px, a quarter of the float tensor) is what crosses processes; the
+    float conversion and normalisation happen next to the model (``normalise``)."""
     from PIL import Image
 
     im = image if image.mode == "RGB" else image.convert("RGB")
     if im.size != (input_size, input_size):
         im = im.resize((input_size, input_size), Image.BILINEAR, reducing_gap=2.0)
-    a = np.asarray(im, dtype=np.float32) * (1.0 / 255.0)
+    return np.asarray(im, dtype=np.uint8)
+
+
+def preprocess_array(image, input_size: int, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """RGB PIL image -> float32 CHW array, ImageNet-normalised (``resize_for_model`` then
+    the same arithmetic ``normalise`` does on the model's device). Training and inference
+    share this function, so they see identical inputs."""
+    a = resize_for_model(image, input_size).astype(np.float32) * (1.0 / 255.0)
     a = (a - np.asarray(mean, dtype=np.float32)) / np.asarray(std, dtype=np.float32)
     return np.ascontiguousarray(a.transpose(2, 0, 1))
+
+
+def normalise(batch, mean, std):
+    """uint8 NxHxWx3 torch tensor (on any device) -> float32 Nx3xHxW, ImageNet-normalised on
+    that device: the arithmetic of ``preprocess_array`` in the same order, so CPU results are
+    the same numbers. ``mean``/``std`` are float32 tensors of shape (1, 3, 1, 1) on the same
+    device."""
+    import torch
+
+    x = batch.permute(0, 3, 1, 2).to(torch.float32) * (1.0 / 255.0)
+    return (x - mean) / std
 
 
 def preprocess(image, input_size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD):

@@ -46,23 +46,18 @@ class VisionOptions:
     ga_max_bytes: int = DEFAULT_MAX_GA_BYTES
     ga_timeout: float = DEFAULT_TIMEOUT
     thresholds: GAThresholds = field(default_factory=GAThresholds)
-    device: str = "cpu"  # "cpu" | "cuda" (falls back to cpu)
-    batch_min: int = 1
-    batch_max: int = 32
-    share_model: bool = False
-    model_copies: Optional[int] = None
+    # How the models run (device, batches, sharing, precision): inference.InferenceOptions.
+    inference: object = None
 
 
-# Options that change how fast results come, never what they are.
-_NOT_IN_RESULTS = ("batch_min", "batch_max", "share_model", "model_copies", "ga_manifest", "keywords_file",
-                   "medical_weights", "ga_embedding_weights")
+# Options that change how fast results come, never what they are (files are in by content).
+_NOT_IN_RESULTS = ("inference", "ga_manifest", "keywords_file", "medical_weights", "ga_embedding_weights")
 
 
 @dataclass(frozen=True)
 class ResolvedVision:
     options: VisionOptions
     keywords: tuple[str, ...]
-    device: str = "cpu"
     medical_meta: Optional[object] = None  # models.CheckpointMeta
     embed_meta: Optional[object] = None
     ga_entries_uri: Optional[str] = None  # staged JSON lines of the manifest's entries
@@ -73,9 +68,17 @@ class ResolvedVision:
         """What of the vision options a paper's result depends on (for its result key)."""
         d = {k: v for k, v in dataclasses.asdict(self.options).items() if k not in _NOT_IN_RESULTS}
         d["keywords"] = list(self.keywords)
-        d["device"] = self.device
         d["weights"] = [list(x) for x in self.weights_sha256]
+        if self.weights_sha256:  # GPU and bf16 scores differ in the last digits from CPU fp32 ones
+            inf = self.inference
+            d["model_numerics"] = [inf.device, inf.precision]
         return d
+
+    @property
+    def inference(self):
+        from sciga.transforms.vision.inference import InferenceOptions
+
+        return self.options.inference or InferenceOptions()
 
 
 def _sha256_of(uri: str) -> str:
@@ -100,12 +103,11 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
     if options.top_k < 1:
         raise VisionConfigError("--medical-top-k must be 1 or more")
     medical_meta = embed_meta = None
-    device = "cpu"
     weights = []
     if options.medical_weights or options.ga_embedding_weights:
-        from sciga.transforms.vision.models import WeightsError, pick_device, read_meta
+        # The device is chosen on the workers (a laptop launching GPU workers has no GPU).
+        from sciga.transforms.vision.models import WeightsError, read_meta
 
-        device = pick_device(options.device)
         try:
             if options.medical_weights:
                 medical_meta = read_meta(options.medical_weights)
@@ -134,7 +136,7 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
             with fs.open(p, "w") as f:
                 for e in entries:
                     f.write(json.dumps(dataclasses.asdict(e), sort_keys=True) + "\n")
-    return ResolvedVision(options=options, keywords=keywords, device=device, medical_meta=medical_meta,
+    return ResolvedVision(options=options, keywords=keywords, medical_meta=medical_meta,
                           embed_meta=embed_meta, ga_entries_uri=ga_uri, ga_count=n_ga, weights_sha256=tuple(weights))
 
 

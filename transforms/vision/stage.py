@@ -170,69 +170,39 @@ def _exists(uri: str) -> bool:
 
 # ------------------------------------------------------------------ medical classifier
 
-class PrepareImage(beam.DoFn):
-    """(ClassifyKey, payload) -> (ClassifyKey, tensor); unreadable images are dropped
-    (their rows keep ``classifier_run = false``)."""
-
-    def __init__(self, input_size: int, mean, std, max_pixels: int, max_bytes: int):
-        self.input_size, self.mean, self.std = input_size, tuple(mean), tuple(std)
-        self.max_pixels, self.max_bytes = max_pixels, max_bytes
-        self.skipped = Metrics.counter("sciga", "classifier_inputs_skipped")
-
-    def setup(self):
-        import torch
-
-        torch.set_num_threads(1)  # many decoders side by side, not one wide one
-
-    def process(self, element):
-        from sciga.transforms.vision.decode import ImageDecodeError, decode_image
-        from sciga.transforms.vision.models import preprocess
-
-        key, payload = element
-        try:
-            data = read_image_ref(payload, self.max_bytes)
-            img = decode_image(data, self.max_pixels, (self.input_size * 2, self.input_size * 2)).image
-            yield key, preprocess(img, self.input_size, self.mean, self.std)
-        except (ImageDecodeError, OSError) as e:
-            log.warning("classifier input %s skipped: %s", key.row_id, e)
-            self.skipped.inc()
-
-
 class ClassifyFigures(beam.PTransform):
-    """(ClassifyKey, payload) -> MedicalResult, through RunInference."""
+    """(ClassifyKey, payload) -> MedicalResult: ``ClassifyImages`` (decode in parallel,
+    RunInference on uint8 images normalised on the model's device) and the top-K rule. A
+    figure whose image cannot be read keeps ``classifier_run = false``."""
 
     def __init__(self, vision: ResolvedVision):
         super().__init__()
         self.vision = vision
 
     def expand(self, requests):
-        from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+        import functools
 
-        from sciga.transforms.vision.handlers import probabilities
+        from sciga.transforms.vision.inference import ClassifyImages
 
         v, o = self.vision, self.vision.options
         m = v.medical_meta
         rule = MedicalRule(tuple(m.labels), o.top_k)
 
         def to_result(kv):
-            key, result = kv
+            key, probs = kv
             return MedicalResult(key=key.key, paper_id=key.paper_id, row_id=key.row_id,
-                                 medical=rule.decide(key.keyword_hits, probabilities(result)))
+                                 medical=rule.decide(key.keyword_hits, probs))
 
-        return (
-            requests
-            | "Prepare" >> beam.ParDo(PrepareImage(m.input_size, m.mean, m.std, o.max_pixels, o.max_image_bytes))
-            | "RunInference" >> RunInference(KeyedModelHandler(model_handler(v, o.medical_weights, "classify")))
-            | "TopK" >> beam.Map(to_result)
-        )
+        classified = requests | "ClassifyImages" >> ClassifyImages(
+            handler=model_handler(v, o.medical_weights, "classify"), input_size=m.input_size,
+            load_bytes=functools.partial(read_image_ref, max_bytes=o.max_image_bytes), max_pixels=o.max_pixels)
+        return classified.probabilities | "TopK" >> beam.Map(to_result)
 
 
 def model_handler(vision: ResolvedVision, weights: str, task: str):
     from sciga.transforms.vision.handlers import FigureModelHandler
 
-    o = vision.options
-    return FigureModelHandler(weights, task, vision.device, min_batch_size=o.batch_min, max_batch_size=o.batch_max,
-                              share_model=o.share_model or bool(o.model_copies), model_copies=o.model_copies)
+    return FigureModelHandler.from_options(weights, task, vision.inference)
 
 
 # ------------------------------------------------------------------ graphical abstracts
@@ -260,17 +230,17 @@ class LoadGA(beam.DoFn):
 
 
 class GAEmbeddingInputs(beam.DoFn):
-    """GARequest -> ((result key, item id), tensor) for each figure with pixels (item = row
-    id) and for the GA (item "GA") and its tiles ("GA#<n>")."""
+    """GARequest -> ((result key, item id), uint8 SxSx3 image) for each figure with pixels
+    (item = row id) and for the GA (item "GA") and its tiles ("GA#<n>"); the model's
+    handler normalises them on its device."""
 
-    def __init__(self, input_size: int, mean, std, max_pixels: int, max_bytes: int):
-        self.input_size, self.mean, self.std = input_size, tuple(mean), tuple(std)
-        self.max_pixels, self.max_bytes = max_pixels, max_bytes
+    def __init__(self, input_size: int, max_pixels: int, max_bytes: int):
+        self.input_size, self.max_pixels, self.max_bytes = input_size, max_pixels, max_bytes
 
     def process(self, req: GARequest):
         from sciga.transforms.vision.decode import ImageDecodeError, decode_image
         from sciga.transforms.vision.ga_match import ga_tiles
-        from sciga.transforms.vision.models import preprocess
+        from sciga.transforms.vision.models import resize_for_model
 
         def decoded(data):
             try:
@@ -286,15 +256,15 @@ class GAEmbeddingInputs(beam.DoFn):
             except OSError:
                 img = None
             if img is not None:
-                yield (req.key, f.id), preprocess(img, self.input_size, self.mean, self.std)
+                yield (req.key, f.id), resize_for_model(img, self.input_size)
         if req.ga is None or req.ga.data is None:
             return
         img = decoded(req.ga.data)
         if img is None:
             return
-        yield (req.key, "GA"), preprocess(img, self.input_size, self.mean, self.std)
+        yield (req.key, "GA"), resize_for_model(img, self.input_size)
         for i, tile in enumerate(ga_tiles(img)):
-            yield (req.key, f"GA#{i:02d}"), preprocess(tile, self.input_size, self.mean, self.std)
+            yield (req.key, f"GA#{i:02d}"), resize_for_model(tile, self.input_size)
 
 
 class TypeGA(beam.DoFn):
@@ -376,7 +346,7 @@ class TypeGraphicalAbstracts(beam.PTransform):
             m = v.embed_meta
             emb = (
                 loaded
-                | "EmbedPrep" >> beam.ParDo(GAEmbeddingInputs(m.input_size, m.mean, m.std, o.max_pixels, o.max_image_bytes))
+                | "EmbedPrep" >> beam.ParDo(GAEmbeddingInputs(m.input_size, o.max_pixels, o.max_image_bytes))
                 | "Embed" >> RunInference(KeyedModelHandler(model_handler(v, o.ga_embedding_weights, "embed")))
                 | "EmbedByKey" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], probabilities(kv[1]).tolist())))
             )

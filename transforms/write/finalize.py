@@ -55,7 +55,9 @@ def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]
             fs.mv(src, target)
             keep.add(target)
             entries.append({"path": posixpath.join("data", config, name), "rows": info["rows"], "bytes": info["bytes"],
-                            "sha256": info["sha256"]})
+                            "sha256": info["sha256"], "fingerprint": info.get("fingerprint"),
+                            "counts": {k: v for k, v in (info.get("counts") or {}).items()
+                                       if k not in ("reused", "recomputed")}})
         if not parts:
             data = empty_table_bytes(config)
             target = posixpath.join(dest, shard_name(0, 1))
@@ -69,6 +71,25 @@ def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]
                 fs.rm(old)
         files[config] = entries
     return files
+
+
+def previous_parts(out_dir: str) -> dict:
+    """The shards of the build now in ``out_dir`` by part fingerprint, for ``WriteGroup`` to
+    take over unchanged parts: {fingerprint: {config, uri, rows, bytes, sha256, counts}}."""
+    from sciga.transforms.write.manifest import read_manifest
+
+    try:
+        manifest = read_manifest(out_dir)
+    except (FileNotFoundError, OSError, ValueError):
+        return {}
+    out = {}
+    root = out_dir.rstrip("/")
+    for config, entries in (manifest.get("files") or {}).items():
+        for e in entries or []:
+            if e.get("fingerprint") and e.get("rows"):
+                out[e["fingerprint"]] = {"config": config, "uri": posixpath.join(root, e["path"]), "rows": e["rows"],
+                                         "bytes": e["bytes"], "sha256": e["sha256"], "counts": e.get("counts") or {}}
+    return out
 
 
 def live_keys(infos: Iterable[dict]) -> set[str]:

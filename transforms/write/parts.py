@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Optional
+from typing import Optional, Sequence
 
 import fsspec
 import pyarrow as pa
@@ -93,96 +93,84 @@ def part_name(group: int, part: int) -> str:
     return f"g{group:05d}-p{part:04d}.parquet"
 
 
-class PartWriter:
-    """Writes the parts of one (config, group) under ``<root>/<config>/``."""
+def cut_parts(sizes: Sequence[tuple[int, int]], rows_per_part: int, max_part_bytes: int) -> list[list[int]]:
+    """Where a shard group's parts end: ``sizes`` are (rows, bytes) of its papers in order;
+    a part ends before the paper that would take it past ``rows_per_part`` rows or
+    ``max_part_bytes`` bytes, so a paper's rows stay in one part (a paper larger than a
+    part is a part of its own). Papers with no rows of this config join the current part.
+    Returns the papers' indices per part."""
+    parts: list[list[int]] = []
+    cur: list[int] = []
+    rows = nbytes = 0
+    for i, (r, b) in enumerate(sizes):
+        if cur and r and (rows + r > rows_per_part or nbytes + b > max_part_bytes):
+            parts.append(cur)
+            cur, rows, nbytes = [], 0, 0
+        cur.append(i)
+        rows += r
+        nbytes += b
+    if cur:
+        parts.append(cur)
+    return parts
 
-    def __init__(self, root: str, config: str, group: int, layout: ShardLayout):
+
+class PartWriter:
+    """Writes one part file ``<root>/<config>/g<group>-p<part>.parquet`` from tables fed in
+    order, row group by row group, and its JSON sidecar."""
+
+    def __init__(self, root: str, config: str, group: int, part: int, layout: ShardLayout):
         self.root = root.rstrip("/")
         self.config = config
         self.group = group
+        self.part = part
         self.layout = layout
         self.schema = SCHEMAS[config]
         self.options = parquet_options(config)
-        self.parts: list[dict] = []
+        self.path = posixpath.join(self.root, config, part_name(group, part))
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0
         self._writer: Optional[pq.ParquetWriter] = None
         self._file = None
         self._hashing: Optional[_HashingFile] = None
-        self._part_rows = 0
-        self._part_bytes = 0
-        self._part_counts: dict = {}
-        self._part_keys: list[str] = []
+        self.rows = 0
 
-    # -- feeding
-    def add(self, table: pa.Table, counts: Optional[dict] = None, key: Optional[str] = None) -> None:
-        """One paper's rows (or any rows, already ordered)."""
-        if table.num_rows == 0 and not counts and key is None:
+    def add(self, table: pa.Table) -> None:
+        if table.num_rows == 0:
             return
-        nbytes = table.nbytes
-        if self._part_rows and (self._part_rows + table.num_rows > self.layout.rows_per_part(self.config)
-                                or self._part_bytes + nbytes > self.layout.max_part_bytes):
-            self._close_part()
-        if table.num_rows:
-            self._pending.append(table)
-            self._pending_rows += table.num_rows
-            self._pending_bytes += nbytes
-            self._part_rows += table.num_rows
-            self._part_bytes += nbytes
-        for k, v in (counts or {}).items():
-            self._part_counts[k] = self._part_counts.get(k, 0) + v
-        if key is not None:
-            self._part_keys.append(key)
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self._pending_bytes += table.nbytes
+        self.rows += table.num_rows
         if self._pending_rows >= self.layout.row_group_rows or self._pending_bytes >= self.layout.row_group_bytes:
             self._flush_row_group()
-
-    def note_key(self, key: str) -> None:
-        """A result this part stands on without rows of its own (kept for pruning)."""
-        self._part_keys.append(key)
-
-    def close(self) -> list[dict]:
-        if self._part_rows or self._pending or self._part_counts or self._part_keys:
-            self._close_part()
-        return self.parts
-
-    # -- internals
-    def _path(self, part: int) -> str:
-        return posixpath.join(self.root, self.config, part_name(self.group, part))
-
-    def _open(self) -> None:
-        path = self._path(len(self.parts))
-        fs, p = fsspec.core.url_to_fs(path)
-        fs.makedirs(posixpath.dirname(p), exist_ok=True)
-        self._file = fs.open(p, "wb")
-        self._hashing = _HashingFile(self._file)
-        self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
 
     def _flush_row_group(self) -> None:
         if not self._pending:
             return
         if self._writer is None:
-            self._open()
+            fs, p = fsspec.core.url_to_fs(self.path)
+            fs.makedirs(posixpath.dirname(p), exist_ok=True)
+            self._file = fs.open(p, "wb")
+            self._hashing = _HashingFile(self._file)
+            self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         self._writer.write_table(table.cast(self.schema), row_group_size=max(1, table.num_rows))
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
-    def _close_part(self) -> None:
+    def close(self) -> Optional[tuple[str, int, str]]:
+        """(path, bytes, sha256) of the file written; None when no row came."""
         self._flush_row_group()
-        path = None
-        if self._writer is not None:
-            self._writer.close()
-            self._file.close()
-            path = self._path(len(self.parts))
-        else:  # no rows (papers without figures, say): counts and keys only, no file
-            self._hashing = _HashingFile(None)
-        info = {"config": self.config, "group": self.group, "part": len(self.parts), "path": path,
-                "rows": self._part_rows, "bytes": self._hashing.n, "sha256": self._hashing.h.hexdigest(),
-                "counts": dict(sorted(self._part_counts.items())), "keys": sorted(set(self._part_keys))}
-        fs, p = fsspec.core.url_to_fs(self._path(len(self.parts)) + ".json")
-        with fs.open(p, "w") as f:
-            json.dump(info, f, sort_keys=True)
-        self.parts.append(info)
-        self._writer = self._file = self._hashing = None
-        self._part_rows = self._part_bytes = 0
-        self._part_counts, self._part_keys = {}, []
+        if self._writer is None:
+            return None
+        self._writer.close()
+        self._file.close()
+        return self.path, self._hashing.n, self._hashing.h.hexdigest()
+
+
+def write_sidecar(info: dict) -> None:
+    fs, p = fsspec.core.url_to_fs(posixpath.join(info["root"], info["config"],
+                                                 part_name(info["group"], info["part"]) + ".json"))
+    fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    with fs.open(p, "w") as f:
+        json.dump({k: v for k, v in info.items() if k != "root"}, f, sort_keys=True)

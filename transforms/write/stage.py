@@ -14,11 +14,14 @@ them and moves them into ``data/`` when the whole pipeline has succeeded (``fina
 """
 from __future__ import annotations
 
+import json
 import logging
+import posixpath
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import apache_beam as beam
+import fsspec
 import pyarrow as pa
 from apache_beam.metrics import Metrics
 
@@ -36,7 +39,7 @@ from sciga.transforms.result_store import (
 from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
 from sciga.transforms.write.layout import ShardLayout
 from sciga.transforms.write.parquet_shards import SORT_KEYS
-from sciga.transforms.write.parts import PartWriter
+from sciga.transforms.write.parts import PartWriter, cut_parts, write_sidecar
 
 log = logging.getLogger("sciga.write")
 CONFIGS_OF_A_PAPER = ("papers", "figures", "mentions")
@@ -50,6 +53,9 @@ class WriteOptions:
     no_images: bool = False  # do not embed image bytes in the figures config
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
     progress_dir: Optional[str] = None
+    # The previous build's part files by fingerprint (a JSON map staged by the launcher),
+    # so that parts of unchanged papers are taken over instead of written again.
+    previous_parts: Optional[str] = None
 
 
 # ------------------------------------------------------------------ results into the store
@@ -258,63 +264,165 @@ def _figure_counts(table: pa.Table, embedded: int) -> dict:
             "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
 
 
+def part_fingerprint(config: str, members: list, options: "WriteOptions") -> str:
+    """What a part's bytes depend on: its papers' results (their keys cover the code that
+    made them and the writer's own code) and the options that shape the file."""
+    import hashlib
+
+    from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+
+    lay = options.layout
+    blob = json.dumps([config, SCHEMA_VERSION, BUILDER_VERSION, options.no_images, options.max_image_bytes,
+                       lay.row_group_rows, lay.row_group_bytes, [[m.paper_id, m.key] for m in members]],
+                      separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _size_of(config: str, table: pa.Table, no_images: bool) -> tuple[int, int]:
+    """(rows, bytes) of one paper's rows as the part cutting counts them, from the stored
+    table alone (image files are counted by their recorded size, not read)."""
+    nbytes = table.nbytes
+    if config == "figures" and not no_images:
+        nbytes += sum(x or 0 for x in table.column("image_size").to_pylist())
+    return table.num_rows, nbytes
+
+
+def _link_or_copy(src: str, dst: str) -> bool:
+    """Make ``dst`` a copy of ``src`` (a hard link on a local disk, a server-side copy on a
+    bucket); False when ``src`` is not there any more."""
+    import os
+    import shutil
+
+    fs, sp = fsspec.core.url_to_fs(src)
+    _, dp = fsspec.core.url_to_fs(dst)
+    fs.makedirs(posixpath.dirname(dp), exist_ok=True)
+    try:
+        if "://" not in src:
+            try:
+                os.link(sp, dp)
+            except OSError:
+                shutil.copyfile(sp, dp)
+        else:
+            fs.copy(sp, dp)
+    except (FileNotFoundError, OSError):
+        return False
+    return True
+
+
 class WriteGroup(beam.DoFn):
-    """((config, group), [WriteItem]) -> part infos; the rows streamed into part files."""
+    """((config, group), [WriteItem]) -> part infos; each part's papers streamed into its file
+    one paper at a time, or, when the previous build in the same folder has a part of
+    exactly these results, that file taken over as it is (an incremental build rewrites
+    only the parts whose papers changed)."""
 
     def __init__(self, options: WriteOptions):
         self.options = options
         self.progress = Progress(options.progress_dir)
-        self.parts = Metrics.counter("sciga", "shard_parts_written")
+        self.parts_written = Metrics.counter("sciga", "shard_parts_written")
+        self.parts_reused = Metrics.counter("sciga", "shard_parts_reused")
 
     def setup(self):
         self.store = ResultStore(self.options.store_root)
+        self.previous: dict = {}
+        if self.options.previous_parts:
+            try:
+                with fsspec.open(self.options.previous_parts, "r") as f:
+                    self.previous = json.load(f)
+            except (FileNotFoundError, OSError, ValueError):
+                self.previous = {}
+
+    def _read(self, it: WriteItem, config: str) -> StoredResult:
+        res = self.store.read(it.key, tables=(config,))
+        if res is None:
+            raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
+        return res
 
     def process(self, element):
         (config, group), items = element
         o = self.options
-        writer = PartWriter(o.parts_root, config, group, o.layout)
         items = sorted(items, key=lambda it: (it.paper_id or "", it.key or "", it.dead.stage if it.dead else ""))
         if config == "dead_letter":
-            rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
-            counts: dict = {}
-            for it in items:
-                scope = it.dead.scope or "input"
-                _inc(counts, f"dead_{scope}")
-                _inc(counts, f"type:{it.dead.error_type}")
-                if scope == "input":
-                    _inc(counts, "reused" if it.reused else "recomputed")
-            writer.add(to_table("dead_letter", rows), counts)
-            for it in items:
-                if it.key:
-                    writer.note_key(it.key)
+            yield self._dead_letter_part(group, items)
         else:
-            for it in items:
-                res = self.store.read(it.key, tables=(config,))
-                if res is None:
-                    raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
-                table = res.tables[config]
-                counts = {}
-                if config == "figures":
-                    table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
-                    counts = _figure_counts(table, embedded)
-                elif config == "papers":
-                    teaser = table.column("teaser").to_pylist()
-                    counts = {"teasers": sum(len(t or []) for t in teaser), "reused": int(it.reused),
-                              "recomputed": int(not it.reused)}
-                    ga = table.column("graphical_abstract").to_pylist()[0]
-                    if ga:
-                        counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
-                    for k, v in (res.header.get("stats") or {}).items():
-                        if v:
-                            counts[f"stat:{k}"] = v
-                writer.add(table, counts, key=it.key)
-        for info in writer.close():
-            self.parts.inc()
-            yield info
+            sizes = [_size_of(config, self._read(it, config).tables[config], o.no_images) for it in items]
+            for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes)):
+                members = [items[i] for i in idxs]
+                yield self._part(config, group, part, members)
         self.progress.add(groups=1)
+
+    def _part(self, config: str, group: int, part: int, members: list) -> dict:
+        o = self.options
+        fp = part_fingerprint(config, members, o)
+        info = {"root": o.parts_root, "config": config, "group": group, "part": part, "fingerprint": fp,
+                "keys": sorted({m.key for m in members if m.key})}
+        prev = self.previous.get(fp)
+        writer = PartWriter(o.parts_root, config, group, part, o.layout)
+        if prev and prev.get("config") == config and _link_or_copy(prev["uri"], writer.path):
+            self.parts_reused.inc()
+            counts = {k: v for k, v in (prev.get("counts") or {}).items() if k not in ("reused", "recomputed")}
+            if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
+                counts["reused"] = sum(1 for m in members if m.reused)
+                counts["recomputed"] = len(members) - counts["reused"]
+            info.update(path=writer.path, rows=prev["rows"], bytes=prev["bytes"], sha256=prev["sha256"],
+                        counts=dict(sorted(counts.items())), reused=True)
+            write_sidecar(info)
+            return {k: v for k, v in info.items() if k != "root"}
+        counts: dict = {}
+        for it in members:
+            res = self._read(it, config)
+            table = res.tables[config]
+            if config == "figures":
+                table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
+                _merge(counts, _figure_counts(table, embedded))
+            elif config == "papers":
+                _merge(counts, _paper_counts(table, it, res))
+            writer.add(table)
+        done = writer.close()
+        self.parts_written.inc()
+        path, nbytes, sha = done if done else (None, 0, None)
+        info.update(path=path, rows=writer.rows, bytes=nbytes, sha256=sha, counts=dict(sorted(counts.items())))
+        write_sidecar(info)
+        return {k: v for k, v in info.items() if k != "root"}
+
+    def _dead_letter_part(self, group: int, items: list) -> dict:
+        o = self.options
+        rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
+        counts: dict = {}
+        for it in items:
+            scope = it.dead.scope or "input"
+            _inc(counts, f"dead_{scope}")
+            _inc(counts, f"type:{it.dead.error_type}")
+            if scope == "input":
+                _inc(counts, "reused" if it.reused else "recomputed")
+        writer = PartWriter(o.parts_root, "dead_letter", group, 0, o.layout)
+        writer.add(to_table("dead_letter", rows))
+        done = writer.close()
+        path, nbytes, sha = done if done else (None, 0, None)
+        info = {"root": o.parts_root, "config": "dead_letter", "group": group, "part": 0, "path": path,
+                "rows": writer.rows, "bytes": nbytes, "sha256": sha, "counts": dict(sorted(counts.items())),
+                "keys": sorted({it.key for it in items if it.key})}
+        write_sidecar(info)
+        return {k: v for k, v in info.items() if k != "root"}
 
     def finish_bundle(self):
         self.progress.flush()
+
+
+def _merge(counts: dict, more: dict) -> None:
+    for k, v in more.items():
+        counts[k] = counts.get(k, 0) + v
+
+
+def _paper_counts(table: pa.Table, it: WriteItem, res: StoredResult) -> dict:
+    teaser = table.column("teaser").to_pylist()
+    counts = {"teasers": sum(len(t or []) for t in teaser), "reused": int(it.reused), "recomputed": int(not it.reused)}
+    ga = table.column("graphical_abstract").to_pylist()[0]
+    if ga:
+        counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
+    for k, v in (res.header.get("stats") or {}).items():
+        if v:
+            counts[f"stat:{k}"] = v
+    return counts
 
 
 # ------------------------------------------------------------------ the stage

@@ -1,0 +1,243 @@
+"""Images in, class probabilities out: the classifier core of the vision stage as one
+reusable PTransform, and the options that tune it for a CPU or a GPU worker.
+
+    (key, payload) --[Reshuffle]--> DecodeForModel --> RunInference(FigureModelHandler)
+                                        |                    --> (key, float32 probabilities)
+                                        +--> failed: (key, "kind: sentence")
+
+- ``load_bytes(payload) -> bytes`` turns a payload into image bytes (default: the payload
+  is the bytes). The build passes ``(key, image reference)`` with a loader that reads the
+  file, so only references are shuffled and pixels never travel through a shuffle.
+- Decoding and resizing run in the SDK processes, in parallel; what goes on to the model is
+  a compact uint8 SxSx3 image (150 KB at 224 px), never a float tensor (600 KB).
+- The float conversion and the normalisation happen on the model's device, inside the
+  process that owns the model (``handlers.LoadedFigureModel``); with ``share_model`` that
+  is one process per machine, and batches reach it on the CPU.
+- Every input key comes out exactly once: in ``probabilities``, or in ``failed`` with the
+  reason (``decompression_bomb: ...``, ``corrupt: ...``, ``unreadable: ...``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, NamedTuple, Optional
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
+from sciga.transforms.vision.handlers import PRECISIONS, FigureModelHandler, probabilities
+
+log = logging.getLogger("sciga.vision")
+
+DEVICES = ("cpu", "cuda")
+FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class InferenceOptions:
+    """How the vision models run. Command-line flags of ``sciga build``:
+
+    ====================  ===========================  ======================================
+    field                 flag                         meaning
+    ====================  ===========================  ======================================
+    device                ``--device``                 cpu | cuda (cuda falls back to cpu, on
+                                                       the worker, when it has no GPU)
+    max_batch_size        ``--vision-batch-size``      largest RunInference batch; on a CUDA
+                                                       out-of-memory error the model halves it
+    min_batch_size        ``--vision-min-batch-size``  smallest RunInference batch
+    share_model           ``--vision-share-model``     one model per worker machine, shared by
+                                                       its SDK processes
+    model_copies          ``--vision-model-copies``    exact copies per machine (one per GPU);
+                                                       implies sharing
+    precision             ``--vision-precision``       fp32 | bf16 (autocast + channels_last)
+    torch_threads         ``--vision-torch-threads``   torch threads per SDK process (default:
+                                                       1 on cuda, torch's default on cpu)
+    ====================  ===========================  ======================================
+    """
+
+    device: str = "cpu"
+    max_batch_size: int = 32
+    min_batch_size: int = 1
+    share_model: bool = False
+    model_copies: Optional[int] = None
+    precision: str = "fp32"
+    torch_threads: Optional[int] = None
+
+    def __post_init__(self):
+        if self.device not in DEVICES:
+            raise ValueError(f"--device must be cpu or cuda, not {self.device!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--vision-precision must be fp32 or bf16, not {self.precision!r}")
+        if self.min_batch_size < 1 or self.max_batch_size < self.min_batch_size:
+            raise ValueError(f"--vision-batch-size ({self.max_batch_size}) must be at least "
+                             f"--vision-min-batch-size ({self.min_batch_size}), and both 1 or more")
+        if self.model_copies is not None and self.model_copies < 1:
+            raise ValueError("--vision-model-copies must be 1 or more")
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise ValueError("--vision-torch-threads must be 1 or more")
+
+    @property
+    def shared(self) -> bool:
+        """One model per machine shared by its SDK processes (asked for, or implied by copies)."""
+        return self.share_model or self.model_copies is not None
+
+    def sdk_torch_threads(self, cuda_available: bool) -> Optional[int]:
+        """Torch threads for an SDK process (None: leave torch's default). On a GPU worker
+        the CPU side only decodes and copies, and many processes each running one thread
+        per core would fight over the cores; on CPU the model wants the cores."""
+        if self.torch_threads is not None:
+            return self.torch_threads
+        return 1 if self.device == "cuda" and cuda_available else None
+
+    def provenance(self) -> dict:
+        """What to record in the build manifest's ``options`` (no schema change needed)."""
+        return {f"vision_{k}": v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_args(cls, args) -> "InferenceOptions":
+        """From ``sciga build``'s parsed arguments (flags in the class docstring)."""
+        d = cls()
+        return cls(
+            device=getattr(args, "device", d.device),
+            max_batch_size=getattr(args, "vision_batch_size", d.max_batch_size),
+            min_batch_size=getattr(args, "vision_min_batch_size", d.min_batch_size),
+            share_model=bool(getattr(args, "vision_share_model", d.share_model)),
+            model_copies=getattr(args, "vision_model_copies", d.model_copies),
+            precision=getattr(args, "vision_precision", d.precision),
+            torch_threads=getattr(args, "vision_torch_threads", d.torch_threads),
+        )
+
+
+def add_inference_arguments(group) -> None:
+    """The flags this module adds beside ``--device``, ``--vision-batch-size``,
+    ``--vision-min-batch-size``, ``--vision-share-model``, ``--vision-model-copies``."""
+    group.add_argument("--vision-precision", choices=PRECISIONS, default="fp32",
+                       help="fp32, or bf16: bfloat16 autocast with channels_last (GPUs with bf16, e.g. A100/H100/L4; "
+                            "top-1 labels agree with fp32 on >= 99%% of figures) (default: %(default)s)")
+    group.add_argument("--vision-torch-threads", type=int, default=None, metavar="N",
+                       help="torch threads per SDK process (default: 1 with --device cuda, torch's default on cpu)")
+
+
+# ------------------------------------------------------------------ pure functions
+
+def image_bytes(payload: Any) -> bytes:
+    """The default ``load_bytes``: the payload is the image file's bytes."""
+    return payload
+
+
+def read_image_file(path: str) -> bytes:
+    """A ``load_bytes`` for image references: a local path, or any path Beam's
+    FileSystems can open (gs://)."""
+    if "://" not in path:
+        with open(path, "rb") as f:
+            return f.read()
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as f:
+        return f.read()
+
+
+def image_to_model_input(data: bytes, input_size: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
+    """Image bytes -> uint8 ``input_size`` x ``input_size`` x 3 (raises ImageDecodeError).
+    JPEGs are decoded at reduced scale when the model needs less detail."""
+    from sciga.transforms.vision.models import resize_for_model
+
+    if data is None:
+        raise ImageDecodeError("no_image", "there are no image bytes")
+    img = decode_image(data, max_pixels, draft_size=(2 * input_size, 2 * input_size)).image
+    return resize_for_model(img, input_size)
+
+
+# ------------------------------------------------------------------ Beam
+
+class DecodeForModel(beam.DoFn):
+    """(key, payload) -> (key, uint8 SxSx3), or to ``failed``: (key, "kind: sentence")."""
+
+    def __init__(self, input_size: int, load_bytes: Optional[Callable[[Any], bytes]] = None,
+                 max_pixels: int = DEFAULT_MAX_PIXELS, options: InferenceOptions = InferenceOptions()):
+        self.input_size, self.max_pixels, self.options = input_size, max_pixels, options
+        self.load_bytes = load_bytes or image_bytes
+        self.decoded = Metrics.counter("sciga", "model_inputs_decoded")
+        self.failed = Metrics.counter("sciga", "model_inputs_failed")
+
+    def setup(self):
+        import torch
+
+        threads = self.options.sdk_torch_threads(torch.cuda.is_available())
+        if threads:
+            torch.set_num_threads(threads)
+
+    def process(self, element):
+        key, payload = element
+        try:
+            x = image_to_model_input(self.load_bytes(payload), self.input_size, self.max_pixels)
+        except ImageDecodeError as e:
+            why = str(e)
+        except OSError as e:
+            why = f"unreadable: could not read the image ({type(e).__name__}: {e})"
+        except Exception as e:  # noqa: BLE001 - one bad image must not stop the run
+            log.warning("internal error preparing %r for the model: %r", key, e)
+            why = f"internal: unexpected {type(e).__name__} while preparing the image ({e}); please report"
+        else:
+            self.decoded.inc()
+            yield key, x
+            return
+        self.failed.inc()
+        yield beam.pvalue.TaggedOutput(FAILED, (key, why))
+
+
+def _as_array(kv):
+    key, result = kv
+    return key, probabilities(result).copy()  # its own small array, not a view of the batch
+
+
+class Classified(NamedTuple):
+    """``probabilities``: (key, float32 array over the checkpoint's labels; for an ``embed``
+    handler, the unit-norm embedding). ``failed``: (key, reason) for inputs with no image."""
+
+    probabilities: beam.PCollection
+    failed: beam.PCollection
+
+
+class ClassifyImages(beam.PTransform):
+    """(key, payload) -> ``Classified(probabilities, failed)``; every key comes out once.
+
+    Give ``weights`` (+ ``options``), or a ready ``handler`` (a ``FigureModelHandler``).
+    ``input_size`` defaults to the checkpoint's (read on the launching machine, which also
+    checks that the weights are there and readable). ``reshuffle`` spreads the inputs over
+    the workers before decoding (cheap when payloads are references)."""
+
+    def __init__(self, weights: Optional[str] = None, options: Optional[InferenceOptions] = None, *,
+                 handler: Optional[FigureModelHandler] = None, input_size: Optional[int] = None,
+                 load_bytes: Optional[Callable[[Any], bytes]] = None, max_pixels: int = DEFAULT_MAX_PIXELS,
+                 reshuffle: bool = True):
+        super().__init__()
+        if handler is None:
+            if not weights:
+                raise ValueError("ClassifyImages needs weights or a handler")
+            options = options or InferenceOptions()
+            handler = FigureModelHandler.from_options(weights, "classify", options)
+        elif options is None:
+            options = handler.options
+        if input_size is None:
+            from sciga.transforms.vision.models import read_meta
+
+            input_size = read_meta(handler.weights).input_size
+        self.handler, self.options, self.input_size = handler, options, input_size
+        self.load_bytes, self.max_pixels, self.reshuffle = load_bytes, max_pixels, reshuffle
+
+    def expand(self, items):
+        from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
+
+        if self.reshuffle:
+            items = items | "Spread" >> beam.Reshuffle()
+        prepared = items | "Decode" >> beam.ParDo(
+            DecodeForModel(self.input_size, self.load_bytes, self.max_pixels, self.options)).with_outputs(FAILED, main="ready")
+        probs = (
+            prepared.ready
+            | "RunInference" >> RunInference(KeyedModelHandler(self.handler))
+            | "AsArrays" >> beam.Map(_as_array)
+        )
+        return Classified(probs, prepared[FAILED])
