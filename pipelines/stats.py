@@ -19,7 +19,6 @@ keeps the part before the dot (``cs.CV`` -> ``cs``, ``astro-ph.GA`` -> ``astro-p
 from __future__ import annotations
 
 import argparse
-import os
 import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -165,6 +164,14 @@ def markdown_tables(stats: Stats) -> str:
     return "\n".join(lines)
 
 
+def _save_png(fig, path: str) -> None:
+    """A figure as PNG at ``path``, a local file or any fsspec path (gs://...)."""
+    import fsspec
+
+    with fsspec.open(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=110, metadata={"Software": None})
+
+
 def plot(stats: Stats, folder: str) -> list[str]:
     import matplotlib
 
@@ -186,8 +193,8 @@ def plot(stats: Stats, folder: str) -> list[str]:
         ax.set_title(title, fontsize=10)
     fig.suptitle("Mean and standard deviation per top-level arXiv category (grey: all papers)", fontsize=11)
     fig.tight_layout()
-    paths.append(os.path.join(folder, "by_category.png"))
-    fig.savefig(paths[-1], dpi=110, metadata={"Software": None})
+    paths.append(posixpath.join(folder, "by_category.png"))
+    _save_png(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -198,8 +205,8 @@ def plot(stats: Stats, folder: str) -> list[str]:
     ax.set_ylabel("papers")
     ax.set_title("Graphical-abstract types")
     fig.tight_layout()
-    paths.append(os.path.join(folder, "ga_types.png"))
-    fig.savefig(paths[-1], dpi=110, metadata={"Software": None})
+    paths.append(posixpath.join(folder, "ga_types.png"))
+    _save_png(fig, paths[-1])
     plt.close(fig)
     return paths
 
@@ -213,23 +220,31 @@ def add_stats_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run_stats(args) -> int:
+    import fsspec
+
     from sciga.pipelines.duckdb_views import connect
     from sciga.pipelines.validate import check_is_build
 
     check_is_build(args.out)
-    folder = args.output or posixpath.join(args.out.rstrip("/"), "stats")
-    os.makedirs(folder, exist_ok=True)
-    stats = compute_stats(connect(args.out), args.level)
+    folder = (args.output or posixpath.join(args.out.rstrip("/"), "stats")).rstrip("/")
+    fs, root = fsspec.core.url_to_fs(folder)  # OUT/stats on gs:// is written there, not copied
+    fs.makedirs(root, exist_ok=True)
+    con = connect(args.out)
+    try:
+        stats = compute_stats(con, args.level)
+    finally:
+        con.close()
     md = "# sciga stats\n\n" + markdown_tables(stats)
     written = []
     for name, text in (("stats.md", md),):
-        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+        with fs.open(posixpath.join(root, name), "w", encoding="utf-8") as f:
             f.write(text)
-        written.append(os.path.join(folder, name))
+        written.append(posixpath.join(folder, name))
     for name, df in (("per_category.csv", stats.per_category), ("ga_types.csv", stats.ga_types),
                      ("ga_types_by_category.csv", stats.ga_types_by_category)):
-        df.to_csv(os.path.join(folder, name), index=False, float_format="%.4f")
-        written.append(os.path.join(folder, name))
+        with fs.open(posixpath.join(root, name), "w", encoding="utf-8", newline="") as f:
+            df.to_csv(f, index=False, float_format="%.4f")
+        written.append(posixpath.join(folder, name))
     if not args.no_plots:
         written += plot(stats, folder)
     print(md)

@@ -23,6 +23,7 @@ from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIX
 from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.transforms.storage import duckdb_connect
 
 log = logging.getLogger("sciga.quality")
 MAX_EXAMPLES = 10
@@ -227,7 +228,7 @@ def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t
 
-    con = duckdb.connect()
+    con = duckdb_connect(out_dir)  # a gs:// / s3:// / hf:// build is read through its fsspec filesystem
     setup_error = None
     t = time.perf_counter()
     try:

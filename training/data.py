@@ -42,7 +42,24 @@ class DataError(Exception):
     """The build folder cannot be used; the message says what to do."""
 
 
+_CHECKED: set[str] = set()
+
+
+def _check_location(data_dir: str) -> None:
+    """A missing bucket or no permission (gs://, s3://) as a DataError sentence, once per folder."""
+    from sciga.transforms.storage import StorageError, check_location
+
+    if data_dir in _CHECKED:
+        return
+    try:
+        check_location(data_dir)
+    except StorageError as e:
+        raise DataError(f"--data {data_dir}: {e}") from None
+    _CHECKED.add(data_dir)
+
+
 def shard_paths(data_dir: str, config: str) -> list[str]:
+    _check_location(data_dir)
     fs, root = fsspec.core.url_to_fs(data_dir)
     d = posixpath.join(root, "data", config)
     if not fs.isdir(d):

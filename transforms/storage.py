@@ -1,0 +1,197 @@
+"""Builds where they lie: local folders, ``gs://``, ``s3://``, ``hf://`` or any fsspec path.
+
+One code path for every command that reads or writes a build:
+
+* ``duckdb_connect(*paths)``: a DuckDB connection that reads remote paths through the
+  fsspec filesystem registered on it (``con.register_filesystem``), never through DuckDB's
+  ``httpfs`` extension: nothing is downloaded, and GCS needs no HMAC keys. Credentials are
+  the filesystem's usual ones (Application Default Credentials for ``gs://``, the AWS chain
+  for ``s3://``, the Hugging Face login for ``hf://``); nothing here reads or prints them.
+* ``check_location(url)``: before a command starts work, a bucket that does not exist or
+  that this account may not list is one sentence that says what to do, not a traceback
+  (and ``gs://typo/out`` is never created as a new bucket by a ``makedirs``).
+* ``storage_error_message(exc)``: the same sentence for an error raised mid-way.
+
+The lowest layer that reads builds (quality, training) uses it, so it lives here.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+import fsspec
+
+LOCAL_PROTOCOLS = (None, "", "file", "local")
+# Object stores whose first path segment is a bucket that must exist beforehand.
+BUCKET_PROTOCOLS = {"gs": "gs", "gcs": "gs", "s3": "s3", "s3a": "s3"}
+
+
+class StorageError(OSError):
+    """A storage location that cannot be used; the message is one sentence for a person."""
+
+
+def protocol_of(path: str) -> Optional[str]:
+    return fsspec.core.split_protocol(str(path))[0]
+
+
+def is_remote(path: str) -> bool:
+    return protocol_of(path) not in LOCAL_PROTOCOLS
+
+
+def bucket_of(url: str) -> Optional[str]:
+    """``gs://bucket/a/b`` -> ``bucket``; None for paths that have no bucket."""
+    proto, rest = fsspec.core.split_protocol(str(url))
+    if proto not in BUCKET_PROTOCOLS:
+        return None
+    return rest.lstrip("/").split("/", 1)[0] or None
+
+
+def hub_filesystem():
+    """huggingface_hub's fsspec filesystem, with the one method DuckDB asks for that it lacks
+    for repo paths (``modified``, used to cache file metadata)."""
+    from datetime import datetime, timezone
+
+    from huggingface_hub import HfFileSystem
+
+    class HubFiles(HfFileSystem):
+        def modified(self, path):
+            # Files at a revision never change; DuckDB only compares this value between reads.
+            return datetime.fromtimestamp(0, tz=timezone.utc)
+
+    return HubFiles()
+
+
+def filesystem(protocol: str):
+    """The fsspec filesystem DuckDB reads ``protocol://`` paths through."""
+    if protocol == "hf":
+        return hub_filesystem()
+    if protocol in ("gs", "gcs"):
+        return _gcs_for_duckdb()
+    return fsspec.filesystem(protocol)
+
+
+def _gcs_for_duckdb():
+    """gcsfs, opening files with a plain read-ahead cache. Its default (adaptive background
+    prefetching) leaves a pending prefetch task behind for each of the many file handles
+    DuckDB opens and drops, and asyncio prints "Task was destroyed but it is pending!" for
+    every one; DuckDB does its own read planning, so prefetching buys it nothing."""
+    import gcsfs
+
+    class DuckDBGCSFileSystem(gcsfs.GCSFileSystem):
+        def _open(self, path, mode="rb", **kwargs):
+            if kwargs.get("cache_type") is None:
+                kwargs["cache_type"] = "readahead"
+            return super()._open(path, mode, **kwargs)
+
+    return DuckDBGCSFileSystem()
+
+
+def _protocols(fs) -> tuple[str, ...]:
+    p = fs.protocol
+    return (p,) if isinstance(p, str) else tuple(p)
+
+
+def register_filesystems(con, paths: Iterable[str]) -> None:
+    """Register on ``con`` the fsspec filesystem of every remote path in ``paths`` (once per
+    protocol; local paths are DuckDB's own)."""
+    done = set(con.list_filesystems())
+    for path in paths:
+        proto = protocol_of(path) if path else None
+        if proto in LOCAL_PROTOCOLS or proto in done:
+            continue
+        fs = filesystem(proto)
+        if not done.intersection(_protocols(fs)):
+            con.register_filesystem(fs)
+        done.update(_protocols(fs))
+        done.add(proto)
+
+
+def duckdb_connect(*paths: str, con=None):
+    """A DuckDB connection (new, or ``con``) that reads ``paths`` wherever they are. Known
+    extensions are never installed on the fly: a remote path without a filesystem fails
+    with DuckDB's message instead of reaching for the network."""
+    import duckdb
+
+    con = con if con is not None else duckdb.connect()
+    con.execute("SET autoinstall_known_extensions = false")
+    register_filesystems(con, paths)
+    return con
+
+
+# ------------------------------------------------------------------ clear errors
+
+def _listing_probe(fs, proto: str, bucket: str) -> None:
+    """One cheap request that needs exactly the permission a command needs first (list
+    objects), and tells a missing bucket from a forbidden one. ``buckets.get`` is not used:
+    object-level roles (roles/storage.objectViewer) do not grant it."""
+    if proto == "gs":
+        fs.call("GET", "b/{}/o", bucket, maxResults=1, json_out=True)
+    elif proto == "s3":
+        fs.call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1)
+    else:
+        fs.ls(bucket)
+
+
+def check_location(url: str) -> None:
+    """Raise StorageError when ``url`` lies in a bucket that does not exist or that this
+    account may not list. Local paths and protocols without buckets pass."""
+    bucket = bucket_of(url)
+    if bucket is None:
+        return
+    proto = BUCKET_PROTOCOLS[protocol_of(url)]
+    try:
+        fs = fsspec.filesystem(proto)
+        _listing_probe(fs, proto, bucket)
+    except FileNotFoundError:
+        raise StorageError(_missing_bucket(proto, bucket)) from None
+    except Exception as e:  # noqa: BLE001 - forbidden, no credentials ... as one sentence
+        msg = storage_error_message(e, url)
+        if msg is None:
+            raise
+        raise StorageError(msg) from None
+
+
+def _missing_bucket(proto: str, bucket: str) -> str:
+    create = (f"gcloud storage buckets create gs://{bucket}" if proto == "gs"
+              else f"aws s3 mb s3://{bucket}")
+    return (f"the bucket {proto}://{bucket} does not exist (or this account cannot see it); check the path, "
+            f"or create the bucket first ({create}).")
+
+
+_GCS_BUCKET_IN_URL = re.compile(r"(?:^|[\s/])b/([^/?\s]+)")
+
+
+def _chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Optional[str]:
+    """One sentence for a storage failure anywhere in ``exc``'s chain (no permission, no
+    credentials, credentials refused), or None when it is not one. The server's own text is
+    left out: it names the account."""
+    where = None
+    if url and bucket_of(url):
+        where = f"{BUCKET_PROTOCOLS[protocol_of(url)]}://{bucket_of(url)}"
+    for e in _chain(exc):
+        mod = type(e).__module__ or ""
+        text = str(e)
+        if mod.startswith("google.auth") and type(e).__name__ == "DefaultCredentialsError":
+            return ("no Google Cloud credentials found; run `gcloud auth application-default login` "
+                    "(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file) and try again.")
+        gcs_forbidden = isinstance(e, OSError) and text.startswith("Forbidden:")
+        # s3fs raises PermissionError without an errno; a local file's has one (not ours to explain).
+        store_denied = isinstance(e, PermissionError) and e.errno is None
+        if gcs_forbidden or store_denied or getattr(e, "code", None) == 403:
+            m = _GCS_BUCKET_IN_URL.search(text)
+            target = f"gs://{m.group(1)}" if (gcs_forbidden and m) else (where or "the storage location")
+            return (f"this account has no permission to use {target}; grant it access to the bucket "
+                    "(roles/storage.objectAdmin to build into it, roles/storage.objectViewer to read it) "
+                    "or use credentials that have it.")
+        if getattr(e, "code", None) == 401 and mod.startswith("gcsfs"):
+            return ("Google Cloud Storage refused the credentials (401); refresh them with "
+                    "`gcloud auth application-default login` and try again.")
+    return None
