@@ -9,7 +9,7 @@ import os
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP_LEVEL = ["pipelines", "transforms", "schemas", "quality", "training", "samples"]
+TOP_LEVEL = ["pipelines", "transforms", "schemas", "quality", "training", "explore", "publish", "samples"]
 
 
 def _packages():
@@ -88,14 +88,14 @@ setup(
     package_dir=PACKAGE_DIR,
     # Data files are exactly the package_data globs below. With include_package_data=True
     # setuptools also scans the file list for data and warns that every data folder with an
-    # importable name (samples/html, samples/meta, samples/tex, pipelines/sql) "would be
+    # importable name (samples/html, samples/meta, samples/tex, explore/sql) "would be
     # ignored" as a package; those folders are data, not packages.
     # tests/test_packaging.py checks that the wheel holds every tracked file of these folders.
     include_package_data=False,
     package_data={
         "sciga.samples": ["html/*/*", "html/*/*/*", "meta/*.json", "tex/*/*", "tex/*/*/*", "*.md", "*.sh", "*.py"],
         "sciga.quality": ["*.json", "*.yaml"],
-        "sciga.pipelines": ["sql/*.sql"],
+        "sciga.explore": ["sql/*.sql"],
         "sciga.transforms": ["**/*.txt", "**/*.json"],
     },
     install_requires=CORE,

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 RUN = r"""
 import json, resource, sys, time
-from sciga.pipelines.browse import BrowseOptions, browse
+from sciga.explore.browse import BrowseOptions, browse
 out, site, papers, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 t = time.perf_counter()
 res = browse(BrowseOptions(out=out, output=site, papers=papers, chunk=chunk))

@@ -177,8 +177,8 @@ def parse_seconds_per_paper(repeats: int = 5) -> float:
 
 
 def time_queries(out: str, repeats: int = 3) -> dict:
-    from sciga.pipelines.duckdb_views import connect
-    from sciga.pipelines.stats import _setup_sql, stats_queries
+    from sciga.explore.views import connect
+    from sciga.explore.stats import _setup_sql, stats_queries
 
     con = connect(out)
     for sql in _setup_sql("group"):
@@ -196,7 +196,7 @@ def time_queries(out: str, repeats: int = 3) -> dict:
             times.append(time.perf_counter() - t)
         res[name] = statistics.median(times)
     t = time.perf_counter()
-    from sciga.pipelines.stats import compute_stats
+    from sciga.explore.stats import compute_stats
 
     compute_stats(con)
     res["compute_stats (all of `sciga stats` tables)"] = time.perf_counter() - t

@@ -39,7 +39,6 @@ sys.path.insert(0, str(ROOT))
 from lxml import etree  # noqa: E402
 
 from sciga.transforms.sources.oai_pmh import (  # noqa: E402
-    FORMAT_NS,
     OAI_NS,
     ListRecordsPage,
     OaiHarvester,

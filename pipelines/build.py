@@ -136,7 +136,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
 def results_fingerprint(opts: BuildOptions, vision) -> str:
     """What, besides a paper's own inputs, its result depends on: the code and every option
     that changes results (not: workers, shard sizes, progress...)."""
-    from sciga.transforms.result_store import code_fingerprint
+    from sciga.transforms.common.result_store import code_fingerprint
 
     blob = json.dumps({
         "code": code_fingerprint(),
@@ -199,11 +199,11 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
     import apache_beam as beam
 
-    from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+    from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.link.beam import LinkPapers
     from sciga.transforms.link.tex_stage import RecoverFiguresFromTex
     from sciga.transforms.parse.stage import ParsePapers
-    from sciga.transforms.progress import Progress
+    from sciga.transforms.common.progress import Progress
     from sciga.transforms.sources.plan import PlanInputs, PlanOptions
     from sciga.transforms.vision.options import GAIndex
     from sciga.transforms.vision.stage import Vision
@@ -466,8 +466,8 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
     finished tars are not read again). Returns the ``BulkEprints`` the stages read from."""
     import apache_beam as beam
 
-    from sciga.transforms.errors import StageError
-    from sciga.transforms.result_store import store_root
+    from sciga.transforms.common.errors import StageError
+    from sciga.transforms.common.result_store import store_root
     from sciga.transforms.sources.bulk_eprints import BulkEprints
     from sciga.transforms.sources.bulk_eprints_beam import ExtractBulkEprints
 
@@ -518,8 +518,8 @@ def _warn_unmatched_ga(vision, out_dir: str) -> None:
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
     import apache_beam as beam
 
-    from sciga.transforms.progress import ProgressMonitor
-    from sciga.transforms.result_store import ResultStore, store_root
+    from sciga.transforms.common.progress import ProgressMonitor
+    from sciga.transforms.common.result_store import ResultStore, store_root
     from sciga.transforms.sources.local_files import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
     from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
@@ -609,7 +609,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
              "shard_parts_reused": sum(1 for i in infos if i.get("reused"))},
     )
     fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
-    from sciga.pipelines.dataset_card import write_dataset_card
+    from sciga.explore.dataset_card import write_dataset_card
 
     write_dataset_card(out_dir)  # README.md with configs and features: the folder loads with `datasets`
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=seconds)

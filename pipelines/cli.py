@@ -107,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sciga {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - a storage problem (bucket, permission, login) is one sentence
-        from sciga.transforms.storage import StorageError, storage_error_message
+        from sciga.transforms.common.storage import StorageError, storage_error_message
 
         msg = str(e) if isinstance(e, StorageError) else storage_error_message(e)
         if msg is None:

@@ -45,7 +45,7 @@ def build_locations(args: argparse.Namespace, specs: Sequence[str]) -> list[tupl
 def check_build_locations(args: argparse.Namespace, specs: Sequence[str], runner: str) -> None:
     """SystemExit with one sentence when a bucket is missing or forbidden, or when a remote
     runner's workers would be handed a local path."""
-    from sciga.transforms.storage import StorageError, check_location, is_remote
+    from sciga.transforms.common.storage import StorageError, check_location, is_remote
 
     places = build_locations(args, specs)
     if runner not in LOCAL_RUNNERS:
@@ -60,7 +60,7 @@ def check_build_locations(args: argparse.Namespace, specs: Sequence[str], runner
         if not path or not is_remote(path) or flag == "--eprints-bulk":
             continue
         try:
-            from sciga.transforms.storage import bucket_of
+            from sciga.transforms.common.storage import bucket_of
 
             key = bucket_of(path) or path
             if key in seen:

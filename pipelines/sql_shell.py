@@ -41,13 +41,13 @@ def open_build(out: str, params: Optional[dict] = None, view: Optional[str] = No
     parameters set: ``{"min_ratio": "1.2"}`` with ``view``, or ``{"VIEW.NAME": ...}``).
     A remote OUT (gs://, s3://, hf://datasets/ORG/NAME@REV ...) is read through its fsspec
     filesystem: no DuckDB extension is downloaded, the user's own login is used."""
-    from sciga.pipelines.duckdb_views import connect
+    from sciga.explore.views import connect
 
     return connect(out, params=params, view=view)
 
 
 def params_text() -> str:
-    from sciga.pipelines.duckdb_views import view_parameters
+    from sciga.explore.views import view_parameters
 
     lines = []
     for view, params in view_parameters().items():
@@ -58,7 +58,7 @@ def params_text() -> str:
 
 def hf_filesystem():
     """huggingface_hub's fsspec filesystem as DuckDB needs it (kept here for notebooks)."""
-    from sciga.transforms.storage import hub_filesystem
+    from sciga.transforms.common.storage import hub_filesystem
 
     return hub_filesystem()
 
@@ -165,8 +165,8 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
 
 
 def run_sql(args) -> int:
-    from sciga.pipelines.duckdb_views import ViewParamError, parse_param_args
-    from sciga.pipelines.validate import check_is_build
+    from sciga.explore.views import ViewParamError, parse_param_args
+    from sciga.explore.build_folder import check_is_build
 
     if getattr(args, "list_params", False):
         sys.stdout.write(params_text())
@@ -179,7 +179,7 @@ def run_sql(args) -> int:
         print(f"sciga sql: --param: {e}.", file=sys.stderr)
         return 2
     if args.output:
-        from sciga.transforms.storage import register_filesystems
+        from sciga.transforms.common.storage import register_filesystems
 
         register_filesystems(con, [args.output])  # COPY ... TO 'gs://...' goes through fsspec too
     try:

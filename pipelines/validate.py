@@ -38,19 +38,8 @@ def add_validate_arguments(ap: argparse.ArgumentParser) -> None:
                          f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}")
 
 
-def check_is_build(out: str) -> None:
-    """FileNotFoundError when ``out`` is no build; StorageError (one sentence) when its bucket
-    is missing or this account may not read it."""
-    from sciga.transforms.storage import check_location
-
-    check_location(out)
-    fs, root = fsspec.core.url_to_fs(out)
-    if not fs.isdir(posixpath.join(root, "data")) and not fs.exists(posixpath.join(root, "manifest.json")):
-        raise FileNotFoundError(f"{out} is not a build folder (no data/ and no manifest.json); "
-                                "give the --output folder of `sciga build`.")
-
-
 def gate_from_args(args):
+    from sciga.explore.build_folder import check_is_build
     from sciga.quality.gate import run_gate
 
     check_is_build(args.out)

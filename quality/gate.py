@@ -23,7 +23,7 @@ from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIX
 from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
-from sciga.transforms.storage import duckdb_connect
+from sciga.transforms.common.storage import duckdb_connect
 
 log = logging.getLogger("sciga.quality")
 MAX_EXAMPLES = 10

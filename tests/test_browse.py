@@ -13,8 +13,8 @@ import fsspec
 
 from browser_fixtures import ARTIFACTS, browser  # noqa: F401
 from quality_fixtures import build_copy, rewrite_shard, sample_build  # noqa: F401
-from sciga.pipelines.browse import BrowseOptions, browse, image_format
-from sciga.pipelines.browse_render import Ref, group_marks, render_text, safe_name
+from sciga.explore.browse import BrowseOptions, browse, image_format
+from sciga.explore.browse_render import Ref, group_marks, render_text, safe_name
 from sciga.pipelines.cli import main
 
 PAPER = "2511.99001"  # sections, tokens, a teaser, a compound figure with three panels, 10 mentions
@@ -176,7 +176,7 @@ def test_dead_letters_and_hostile_text_in_the_index(build_copy, tmp_path):
 
 
 def _expected(build: Path, paper: str) -> dict:
-    from sciga.pipelines.duckdb_views import connect
+    from sciga.explore.views import connect
 
     con = connect(str(build))
     one = lambda sql: con.execute(sql, [paper]).fetchone()[0]  # noqa: E731
@@ -270,7 +270,7 @@ def test_paper_pages_in_chromium(sample_build, tmp_path, browser):  # noqa: F811
 def test_duckdb_reads_stay_per_chunk(sample_build, tmp_path, monkeypatch):
     """Each chunk of papers is one query per config with the chunk's ids, never a full read."""
     seen = []
-    from sciga.pipelines import browse as mod
+    from sciga.explore import browse as mod
 
     real = mod._rows
 

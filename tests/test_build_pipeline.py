@@ -13,7 +13,7 @@ import pytest
 
 from conftest import CORPUS, run_cli
 from sciga.pipelines.build import add_build_arguments, run_build
-from sciga.pipelines.duckdb_views import connect
+from sciga.explore.views import connect
 from sciga.schemas.version import SCHEMA_VERSION
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, SAMPLES, run_cli
+from conftest import ROOT, run_cli
 from sciga.pipelines.build import add_build_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 

@@ -8,23 +8,22 @@ from pathlib import Path
 
 import apache_beam as beam
 import pyarrow.parquet as pq
-import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from conftest import SAMPLES
-from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput, ResultRef
+from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput
 from sciga.schemas.records import Medical
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.link.beam import LinkPapers
 from sciga.transforms.link.tex_stage import RecoverFiguresFromTex, TexOptions
 from sciga.transforms.parse.stage import ParseOptions, ParsePapers
-from sciga.transforms.result_store import ResultStore, result_key
+from sciga.transforms.common.result_store import ResultStore, result_key
 from sciga.transforms.sources.plan import PlanInputs, PlanOptions
 from sciga.transforms.vision.options import VisionOptions, resolve_vision
 from sciga.transforms.vision.stage import Vision
 from sciga.transforms.write.layout import layout_for
-from sciga.transforms.write.stage import StoreResults, WriteBuild, WriteOptions, merge_annotations
+from sciga.transforms.write.stage import WriteBuild, WriteOptions, merge_annotations
 from tests.sources_fixtures import tar_gz_of, traversal_tarball
 
 PAGE = str(SAMPLES / "html" / "2511.99001" / "2511.99001.html")
@@ -42,7 +41,7 @@ def test_plan_reuses_only_complete_results_whose_files_are_unchanged(tmp_path):
     page = tmp_path / "2511.99001.html"
     shutil.copy(PAGE, page)
     store = ResultStore(str(tmp_path / "store"))
-    from sciga.transforms.result_store import hash_file
+    from sciga.transforms.common.result_store import hash_file
 
     key = result_key(str(page), hash_file(str(page))[0], "fp")
     side = tmp_path / "2511.99001.meta.json"

@@ -15,7 +15,6 @@ output in a real GCS API (fake-gcs-server on 127.0.0.1).
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import re
 import subprocess
@@ -25,7 +24,7 @@ import io
 
 import pytest
 
-from conftest import ROOT, _build, sample_build_args
+from conftest import ROOT, sample_build_args
 from gcs_fixtures import gcs
 
 WORKER_IMAGE = "us-central1-docker.pkg.dev/sciga-test/sciga/worker:0.1.0"
@@ -232,8 +231,8 @@ def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
     (sdist,) = [p for p in fs.find("sciga-template/tmp") if p.endswith("workflow.tar.gz")]
     with tarfile.open(fileobj=io.BytesIO(fs.cat_file(sdist))) as tf:
         names = tf.getnames()
-    for needed in ("setup.py", "pipelines/sql/caption_context.sql", "samples/html/2511.99001/2511.99001.html",
-                   "transforms/storage.py"):
+    for needed in ("setup.py", "explore/sql/caption_context.sql", "samples/html/2511.99001/2511.99001.html",
+                   "transforms/common/storage.py"):
         assert any(n.endswith("/" + needed) for n in names), needed
     # Nothing finalized: no shards, no manifest; the staging folder the template reads is kept.
     built = [p.removeprefix("sciga-template/build/") for p in fs.find("sciga-template/build")]

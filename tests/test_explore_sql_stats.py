@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from quality_fixtures import read_rows, sample_build  # noqa: F401
-from sciga.pipelines import duckdb_views
+from sciga.explore import views
 from sciga.pipelines.cli import main
 from sciga.pipelines.sql_shell import open_build, repl
 
@@ -55,7 +55,7 @@ def test_task_views_are_registered(sample_build, tmp_path, monkeypatch):
     sql_dir = tmp_path / "sql"
     sql_dir.mkdir()
     (sql_dir / "figures_per_paper.sql").write_text("SELECT paper_id, count(*) AS n FROM figures GROUP BY paper_id;\n")
-    monkeypatch.setattr(duckdb_views, "SQL_DIR", str(sql_dir))
+    monkeypatch.setattr(views, "SQL_DIR", str(sql_dir))
     con = open_build(str(sample_build))
     got = dict(con.execute("SELECT paper_id, n FROM figures_per_paper").fetchall())
     rows = read_rows(sample_build, "figures")
@@ -113,7 +113,7 @@ def test_stats_tables_and_plots(sample_build, tmp_path, capsys):
 
 
 def test_token_macro_counts_like_str_split():
-    from sciga.pipelines.stats import _setup_sql
+    from sciga.explore.stats import _setup_sql
 
     con = duckdb.connect()
     con.execute(_setup_sql("group")[0])

@@ -8,7 +8,7 @@ import pytest
 
 from quality_fixtures import sample_build  # noqa: F401
 from sciga.pipelines.cli import main
-from sciga.pipelines.duckdb_views import connect, task_views
+from sciga.explore.views import connect, task_views
 
 
 def ids(con, sql="SELECT figure_id FROM method_diagrams ORDER BY figure_id"):
@@ -31,7 +31,7 @@ def test_method_diagrams_default_window_and_parameters(sample_build):
 
 
 def test_parameter_errors_are_one_sentence(sample_build):
-    from sciga.pipelines.duckdb_views import ViewParamError, resolve_param
+    from sciga.explore.views import ViewParamError, resolve_param
 
     with pytest.raises(ViewParamError, match="'ratio' is not a parameter of view method_diagrams; parameters: "
                                              "method_diagrams.min_ratio"):
@@ -43,7 +43,7 @@ def test_parameter_errors_are_one_sentence(sample_build):
 
 
 def test_declared_defaults_are_the_sql_defaults():
-    from sciga.pipelines.duckdb_views import view_parameters
+    from sciga.explore.views import view_parameters
 
     params = view_parameters()
     assert [(p.name, p.type, p.default) for p in params["method_diagrams"]] == [

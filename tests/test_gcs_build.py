@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest

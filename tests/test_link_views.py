@@ -10,9 +10,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from link_fixtures import CORPUS, needs_corpus, parse
 from sciga.pipelines.build import run_build
 from sciga.pipelines.cli import make_parser
-from sciga.pipelines.duckdb_views import connect, task_views
+from sciga.explore.views import connect, task_views
 from sciga.schemas.records import Paragraph
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.schemas.build import PaperWork
 from sciga.transforms.link.beam import LinkPapers
 

@@ -57,7 +57,7 @@ def _method_notebook(build, monkeypatch, in_range: int) -> None:
 
 
 def test_method_diagrams_notebook_on_the_sample(sample_build, monkeypatch):  # noqa: F811
-    from sciga.pipelines.duckdb_views import connect
+    from sciga.explore.views import connect
 
     in_range = connect(str(sample_build)).execute("SELECT count(*) FROM method_diagrams").fetchall()[0][0]
     _method_notebook(sample_build, monkeypatch, in_range)
@@ -81,8 +81,8 @@ def test_method_diagrams_notebook_with_and_without_rows_in_the_default_range(bui
 
 
 def test_notebook_pictures(sample_build):  # noqa: F811
-    from sciga.pipelines.duckdb_views import connect
-    from sciga.pipelines.notebook_images import figure_picture, side_by_side, thumbnail
+    from sciga.explore.views import connect
+    from sciga.explore.notebook_images import figure_picture, side_by_side, thumbnail
 
     con = connect(str(sample_build))
     assert thumbnail(None) is None and thumbnail(b"not an image") is None and thumbnail({"bytes": None, "path": "x.png"}) is None

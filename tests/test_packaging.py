@@ -39,4 +39,4 @@ def test_wheel_builds_without_warnings_and_ships_every_data_file(tmp_path):
     expected = [rel for rel in files if rel.split("/")[0] in SHIPPED and not os.path.basename(rel).startswith(".")]
     as_installed = [rel if rel.startswith("sciga/") else f"sciga/{rel}" for rel in expected]
     assert [p for p in as_installed if p not in names] == []
-    assert "sciga/samples/html/2511.99001/figs/teaser.png" in names and "sciga/pipelines/sql/caption_context.sql" in names
+    assert "sciga/samples/html/2511.99001/figs/teaser.png" in names and "sciga/explore/sql/caption_context.sql" in names

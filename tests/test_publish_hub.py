@@ -18,7 +18,7 @@ import pytest
 from hub_fixtures import FakeHub
 from quality_fixtures import ROOT, build_copy, edit_manifest, rewrite_shard, sample_build, shard  # noqa: F401
 from sciga.pipelines.cli import main
-from sciga.pipelines.dataset_card import read_front_matter
+from sciga.explore.dataset_card import read_front_matter
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 TOKEN = "hf_sciga_TEST_token_5b7f0c9e2d"  # a fake token: the tests assert it never shows up
@@ -258,7 +258,7 @@ print(papers.num_rows, figures.num_rows, type(img).__name__, img.size[0] > 0, n)
 
 
 def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_copy, tmp_path):
-    from sciga.pipelines.dataset_card import write_dataset_card
+    from sciga.explore.dataset_card import write_dataset_card
     from sciga.schemas.arrow import SCHEMAS
 
     write_dataset_card(str(build_copy))  # what the build does at its end
@@ -314,7 +314,7 @@ print(papers.num_rows, figures.num_rows, type(img).__name__, by_card.num_rows, b
 
 
 def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
-    from sciga.pipelines.dataset_card import card_path, dataset_card_text, write_dataset_card
+    from sciga.explore.dataset_card import card_path, dataset_card_text, write_dataset_card
 
     path = write_dataset_card(str(build_copy))
     assert path == card_path(str(build_copy)) and os.path.isfile(path)

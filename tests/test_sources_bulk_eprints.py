@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.bulk_eprints import BulkEprints, default_storage_options
 from sciga.transforms.sources.eprint_bulk import Manifest, item_name, member_paper_id, parse_manifest
 from tests.bulk_fixtures import TEX, S3Server, many_tars, paper_tar, standard_bulk
@@ -283,7 +283,7 @@ def test_flat_mirror_layout(tmp_path):
 
 def test_the_tex_figure_stage_finds_extracted_eprints_with_tex_input(bulk_dir, tmp_path):
     # `sciga build --tex-input <cache>/eprints`: the figure stage's lookup finds them by id.
-    from sciga.transforms.sources.tex_recovery import load_source, locate_source
+    from sciga.transforms.sources.tex_sources import load_source, locate_source
 
     bulk = BulkEprints.open(str(bulk_dir), str(tmp_path / "cache"))
     bulk.extract(["2101.00001", "astro-ph/0601001"])

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import Limits, read_eprint, read_source_dir, safe_extract, safe_member_name
 from tests.sources_fixtures import CORPUS, symlink_tarball, tar_gz_of, traversal_tarball, zero_bomb
 
@@ -162,7 +162,7 @@ def test_source_folder_skips_links_that_leave_it(tmp_path):
 _PEAK_CHILD = r"""
 import sys
 import psutil
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import Limits, read_eprint
 data = open(sys.argv[1], "rb").read()
 limits = Limits(max_member_bytes=int(sys.argv[2]) << 20) if len(sys.argv) > 2 else Limits()

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.stage import link_paper
 from sciga.transforms.parse import parse_latexml_html
@@ -247,7 +247,7 @@ def test_beam_wrappers_on_the_direct_runner(tmp_path):
     from apache_beam.testing.test_pipeline import TestPipeline
     from apache_beam.testing.util import assert_that, equal_to
 
-    from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+    from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.sources.bulk_eprints import BulkEprints
     from sciga.transforms.sources.bulk_eprints_beam import ReadBulkEprint
     from sciga.transforms.sources.latexml_beam import ConvertWithLatexml

@@ -1,11 +1,11 @@
-"""transforms/storage.py without a server: which paths are remote, which bucket a path is in,
+"""transforms/common/storage.py without a server: which paths are remote, which bucket a path is in,
 which errors become one sentence (and which are left alone), and DuckDB connections that
 never install an extension."""
 from __future__ import annotations
 
 import errno
 
-from sciga.transforms.storage import bucket_of, duckdb_connect, is_remote, storage_error_message
+from sciga.transforms.common.storage import bucket_of, duckdb_connect, is_remote, storage_error_message
 
 
 def test_paths():

@@ -47,7 +47,7 @@ _CHECKED: set[str] = set()
 
 def _check_location(data_dir: str) -> None:
     """A missing bucket or no permission (gs://, s3://) as a DataError sentence, once per folder."""
-    from sciga.transforms.storage import StorageError, check_location
+    from sciga.transforms.common.storage import StorageError, check_location
 
     if data_dir in _CHECKED:
         return

@@ -34,7 +34,7 @@ from typing import Iterable, Mapping, MutableMapping, Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import RefSpan
-from sciga.transforms.link.anchors import same_float
+from sciga.transforms.parse.anchors import same_float
 from sciga.transforms.link.grammar import (LABEL_RE, continue_panels, find_expressions, keyword_before, mask_tokens,
                                           parse_item, parse_panels)
 from sciga.transforms.link.targets import FigureIndex

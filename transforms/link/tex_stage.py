@@ -20,11 +20,11 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import PaperWork
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.link.tex_figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
-from sciga.transforms.result_store import absent_dep, stat_dep
+from sciga.transforms.common.result_store import absent_dep, stat_dep
 from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
-from sciga.transforms.stage_fn import PaperStageFn
+from sciga.transforms.common.stage_fn import PaperStageFn
 
 STAGE = "tex_source"
 
@@ -71,7 +71,7 @@ class RecoverFromTex(PaperStageFn):
         self.unusable = Metrics.counter("sciga", "tex_sources_dead_lettered")
 
     def run(self, work: PaperWork):
-        from sciga.transforms.sources.tex_recovery import locate_source_checked
+        from sciga.transforms.sources.tex_sources import locate_source_checked
 
         paper, uri, o = work.paper, work.uri, self.options
         src, looked = locate_source_checked(uri, paper.id, o.tex_dirs)
@@ -100,13 +100,13 @@ class RecoverFromTex(PaperStageFn):
         return [work]
 
     def _load(self, work: PaperWork, src: str):
-        from sciga.transforms.sources.tex_recovery import load_source
+        from sciga.transforms.sources.tex_sources import load_source
 
         return load_source(src, paper_id=work.paper.id)
 
     def _recover(self, work: PaperWork, tree) -> None:
         from sciga.transforms.sources.tex_graphics import parse_document
-        from sciga.transforms.sources.tex_recovery import image_problem, recover_figures
+        from sciga.transforms.link.tex_recovery import image_problem, recover_figures
 
         o, uri = self.options, work.uri
         doc = parse_document(tree)

@@ -1,7 +1,7 @@
 """Errors of the parse stage."""
 from __future__ import annotations
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 
 class ParseError(StageError):

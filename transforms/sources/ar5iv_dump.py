@@ -16,7 +16,7 @@ from typing import Iterator, Optional
 import fsspec
 
 from sciga.schemas import ids
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz")
 

@@ -26,7 +26,7 @@ from arxiv import _feed as arxiv_feed
 from lxml import etree
 
 from sciga.schemas import ids
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.comment_venue import parse_comment_venue
 from sciga.transforms.sources.http_client import FetchError, PoliteClient, host_of
 

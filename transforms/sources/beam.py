@@ -33,7 +33,7 @@ class _FetchGroupFn(beam.DoFn):
 
     def process(self, element):
         from sciga.schemas.records import DeadLetter
-        from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
         from sciga.transforms.sources import fetcher as fx
         from sciga.transforms.sources.arxiv_api import normalize_id
 
@@ -81,7 +81,7 @@ class FetchPapers(beam.PTransform):
         self.fn = _FetchGroupFn(store_uri, endpoints, max_retries, timeout, backoff)
 
     def expand(self, ids):
-        from sciga.transforms.dead_letter import DEAD_LETTER_TAG
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 
         n = self.workers
         return (

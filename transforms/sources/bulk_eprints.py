@@ -45,7 +45,7 @@ from typing import Callable, Iterable, Mapping, Optional
 import fsspec
 
 from sciga.schemas import ids
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import DEFAULT_LIMITS, Limits, SourceTree, default_keep, read_eprint
 from sciga.transforms.sources.eprint_bulk import (
     MANIFEST_NAME,

@@ -18,7 +18,7 @@ class ReadBulkEprint(beam.DoFn):
         self.failed = Metrics.counter("sciga", "bulk_eprints_failed")
 
     def process(self, paper_id):
-        from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 
         try:
             data = self.bulk.source(paper_id)

@@ -34,7 +34,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 STAGE = "tex_source"
 TEX_EXTS = (".tex", ".ltx", ".latex", ".sty", ".cls", ".bbl", ".txt", ".pdf_tex", ".def", ".cfg")

@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Optional
 from lxml import etree
 
 from sciga.schemas import ids
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import CHUNK, DEFAULT_LIMITS, Limits, guarded_tarinfo, safe_member_name
 
 STAGE = "tex_source"

@@ -18,7 +18,7 @@ import os
 import posixpath
 from typing import Optional
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint_bulk import MANIFEST_NAME as MANIFEST
 from sciga.transforms.sources.eprint_bulk import Manifest, TarEntry, item_name, parse_manifest, yymm_of
 

@@ -383,7 +383,6 @@ def _plan_snapshot(o: PlanOptions, pl: _Planner) -> str:
 
 
 def _plan_oai(o: PlanOptions, pl: _Planner) -> str:
-    from sciga.transforms.sources.oai_pmh import OaiHarvester
 
     oai = o.oai
     host = host_of(oai.url)

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Optional
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources import ar5iv_dump
 from sciga.transforms.sources.arxiv_api import ArxivMetadata
 from sciga.transforms.sources.classifications import (

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlsplit
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.endpoints import Endpoints
 from sciga.transforms.sources.http_client import FetchError, PoliteClient
 

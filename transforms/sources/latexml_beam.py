@@ -22,7 +22,7 @@ class ConvertWithLatexml(beam.DoFn):
         self.seconds = Metrics.distribution("sciga", "latexml_ms_per_paper")
 
     def process(self, element):
-        from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
         from sciga.transforms.sources.latexml_convert import convert_eprint
 
         paper_id, data = element

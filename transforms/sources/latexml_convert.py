@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import SourceTree, read_eprint, read_source_dir, safe_member_name
 
 STAGE = "latexml"

@@ -18,7 +18,7 @@ import fsspec
 
 from sciga.schemas import ids
 from sciga.schemas.records import PaperMeta
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz", ".xhtml.gz")
 META_SUFFIX = ".meta.json"

@@ -27,7 +27,7 @@ from apache_beam.metrics import Metrics
 
 from sciga.schemas import ids
 from sciga.schemas.build import ResultRef
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.sources.latexml_convert import LatexmlOptions
 from sciga.transforms.sources.local_files import META_SUFFIX, stem_of
 
@@ -107,8 +107,8 @@ class PageFromEprint(beam.DoFn):
 
     def _eprint(self, pid: str, meta_uri: str) -> tuple[bytes, str]:
         """(e-print bytes, where they came from): beside the metadata, --tex-input, bulk."""
-        from sciga.transforms.errors import StageError
-        from sciga.transforms.sources.tex_recovery import locate_source
+        from sciga.transforms.common.errors import StageError
+        from sciga.transforms.sources.tex_sources import locate_source
 
         page_like = meta_uri[: -len(META_SUFFIX)] + ".html"
         src = locate_source(page_like, pid, self.options.tex_dirs)

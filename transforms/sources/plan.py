@@ -19,8 +19,8 @@ from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import FileDep, PlannedInput, ResultRef
 from sciga.schemas.records import DeadLetter
-from sciga.transforms.progress import Progress
-from sciga.transforms.result_store import ResultStore, dep_still_valid, deps_from_json, hash_file, result_key
+from sciga.transforms.common.progress import Progress
+from sciga.transforms.common.result_store import ResultStore, dep_still_valid, deps_from_json, hash_file, result_key
 
 REUSED = "reused"
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 from typing import Optional
 
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 STAGE = "rasterize"
 DEFAULT_DPI = 150

@@ -27,10 +27,9 @@ from apache_beam.metrics import Metrics
 
 from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
 from sciga.schemas.build import GAResult, MedicalResult, PaperWork, ResultRef, WriteItem
-from sciga.schemas.records import DeadLetter
 from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
-from sciga.transforms.progress import Progress
-from sciga.transforms.result_store import (
+from sciga.transforms.common.progress import Progress
+from sciga.transforms.common.result_store import (
     STORED_SCHEMAS,
     ResultStore,
     StoredResult,

@@ -6,7 +6,7 @@ import traceback
 from typing import Optional
 
 from sciga.schemas.records import DeadLetter
-from sciga.transforms.errors import StageError
+from sciga.transforms.common.errors import StageError
 
 DEAD_LETTER_TAG = "dead_letter"
 log = logging.getLogger(__name__)

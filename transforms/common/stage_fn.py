@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import PaperWork
-from sciga.transforms.dead_letter import DEAD_LETTER_TAG, dead_letter_from
+from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 
 # Failures that may not happen again on a rerun: their dead letters are not remembered
 # in the result store, so the next build tries the input again.

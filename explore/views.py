@@ -1,8 +1,8 @@
-"""DuckDB over a build: one view per config, plus the task views shipped in pipelines/sql/.
+"""DuckDB over a build: one view per config, plus the task views shipped in explore/sql/.
 
 ``connect(out_dir)`` returns a DuckDB connection where ``papers``, ``figures``,
 ``mentions`` and ``dead_letter`` are views over the Parquet shards, and every
-``pipelines/sql/<name>.sql`` file (one ``SELECT`` each) is registered as view ``<name>``.
+``explore/sql/<name>.sql`` file (one ``SELECT`` each) is registered as view ``<name>``.
 
 View parameters: a view file declares each of its parameters in a header comment,
 
@@ -131,8 +131,8 @@ def connect(out_dir: str, con: Optional[duckdb.DuckDBPyConnection] = None,
             params: Optional[Mapping[str, Union[float, int, str, bool]]] = None,
             view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
     """Views over the build in ``out_dir`` (local, gs://, s3://, hf://...) on ``con`` (or a new
-    connection). Remote builds are read through their fsspec filesystem (transforms/storage.py)."""
-    from sciga.transforms.storage import duckdb_connect
+    connection). Remote builds are read through their fsspec filesystem (transforms/common/storage.py)."""
+    from sciga.transforms.common.storage import duckdb_connect
 
     con = duckdb_connect(out_dir, con=con)
     for config in CONFIGS:

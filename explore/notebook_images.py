@@ -58,7 +58,7 @@ def side_by_side(images: Iterable[Optional[Image.Image]], height: int = 160, gap
 
 def figure_picture(con, figure_id: str, size: tuple[int, int] = (480, 240)) -> Optional[Image.Image]:
     """The figure's own image, else its panels side by side (a compound figure), else None.
-    ``con`` is a connection from pipelines.duckdb_views.connect."""
+    ``con`` is a connection from sciga.explore.views.connect."""
     rows = con.execute("SELECT id, image FROM figures WHERE id = ? OR parent_id = ? ORDER BY index, id",
                        [figure_id, figure_id]).fetchall()
     own = next((thumbnail(img, size) for fid, img in rows if fid == figure_id and img), None)

@@ -1,5 +1,5 @@
 """HTML for `sciga browse`: pure functions from a build's rows (plain dicts, as DuckDB returns
-them) to page text. No IO here; pipelines/browse.py reads the build and writes the files.
+them) to page text. No IO here; explore/browse.py reads the build and writes the files.
 
 Everything that comes from a paper is escaped. SciGA's tokens (``<MATH>``, ``<NOTE>``,
 ``<TAG>``) are shown as they are stored, escaped and styled, with the text they enclose
