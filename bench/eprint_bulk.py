@@ -38,9 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sciga.transforms.sources.bulk_eprints import BulkEprints  # noqa: E402
-from tests.bulk_fixtures import write_bulk  # noqa: E402
-from tests.sources_fixtures import tar_gz_of  # noqa: E402
+from sciga.transforms.sources.bulk_eprints import BulkEprints
+
+from tests.bulk_fixtures import write_bulk
+from tests.sources_fixtures import tar_gz_of
 
 
 def make_archives(root: Path, n_tars: int, tar_mb: int, fraction: float, seed: int = 7):
@@ -130,8 +131,9 @@ def main() -> None:
         wanted_set = set(wanted)
         root, opts, opener, server = str(src), {}, None, None
         if args.s3:
-            from tests.bulk_fixtures import S3Server
             import logging
+
+            from tests.bulk_fixtures import S3Server
 
             logging.getLogger("werkzeug").setLevel(logging.WARNING)
             server = S3Server().start()

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lxml import etree  # noqa: E402
+from lxml import etree
 
-from sciga.transforms.parse import parse_latexml_html  # noqa: E402
+from sciga.transforms.parse import parse_latexml_html
 
 
 def corpus_pages() -> list[tuple[str, bytes]]:
@@ -129,7 +129,7 @@ def main() -> None:
     timed(lambda s, d: sciga(d, s), docs * 2, 1)
     rss1 = peak_rss_mb()
 
-    per = lambda t, n: 1000 * t / n  # noqa: E731
+    per = lambda t, n: 1000 * t / n
     print()
     print("| extractor | ms / doc | docs / s | vs lxml parse floor | sciga speed-up |")
     print("|---|---:|---:|---:|---:|")

@@ -26,11 +26,11 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from PIL import Image  # noqa: E402
+from PIL import Image
 
-from sciga.transforms.write import manifest as mf  # noqa: E402
-from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION  # noqa: E402
-from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes  # noqa: E402
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+from sciga.transforms.write import manifest as mf
+from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
 
 CATEGORIES = ["cs.CV", "cs.CL", "astro-ph.GA", "math.AP", "physics.optics", "q-bio.NC", "stat.ML", "eess.IV", "econ.EM"]
 WORDS = ("we propose a method that routes tokens through a shallow path when consecutive frames are similar and "
@@ -177,8 +177,8 @@ def parse_seconds_per_paper(repeats: int = 5) -> float:
 
 
 def time_queries(out: str, repeats: int = 3) -> dict:
-    from sciga.explore.views import connect
     from sciga.explore.stats import _setup_sql, stats_queries
+    from sciga.explore.views import connect
 
     con = connect(out)
     for sql in _setup_sql("group"):

@@ -31,9 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout: the ``sciga`` package lives at the root
 
-from sciga.transforms.link.mentions import mention_rows  # noqa: E402
-from sciga.transforms.link.stage import link_paper  # noqa: E402
-from sciga.transforms.parse import parse_latexml_html  # noqa: E402
+from sciga.transforms.link.mentions import mention_rows
+from sciga.transforms.link.stage import link_paper
+from sciga.transforms.parse import parse_latexml_html
 
 
 def corpus_dir() -> Path:
@@ -89,7 +89,7 @@ def evaluate_page(key: str, fact: dict) -> dict:
     paper = link_paper(paper)
     found = Counter(_key(paper, r) for r in mention_rows(paper))
     truth = Counter(tuple(m[:3]) + (tuple(m[3]),) for m in fact["mentions"])
-    target = lambda c: Counter((k[0], k[2]) for k in c.elements())  # noqa: E731
+    target = lambda c: Counter((k[0], k[2]) for k in c.elements())
     subs = {f.id[len(paper.id) + 1:]: len(f.subfigures) for f in paper.figures}
     labels = {f.id[len(paper.id) + 1:]: [s.label for s in f.subfigures] for f in paper.figures
               if any(s.label for s in f.subfigures)}

@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sciga.training import abs2cap  # noqa: E402
-from sciga.training import metrics as M  # noqa: E402
+from sciga.training import abs2cap
+from sciga.training import metrics as M
 
 
 def synthetic_rankings(n: int, seed: int = 0):

@@ -36,9 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lxml import etree  # noqa: E402
+from lxml import etree
 
-from sciga.transforms.sources.oai_pmh import (  # noqa: E402
+from sciga.transforms.sources.corpus_selection import Selection
+from sciga.transforms.sources.oai_pmh import (
     OAI_NS,
     ListRecordsPage,
     OaiHarvester,
@@ -46,8 +47,8 @@ from sciga.transforms.sources.oai_pmh import (  # noqa: E402
     OaiItem,
     select_item,
 )
-from sciga.transforms.sources.corpus_selection import Selection  # noqa: E402
-from tests.oai_fixtures import GeneratedStore, OaiServer  # noqa: E402
+
+from tests.oai_fixtures import GeneratedStore, OaiServer
 
 
 # -- the baseline: full DOM per page, generic dict per record (sickle / oaipmh-scythe) -----------

@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.paths import corpus_dir  # noqa: E402  (the benchmarks' one corpus lookup)
+from bench.paths import corpus_dir
 
 
 def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sciga.transforms.sources.eprint import read_eprint  # noqa: E402
-from sciga.transforms.sources.fetch_cache import FetchCache  # noqa: E402
-from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, to_png_many  # noqa: E402
-from sciga.transforms.sources.tex_graphics import parse_document  # noqa: E402
+from sciga.transforms.sources.eprint import read_eprint
+from sciga.transforms.sources.fetch_cache import FetchCache
+from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, to_png_many
+from sciga.transforms.sources.tex_graphics import parse_document
 
 
 def corpus() -> Path:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from paths import ROOT, corpus_dir
 
-import sciga  # noqa: E402,F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 
 LARGE_RANGE = (200_000, 2_000_000)  # bytes
 

@@ -23,13 +23,23 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import fsspec
 
-from sciga.explore.browse_render import CSS, ImageFile, PaperView, dead_letter_row, index_dead_letters_head, index_head, \
-    index_row, index_tail, safe_name
+from sciga.explore.browse_render import (
+    CSS,
+    ImageFile,
+    PaperView,
+    dead_letter_row,
+    index_dead_letters_head,
+    index_head,
+    index_row,
+    index_tail,
+    safe_name,
+)
 
 DEFAULT_PAPERS = 100
 CHUNK = 8  # papers read per DuckDB round trip; bounds memory (their figures' image bytes)
@@ -191,8 +201,8 @@ def _teaser_href(view: PaperView, images: dict) -> Optional[str]:
 
 
 def browse(options: BrowseOptions) -> BrowseResult:
-    from sciga.transforms.write.manifest import read_manifest
     from sciga.explore.build_folder import check_is_build
+    from sciga.transforms.write.manifest import read_manifest
 
     t0 = time.perf_counter()
     check_is_build(options.out)

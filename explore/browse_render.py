@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Iterable, Optional
+from typing import Optional
 
 TOKEN_RE = re.compile(r"<(/?)(MATH|NOTE|TAG)>")
 
@@ -533,7 +534,7 @@ def index_head(manifest: dict, total_papers: int, pages: int, css_href: str) -> 
             "<th>subfigures</th><th>mentions</th><th>GA</th><th>medical</th><th>dead letters</th></tr>\n")
 
 
-def index_row(view: "PaperView", page_href: str, teaser: Optional[str]) -> str:
+def index_row(view: PaperView, page_href: str, teaser: Optional[str]) -> str:
     p = view.paper
     c = view.counts()
     ga = p.get("graphical_abstract")

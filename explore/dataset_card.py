@@ -115,8 +115,8 @@ def _table(header: list[str], rows: list) -> str:
 
 def render_card(out_dir: str, manifest: dict) -> str:
     """The card of the build in ``out_dir`` (any fsspec path), from its manifest and shards."""
-    from sciga.explore.views import connect
     from sciga.explore.stats import OVERALL, compute_stats
+    from sciga.explore.views import connect
 
     facts = shard_facts(out_dir, manifest)
     con = connect(out_dir)

@@ -7,7 +7,8 @@ notebooks say so instead of failing.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Union
+from collections.abc import Iterable
+from typing import Optional, Union
 
 from PIL import Image, ImageDraw
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional, Union
+from typing import Optional, Union
 
 import duckdb
 

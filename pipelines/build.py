@@ -27,8 +27,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import fsspec
 
@@ -69,8 +70,8 @@ def add_build_arguments(ap: argparse.ArgumentParser) -> None:
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
     run = ap.add_argument_group("running the build")
     run.add_argument("--workers", type=int, default=None, metavar="N",
-                     help="local worker processes (default: every core, %d here, but at most one per %d inputs); "
-                          "1 runs in this process" % (os.cpu_count() or 1, PAPERS_PER_WORKER_START))
+                     help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
+                          f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process")
     run.add_argument("--rebuild", action="store_true",
                      help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
                           "since the last build into OUTPUT are reused, and a killed build resumes")
@@ -200,10 +201,10 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     import apache_beam as beam
 
     from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+    from sciga.transforms.common.progress import Progress
     from sciga.transforms.link.beam import LinkPapers
     from sciga.transforms.link.tex_stage import RecoverFiguresFromTex
     from sciga.transforms.parse.stage import ParsePapers
-    from sciga.transforms.common.progress import Progress
     from sciga.transforms.sources.plan import PlanInputs, PlanOptions
     from sciga.transforms.vision.options import GAIndex
     from sciga.transforms.vision.stage import Vision
@@ -518,14 +519,13 @@ def _warn_unmatched_ga(vision, out_dir: str) -> None:
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
     import apache_beam as beam
 
+    from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
     from sciga.transforms.common.progress import ProgressMonitor
     from sciga.transforms.common.result_store import ResultStore, store_root
     from sciga.transforms.sources.local_files import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
     from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
     from sciga.transforms.write.layout import layout_for
-
-    from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
 
     t0 = time.time()
     opts = build_options_from_args(args)

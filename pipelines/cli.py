@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 
 def _build(args, rest):
-    from sciga.transforms.write import manifest as mf
     from sciga.pipelines.build import run_build
+    from sciga.transforms.write import manifest as mf
 
     result = run_build(args, rest)
     if result.outcome is not None and not result.outcome.completed:
@@ -106,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"sciga {args.command}: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - a storage problem (bucket, permission, login) is one sentence
+    except Exception as e:
         from sciga.transforms.common.storage import StorageError, storage_error_message
 
         msg = str(e) if isinstance(e, StorageError) else storage_error_message(e)

@@ -309,7 +309,7 @@ def run_fetch(args: argparse.Namespace) -> FetchSummary:
                     outs = fx.fetch_meta_batch(cache, api, [(pid, raw) for pid, raw, _ in batch],
                                                refresh=args.refresh, retry_failed=args.retry_failed)
                     by_pid = {o.paper_id: o for o in outs}
-                    for pid, raw, ver in batch:
+                    for pid, _raw, ver in batch:
                         o = by_pid.get(pid)
                         if o is None:
                             continue

@@ -15,8 +15,9 @@ does when the runner did not run the job to completion.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 LOCAL_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner", "PortableRunner", "FnApiRunner",
                  "PrismRunner")

@@ -144,7 +144,7 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
             elif cmd == ".schema" and arg:
                 try:
                     export(con, f"DESCRIBE {arg.strip()}", "table", None, stdout, 1000)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001 - a bad query is reported and the shell goes on
                     stdout.write(f"error: {(str(e).splitlines() or [type(e).__name__])[0]}\n")
             elif cmd == ".mode" and arg.strip() in ("table", "csv", "json"):
                 fmt = arg.strip()
@@ -165,8 +165,8 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
 
 
 def run_sql(args) -> int:
-    from sciga.explore.views import ViewParamError, parse_param_args
     from sciga.explore.build_folder import check_is_build
+    from sciga.explore.views import ViewParamError, parse_param_args
 
     if getattr(args, "list_params", False):
         sys.stdout.write(params_text())

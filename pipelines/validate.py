@@ -12,7 +12,8 @@ import sys
 
 import fsspec
 
-from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIXELS, IMAGE_CHECKS
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, IMAGE_CHECKS
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 REPORT_DIR = "quality"
 

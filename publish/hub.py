@@ -30,8 +30,8 @@ from typing import Optional
 import fsspec
 
 from sciga.explore.dataset_card import CARD
-from sciga.transforms.write.manifest import read_manifest
 from sciga.schemas.arrow import CONFIGS
+from sciga.transforms.write.manifest import read_manifest
 
 log = logging.getLogger("sciga.publish")
 VERSION_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.\-]+)?$")
@@ -222,8 +222,8 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
     from huggingface_hub import CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
-    from sciga.explore.dataset_card import gate_summary
     from sciga.explore.build_folder import check_is_build
+    from sciga.explore.dataset_card import gate_summary
     from sciga.quality.gate import run_gate
 
     if not REPO_ID_RE.match(repo_id):
@@ -260,7 +260,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
         at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None
         remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
-    except Exception as e:  # noqa: BLE001 - HTTP and transport errors become one sentence
+    except Exception as e:
         if not isinstance(e, HfHubHTTPError) and not _is_network_error(e):
             raise
         problem = _hub_error(e, "reading the repo", repo_id) if isinstance(e, HfHubHTTPError) else _unreachable(api, e)
@@ -318,7 +318,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
                        tag_message=f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}")
     except HfHubHTTPError as e:
         raise _hub_error(e, "publishing", repo_id) from None
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         if _is_network_error(e):
             raise _unreachable(api, e) from None
         if not isinstance(e, RuntimeError):  # huggingface_hub wraps failed LFS uploads in RuntimeError

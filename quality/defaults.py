@@ -1,5 +1,5 @@
-"""Gate defaults, importable without loading Great Expectations (the CLI parser needs them)."""
+"""Gate defaults, importable without loading Great Expectations (the CLI parser needs them).
+Images are checked with the vision stage's pixel limit (``transforms.vision.decode.
+DEFAULT_MAX_PIXELS``), the one constant for that decision."""
 DEFAULT_MAX_DEAD_LETTER_RATE = 0.10
-# The gate checks images with the same pixel limit the vision stage decodes with.
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS  # noqa: E402,F401
 IMAGE_CHECKS = ("decode", "header", "none")

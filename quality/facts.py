@@ -16,9 +16,9 @@ import fsspec
 import pandas as pd
 import pyarrow.parquet as pq
 
-from sciga.transforms.write.manifest import MANIFEST, shard_files
 from sciga.quality.images import check_image
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.transforms.write.manifest import MANIFEST, shard_files
 from sciga.transforms.write.parquet_shards import SHARD_RE
 
 
@@ -156,7 +156,7 @@ def _check_shard(args) -> list[tuple]:
 def images_table(out_dir: str, level: str = "decode", max_pixels: Optional[int] = None,
                  workers: int = 1) -> pd.DataFrame:
     """One row per embedded image: did it decode, and to which size."""
-    from sciga.quality.images import DEFAULT_MAX_PIXELS
+    from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
     cols = ["record", "image_kind", "decode_error", "decoded_width", "decoded_height", "width", "height"]
     rows: list = []

@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 
 from sciga.quality import facts
-from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_PIXELS, IMAGE_CHECKS
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, IMAGE_CHECKS
 from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.transforms.common.storage import duckdb_connect
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 log = logging.getLogger("sciga.quality")
 MAX_EXAMPLES = 10
@@ -78,9 +79,8 @@ def _quiet_gx():
 def _gx_context():
     _quiet_gx()
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
     import great_expectations.execution_engine.pandas_execution_engine as pandas_engine
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     # GX fingerprints every dataframe below HASH_THRESHOLD bytes (a full hash of all cells) to
     # recognise a batch it has seen; each flat table is validated exactly once, so that pass
@@ -101,7 +101,7 @@ def _register_views(con: duckdb.DuckDBPyConnection, out_dir: str, shards: pd.Dat
     fs, root = fsspec.core.url_to_fs(out_dir)
     proto = out_dir.split("://", 1)[0] + "://" if "://" in out_dir else ""
     for config in CONFIGS:
-        ok = shards[(shards["config"] == config) & (shards["readable"] == True)]  # noqa: E712
+        ok = shards[(shards["config"] == config) & shards["readable"].eq(True)]
         files = [f"{proto}{root.rstrip('/')}/{r}" for r in ok["record"]]
         if files:
             lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
@@ -184,7 +184,7 @@ def _validate(gx, ctx, bd, table: FlatTable, df: pd.DataFrame, options: dict) ->
         ))
         if table.breakdown and not out[-1].success and cfg.kwargs.get("column") == table.breakdown[1]:
             group, col = table.breakdown
-            counts = df.loc[df[col] != True, group].value_counts()  # noqa: E712
+            counts = df.loc[df[col].ne(True), group].value_counts()
             out[-1].breakdown = {str(k): int(v) for k, v in sorted(counts.items())}
     return out
 

@@ -19,8 +19,7 @@ from typing import Optional
 
 from PIL import Image
 
-from sciga.quality.defaults import DEFAULT_MAX_PIXELS, IMAGE_CHECKS  # noqa: F401
-from sciga.transforms.vision.decode import open_image
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, open_image
 
 
 def check_image(data: bytes, kind: Optional[str] = None, level: str = "decode",

@@ -8,12 +8,11 @@ from collections import OrderedDict
 from sciga.quality.gate import GateResult
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
-
 _PIXEL_SOURCE = {"manifest": " (the build's --max-image-pixels, from manifest.json)", "default": " (default)",
                  "option": " (--max-image-pixels)"}
 
 
-def _by_table(result: GateResult) -> "OrderedDict[str, list]":
+def _by_table(result: GateResult) -> OrderedDict[str, list]:
     groups: OrderedDict = OrderedDict()
     for c in result.checks:
         groups.setdefault(c.table, []).append(c)

@@ -8,8 +8,9 @@ row (an id, a mention span, a shard path) so failures come with example ids.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import great_expectations.expectations as gxe
 

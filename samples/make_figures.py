@@ -90,8 +90,10 @@ def line_plot(path, w, h, series, xlim, ylim, xlabel, ylabel, title="", xticks=(
     im = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(im)
     x0, y0, x1, y1 = _axes(d, w, h, xlabel, ylabel, title)
-    sx = lambda x: x0 + (x - xlim[0]) / (xlim[1] - xlim[0]) * (x1 - x0)
-    sy = lambda y: y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
+    def sx(x):
+        return x0 + (x - xlim[0]) / (xlim[1] - xlim[0]) * (x1 - x0)
+    def sy(y):
+        return y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
     f = font(11)
     for t in xticks:
         d.line([(sx(t), y1), (sx(t), y1 - 4)], fill=(0, 0, 0))
@@ -120,7 +122,8 @@ def bar_chart(path, w, h, cats, groups, ylim, ylabel, title="", xlabel="", ytick
     im = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(im)
     x0, y0, x1, y1 = _axes(d, w, h, xlabel, ylabel, title)
-    sy = lambda y: y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
+    def sy(y):
+        return y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
     f = font(11)
     for t in yticks:
         d.line([(x0, sy(t)), (x1, sy(t))], fill=(232, 232, 232))
@@ -157,7 +160,7 @@ def block_diagram(w, h, boxes, arrows, bg=(255, 255, 255)):
             p0 = (acx, ay + ah if bcy > acy else ay)
             p1 = (bcx, by if bcy > acy else by + bh)
         arrow(d, p0, p1)
-    for name, (x, y, bw, bh, txt, fill) in boxes.items():
+    for _name, (x, y, bw, bh, txt, fill) in boxes.items():
         d.rounded_rectangle([x, y, x + bw, y + bh], radius=8, fill=fill, outline=(30, 30, 30), width=2)
         lines = txt.split("\n")
         for k, line in enumerate(lines):

@@ -22,8 +22,9 @@ import json
 import os
 import random
 import shutil
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 _HEAD = """<!DOCTYPE html><html lang="en">
 <head>

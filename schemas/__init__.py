@@ -1,2 +1,4 @@
 """The data contract: record types, Arrow schemas, ids and the schema version."""
-from sciga.schemas.version import SCHEMA_VERSION, BUILDER_VERSION  # noqa: F401
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+
+__all__ = ["BUILDER_VERSION", "SCHEMA_VERSION"]

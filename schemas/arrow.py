@@ -8,7 +8,8 @@ tables with ``SCHEMAS[config]`` carries both.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 

@@ -206,7 +206,7 @@ class PaperMeta:
     figure_labels: dict[str, str] = field(default_factory=dict)  # TeX \label -> printed figure number
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PaperMeta":
+    def from_dict(cls, d: dict) -> PaperMeta:
         d = dict(d)
         authors = []
         for a in d.pop("authors", None) or []:

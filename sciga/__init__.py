@@ -16,4 +16,4 @@ _root = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
 if _os.path.isfile(_os.path.join(_root, "setup.py")) and _os.path.isdir(
     _os.path.join(_root, "schemas")
 ):
-    __path__.append(_root)  # type: ignore[name-defined]  # noqa: F821
+    __path__.append(_root)  # type: ignore[name-defined]

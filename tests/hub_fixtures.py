@@ -148,7 +148,7 @@ class FakeHub:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> "FakeHub":
+    def start(self) -> FakeHub:
         self.thread.start()
         return self
 
@@ -183,7 +183,7 @@ class FakeHub:
 
     # -- routing ---------------------------------------------------------------------------
     def route(self, method, path, query, body, headers):
-        err = lambda code, msg: (code, {"X-Error-Message": msg}, {"error": msg})  # noqa: E731
+        err = lambda code, msg: (code, {"X-Error-Message": msg}, {"error": msg})
         if path == "/api/repos/create" and method == "POST":
             if not self._authorized(headers):
                 return err(401, "Invalid credentials in Authorization header")
@@ -290,7 +290,7 @@ class FakeHub:
                 return 404, {"X-Error-Code": "RevisionNotFound"}, {"error": "Invalid rev id"}
             return 200, {}, self._info(repo, commit)
         if method == "GET" and action == "refs":
-            ref = lambda name, kind, oid: {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": oid}  # noqa: E731
+            ref = lambda name, kind, oid: {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": oid}
             return 200, {}, {"branches": [ref(n, "heads", o) for n, o in sorted(repo.branches.items())], "converts": [],
                              "tags": [ref(n, "tags", o) for n, (o, _) in sorted(repo.tags.items())], "pullRequests": []}
         if method == "GET" and action == "tree":

@@ -20,7 +20,8 @@ SAMPLES = ROOT / "samples" / "html"
 
 
 from conftest import CORPUS  # noqa: E402  (the one corpus lookup of the tests)
-needs_corpus = pytest.mark.skipif(not (CORPUS / "latexml").is_dir(), reason="../shared/corpus is not available")
+
+needs_corpus = pytest.mark.corpus
 
 SAMPLE_STEMS = ("2511.99001", "2511.99002", "2511.99003", "q-bio0601999")
 CORPUS_PAGES = {
@@ -49,7 +50,7 @@ def page_path(key: str) -> Path:
     return SAMPLES / key / f"{key}.html"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sentencizer() -> Sentencizer:
     return Sentencizer()
 
@@ -59,13 +60,13 @@ def parse(key: str, meta: PaperMeta | None = None):
     return parse_latexml_html(path.read_bytes(), meta, input_uri=str(path), fallback_id=key)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def linked(key: str):
     """The page parsed and linked with the default sentencizer (do not mutate)."""
     return link_paper(parse(key), sentencizer=sentencizer())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mentions(key: str):
     return mention_rows(linked(key))
 

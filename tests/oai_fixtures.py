@@ -273,7 +273,7 @@ class OaiServer:
             def log_message(self, *a):
                 pass
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server._handle(self)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -282,7 +282,7 @@ class OaiServer:
         self.url = f"http://127.0.0.1:{self.port}/oai"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "OaiServer":
+    def __enter__(self) -> OaiServer:
         self.thread.start()
         return self
 

@@ -21,15 +21,17 @@ import struct
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 from conftest import CORPUS  # noqa: E402  (the one corpus lookup of the tests)
+
 HAVE_CORPUS = (CORPUS / "arxiv_api").is_dir()
 
 # ar5iv's page for a conversion that failed (the structure its server renders when the
@@ -60,7 +62,7 @@ ABS_PAGE = b"<!DOCTYPE html><html><head><title>arXiv abstract</title></head><bod
 
 def api_key(query: str) -> tuple:
     q = parse_qs(query, keep_blank_values=True)
-    get = lambda k: (q.get(k) or [""])[0]  # noqa: E731
+    get = lambda k: (q.get(k) or [""])[0]
     return (get("search_query"), get("id_list"), get("start") or "0", get("max_results"))
 
 
@@ -156,7 +158,7 @@ class FaultServer:
             def log_message(self, *a):  # quiet
                 pass
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server._handle(self)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -166,7 +168,7 @@ class FaultServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     # -- configuration ---------------------------------------------------------------
-    def start(self) -> "FaultServer":
+    def start(self) -> FaultServer:
         self.thread.start()
         return self
 

@@ -10,9 +10,9 @@ import shutil
 from pathlib import Path
 
 import fsspec
+from browser_fixtures import ARTIFACTS
+from quality_fixtures import rewrite_shard
 
-from browser_fixtures import ARTIFACTS, browser  # noqa: F401
-from quality_fixtures import build_copy, rewrite_shard, sample_build  # noqa: F401
 from sciga.explore.browse import BrowseOptions, browse, image_format
 from sciga.explore.browse_render import Ref, group_marks, render_text, safe_name
 from sciga.pipelines.cli import main
@@ -179,7 +179,7 @@ def _expected(build: Path, paper: str) -> dict:
     from sciga.explore.views import connect
 
     con = connect(str(build))
-    one = lambda sql: con.execute(sql, [paper]).fetchone()[0]  # noqa: E731
+    one = lambda sql: con.execute(sql, [paper]).fetchone()[0]
     return {
         "mentions": one("SELECT count(*) FROM mentions WHERE paper_id = ?"),
         "images": one("SELECT count(*) FROM figures WHERE paper_id = ? AND image.bytes IS NOT NULL"),
@@ -217,7 +217,7 @@ DOM_FACTS = r"""(() => {
 })()"""
 
 
-def test_paper_pages_in_chromium(sample_build, tmp_path, browser):  # noqa: F811
+def test_paper_pages_in_chromium(sample_build, tmp_path, browser):
     site = _site(sample_build, tmp_path / "site")
     shots = ARTIFACTS / "browse"
     if shots.exists():

@@ -13,12 +13,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import CORPUS
 from sciga.pipelines.cli import main
+
+from conftest import CORPUS
 from tests.bulk_fixtures import write_bulk
 from tests.sources_fixtures import tar_gz_of
 
-pytestmark = pytest.mark.skipif(shutil.which("latexmlc") is None, reason="LaTeXML is not installed (scripts/setup.sh installs it)")
+pytestmark = pytest.mark.tool("latexmlc")
 
 
 def rows(out: Path, config: str) -> list[dict]:

@@ -11,10 +11,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import CORPUS, run_cli
-from sciga.pipelines.build import add_build_arguments, run_build
 from sciga.explore.views import connect
+from sciga.pipelines.build import add_build_arguments, run_build
 from sciga.schemas.version import SCHEMA_VERSION
+
+from conftest import CORPUS, run_cli
 
 
 def build(*argv: str):

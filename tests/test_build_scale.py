@@ -17,9 +17,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import ROOT, run_cli
 from sciga.pipelines.build import add_build_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
+
+from conftest import ROOT, run_cli
 
 
 def build(*argv: str, beam_args=None):

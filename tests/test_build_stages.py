@@ -11,19 +11,20 @@ import pyarrow.parquet as pq
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from conftest import SAMPLES
 from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput
 from sciga.schemas.records import Medical
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.common.result_store import ResultStore, result_key
 from sciga.transforms.link.beam import LinkPapers
 from sciga.transforms.link.tex_stage import RecoverFiguresFromTex, TexOptions
 from sciga.transforms.parse.stage import ParseOptions, ParsePapers
-from sciga.transforms.common.result_store import ResultStore, result_key
 from sciga.transforms.sources.plan import PlanInputs, PlanOptions
 from sciga.transforms.vision.options import VisionOptions, resolve_vision
 from sciga.transforms.vision.stage import Vision
 from sciga.transforms.write.layout import layout_for
 from sciga.transforms.write.stage import WriteBuild, WriteOptions, merge_annotations
+
+from conftest import SAMPLES
 from tests.sources_fixtures import tar_gz_of, traversal_tarball
 
 PAGE = str(SAMPLES / "html" / "2511.99001" / "2511.99001.html")

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from quality_fixtures import ROOT
+
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 
@@ -33,7 +34,7 @@ IMPORT_BEAM = r"""
 import logging
 from sciga.pipelines.cli_logging import configure_logging
 configure_logging(verbose=True)
-import apache_beam  # noqa: F401
+import apache_beam  # noqa: F401 - importing Beam is what used to print the stray warning
 logging.getLogger("sciga.check").info("still configured")
 logging.getLogger("sciga.check").warning("a real warning")
 """

@@ -15,17 +15,17 @@ output in a real GCS API (fake-gcs-server on 127.0.0.1).
 from __future__ import annotations
 
 import ast
+import io
 import json
 import re
 import subprocess
 import sys
 import tarfile
-import io
 
 import pytest
+from gcs_fixtures import gcs
 
 from conftest import ROOT, sample_build_args
-from gcs_fixtures import gcs
 
 WORKER_IMAGE = "us-central1-docker.pkg.dev/sciga-test/sciga/worker:0.1.0"
 GPU_OPTION = "worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"
@@ -59,9 +59,8 @@ def _setup_requirements() -> tuple[list[str], dict]:
 
 
 def test_worker_image_agrees_with_setup_py():
-    from packaging.requirements import Requirement
-
     import apache_beam
+    from packaging.requirements import Requirement
 
     core, extras = _setup_requirements()
     text = (ROOT / "docker" / "dataflow-worker.Dockerfile").read_text()

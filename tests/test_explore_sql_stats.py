@@ -9,8 +9,8 @@ import json
 import duckdb
 import pyarrow.parquet as pq
 from PIL import Image
+from quality_fixtures import read_rows
 
-from quality_fixtures import read_rows, sample_build  # noqa: F401
 from sciga.explore import views
 from sciga.pipelines.cli import main
 from sciga.pipelines.sql_shell import open_build, repl

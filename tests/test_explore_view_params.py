@@ -6,9 +6,8 @@ import re
 
 import pytest
 
-from quality_fixtures import sample_build  # noqa: F401
-from sciga.pipelines.cli import main
 from sciga.explore.views import connect, task_views
+from sciga.pipelines.cli import main
 
 
 def ids(con, sql="SELECT figure_id FROM method_diagrams ORDER BY figure_id"):

@@ -19,10 +19,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pyarrow.parquet as pq
 import pytest
+from gcs_fixtures import FAKE_ACCESS_TOKEN, gcs, upload_tree
+
+from sciga.schemas.arrow import CONFIGS
 
 from conftest import ROOT, _build
-from gcs_fixtures import FAKE_ACCESS_TOKEN, gcs, upload_tree
-from sciga.schemas.arrow import CONFIGS
 
 
 def rows(out: str, config: str) -> list[dict]:
@@ -78,12 +79,12 @@ def test_gs_build_equals_the_local_build(gs_sample_build, local_sample_twin):
 
 # ------------------------------------------------------------------ fetch cache on gs://
 
+@pytest.mark.corpus
 def test_fetch_cache_on_gcs(gcs_server, monkeypatch, tmp_path):
     from sciga.pipelines.cli import main
-    from tests.sources_fixtures import CORPUS, HAVE_CORPUS, FaultServer, tar_gz_of_dir
 
-    if not HAVE_CORPUS:
-        pytest.skip("needs ../shared/corpus")
+    from tests.sources_fixtures import CORPUS, FaultServer, tar_gz_of_dir
+
     gcs().mkdir("sciga-fetch")
     ids = ["1605.08386", "1707.08567", "0000.0000"]
     args = ["build", "--ids", *ids, "--output", "gs://sciga-fetch/out", "--fetch-cache", "gs://sciga-fetch/cache",

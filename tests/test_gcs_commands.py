@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from gcs_fixtures import FAKE_ACCESS_TOKEN, gcs, upload_tree
+
+from sciga.pipelines.cli import main
 
 from conftest import ROOT
-from gcs_fixtures import FAKE_ACCESS_TOKEN, gcs, upload_tree
-from sciga.pipelines.cli import main
 
 
 def gs_files(prefix: str) -> list[str]:
@@ -84,7 +85,6 @@ def test_publish_from_gs(gs_sample_build, monkeypatch, tmp_path, capsys, caplog)
     import logging
 
     import huggingface_hub.constants as hf_constants
-
     from hub_fixtures import FakeHub
 
     caplog.set_level(logging.DEBUG)

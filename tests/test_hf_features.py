@@ -10,8 +10,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from quality_fixtures import shard
 
-from quality_fixtures import sample_build, shard  # noqa: F401
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.schemas.hf_features import HF_METADATA_KEY, feature_of, hf_features, with_hf_features, yaml_features
 from sciga.schemas.version import SCHEMA_VERSION

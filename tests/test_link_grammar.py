@@ -9,7 +9,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sciga.schemas.records import Figure, Paper, Paragraph, RefSpan, Section, Subfigure
-from sciga.transforms.link.grammar import LABEL_RE, find_expressions, keyword_before, mask_tokens, parse_item, parse_panels
+from sciga.transforms.link.grammar import (
+    LABEL_RE,
+    find_expressions,
+    keyword_before,
+    mask_tokens,
+    parse_item,
+    parse_panels,
+)
 from sciga.transforms.link.spans import link_text
 from sciga.transforms.link.targets import FigureIndex
 

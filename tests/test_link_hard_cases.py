@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
 from link_fixtures import linked, mentions, needs_corpus, page_path, paragraph_html_id, parse
+
 from sciga.schemas.arrow import MENTIONS, REF_SPAN, mention_row, to_table
 from sciga.schemas.version import SCHEMA_VERSION
 from sciga.transforms.link.stage import link_paper

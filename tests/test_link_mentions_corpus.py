@@ -6,9 +6,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-
-from link_fixtures import (CORPUS_PAGES, SAMPLE_STEMS, VERIFIED_SAMPLE_ANCHORS, VERIFIED_TEXT_MENTIONS,
-                           html_figure_anchors, linked, mentions, needs_corpus, page_path, paragraph_html_id)
+from link_fixtures import (
+    CORPUS_PAGES,
+    SAMPLE_STEMS,
+    VERIFIED_SAMPLE_ANCHORS,
+    VERIFIED_TEXT_MENTIONS,
+    html_figure_anchors,
+    linked,
+    mentions,
+    needs_corpus,
+    page_path,
+    paragraph_html_id,
+)
 
 ALL_PAGES = list(SAMPLE_STEMS) + [pytest.param(k, marks=needs_corpus) for k in CORPUS_PAGES]
 
@@ -34,8 +43,7 @@ def _check_span(paper, row):
 
 @pytest.mark.parametrize("key", ALL_PAGES)
 def test_mention_count_is_anchors_plus_verified_typed_mentions(key):
-    if not page_path(key).exists():
-        pytest.skip(f"{page_path(key)} missing")
+    assert page_path(key).exists(), f"{page_path(key)} is missing from the shared corpus (or the embedded sample)"
     rows = mentions(key)
     anchors = html_figure_anchors(key)
     assert len(rows) == len(anchors) + len(VERIFIED_TEXT_MENTIONS[key])
@@ -48,8 +56,7 @@ def test_mention_count_is_anchors_plus_verified_typed_mentions(key):
 
 @pytest.mark.parametrize("key", ALL_PAGES)
 def test_anchored_mentions_point_where_the_href_points(key):
-    if not page_path(key).exists():
-        pytest.skip(f"{page_path(key)} missing")
+    assert page_path(key).exists(), f"{page_path(key)} is missing from the shared corpus (or the embedded sample)"
     paper = linked(key)
     html_of = {f.id: f.html_id for f in paper.figures}
     html_of.update({s.id: s.html_id for f in paper.figures for s in f.subfigures})
@@ -130,6 +137,7 @@ def test_corpus_lookalikes_are_not_mentions():
 @needs_corpus
 def test_label_leftover_resolved_through_tex_label_map():
     from link_fixtures import parse, sentencizer
+
     from sciga.schemas.records import PaperMeta
     from sciga.transforms.link.mentions import mention_rows
     from sciga.transforms.link.stage import link_paper
@@ -148,8 +156,9 @@ def test_label_leftover_resolved_through_tex_label_map():
 @needs_corpus
 def test_linking_twice_changes_nothing():
     from link_fixtures import parse, sentencizer
-    from sciga.transforms.link.stage import link_paper
+
     from sciga.transforms.link.mentions import mention_rows
+    from sciga.transforms.link.stage import link_paper
 
     once = link_paper(parse("muse"), sentencizer=sentencizer())
     first = mention_rows(once)

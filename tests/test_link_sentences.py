@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, linked, needs_corpus, page_path, parse, sentencizer
+
 from sciga.transforms.link.sentences import NONE, Sentencizer, load_pipeline, protect, sentence_of
 
 TEXT = ("As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a)). Smith et al. show that "

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from link_fixtures import linked, needs_corpus
+
 from sciga.schemas.records import Figure, Subfigure
 from sciga.transforms.link.subcaptions import add_split_subcaptions, split_caption
 

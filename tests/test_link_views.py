@@ -6,14 +6,14 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
-
 from link_fixtures import CORPUS, needs_corpus, parse
+
+from sciga.explore.views import connect, task_views
 from sciga.pipelines.build import run_build
 from sciga.pipelines.cli import make_parser
-from sciga.explore.views import connect, task_views
+from sciga.schemas.build import PaperWork
 from sciga.schemas.records import Paragraph
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-from sciga.schemas.build import PaperWork
 from sciga.transforms.link.beam import LinkPapers
 
 VIEW_COLUMNS = {

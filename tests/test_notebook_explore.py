@@ -5,7 +5,6 @@ import json
 
 import nbformat
 from nbclient import NotebookClient
-
 from quality_fixtures import ROOT, build_sample
 
 

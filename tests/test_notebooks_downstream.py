@@ -9,8 +9,7 @@ import json
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
-from quality_fixtures import ROOT, build_copy, rewrite_shard, sample_build  # noqa: F401
+from quality_fixtures import ROOT, rewrite_shard
 
 
 def run_notebook(name: str, build, monkeypatch) -> tuple[list, str]:
@@ -38,7 +37,7 @@ def images(outputs) -> int:
     ("subfigure_subcaption", ["2511.99003_F1.1", "Axial brain MRI", "pairs written to"]),
     ("ga_candidates", ["2511.99001_F1", " **GA**", "first_figure_is_ga"]),
 ])
-def test_notebook_runs_with_images(name, expected, sample_build, monkeypatch):  # noqa: F811
+def test_notebook_runs_with_images(name, expected, sample_build, monkeypatch):
     outputs, text = run_notebook(name, sample_build, monkeypatch)
     assert images(outputs) >= 2, f"{name}: images not shown inline"
     for s in expected:
@@ -56,14 +55,14 @@ def _method_notebook(build, monkeypatch, in_range: int) -> None:
     assert images(outputs) >= 1
 
 
-def test_method_diagrams_notebook_on_the_sample(sample_build, monkeypatch):  # noqa: F811
+def test_method_diagrams_notebook_on_the_sample(sample_build, monkeypatch):
     from sciga.explore.views import connect
 
     in_range = connect(str(sample_build)).execute("SELECT count(*) FROM method_diagrams").fetchall()[0][0]
     _method_notebook(sample_build, monkeypatch, in_range)
 
 
-def test_method_diagrams_notebook_with_and_without_rows_in_the_default_range(build_copy, monkeypatch):  # noqa: F811
+def test_method_diagrams_notebook_with_and_without_rows_in_the_default_range(build_copy, monkeypatch):
     """Both branches, whatever the sample holds: the method figure's size set to 2:1 (kept by
     the default cut), then to 4:1 (only a candidate)."""
     def sized(w, h):
@@ -80,9 +79,9 @@ def test_method_diagrams_notebook_with_and_without_rows_in_the_default_range(bui
     _method_notebook(build_copy, monkeypatch, 0)
 
 
-def test_notebook_pictures(sample_build):  # noqa: F811
-    from sciga.explore.views import connect
+def test_notebook_pictures(sample_build):
     from sciga.explore.notebook_images import figure_picture, side_by_side, thumbnail
+    from sciga.explore.views import connect
 
     con = connect(str(sample_build))
     assert thumbnail(None) is None and thumbnail(b"not an image") is None and thumbnail({"bytes": None, "path": "x.png"}) is None

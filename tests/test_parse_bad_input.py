@@ -5,8 +5,8 @@ import gzip
 import time
 
 import pytest
-
 from html_fixtures import figure, img, para, perl_page, section
+
 from sciga.transforms.parse import ParseError, parse_latexml_html
 
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import pytest
-
 from html_fixtures import figure, img, oxide_page, para, perl_page, section
+
 from sciga.transforms.parse import parse_latexml_html
 
 
@@ -75,7 +75,7 @@ def test_flex_figure_panels_088():
 
 
 def test_087_sf_subfigures_with_own_captions_attach_by_nesting():
-    sub = lambda sid, tag, cap, src: (  # noqa: E731
+    sub = lambda sid, tag, cap, src: (
         f'<figure id="{sid}" class="ltx_figure ltx_align_center">{img(src)}<figcaption class="ltx_caption">'
         f'<span class="ltx_tag ltx_tag_figure">{tag} </span>{cap}</figcaption></figure>')
     # LaTeXML 0.8.7 may number children after the previous figure (S4.F2.sf1 inside S4.F3).
@@ -90,7 +90,7 @@ def test_087_sf_subfigures_with_own_captions_attach_by_nesting():
 
 
 def test_multi_caption_minipage_figure_is_split_by_container():
-    mini = lambda src, n, cap: (  # noqa: E731
+    mini = lambda src, n, cap: (
         f'<div class="ltx_inline-block ltx_minipage">{img(src)}<figcaption class="ltx_caption">'
         f'<span class="ltx_tag ltx_tag_figure">Figure {n}: </span>{cap}</figcaption></div>')
     body = section("S3", "3", "Res", '<figure id="S3.F9" class="ltx_figure">' + mini("a.png", 8, "Left one.")

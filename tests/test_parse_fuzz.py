@@ -2,13 +2,13 @@
 and whatever comes out keeps the contract (tokens balanced, ids well-formed)."""
 from __future__ import annotations
 
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import CORPUS, SAMPLES
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.transforms.parse import ParseError, parse_latexml_html
+
+from conftest import CORPUS, SAMPLES
 
 PAGES = [
     (SAMPLES / "html" / "2511.99001" / "2511.99001.html").read_bytes(),

@@ -14,11 +14,11 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-
 from hub_fixtures import FakeHub
-from quality_fixtures import ROOT, build_copy, edit_manifest, rewrite_shard, sample_build, shard  # noqa: F401
-from sciga.pipelines.cli import main
+from quality_fixtures import ROOT, edit_manifest, rewrite_shard, shard
+
 from sciga.explore.dataset_card import read_front_matter
+from sciga.pipelines.cli import main
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 TOKEN = "hf_sciga_TEST_token_5b7f0c9e2d"  # a fake token: the tests assert it never shows up

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from quality_fixtures import build_copy, edit_manifest, read_rows, rewrite_shard, sample_build  # noqa: F401
+from quality_fixtures import edit_manifest, read_rows, rewrite_shard
+
 from sciga.pipelines.cli import main
 from sciga.quality.gate import run_gate
 from sciga.schemas.version import SCHEMA_VERSION
@@ -225,8 +226,9 @@ def test_mentions_in_titles_and_captions_are_checked_against_their_own_text(tmp_
     import argparse
     import shutil
 
-    from conftest import CORPUS
     from sciga.pipelines.build import add_build_arguments, run_build
+
+    from conftest import CORPUS
 
     inp = tmp_path / "in"
     inp.mkdir()

@@ -2,7 +2,8 @@
 example names its row (never "e.g. ?")."""
 from __future__ import annotations
 
-from quality_fixtures import build_copy, rewrite_shard, sample_build  # noqa: F401
+from quality_fixtures import rewrite_shard
+
 from sciga.quality.gate import run_gate
 from sciga.quality.report import summary_text
 

@@ -7,9 +7,10 @@ import pytest
 
 from sciga.transforms.sources.arxiv_api import ArxivApiError, ArxivMetadata, PoliteArxivClient, normalize_id
 from sciga.transforms.sources.http_client import PoliteClient
-from tests.sources_fixtures import CORPUS, HAVE_CORPUS, FaultServer
 
-pytestmark = pytest.mark.skipif(not HAVE_CORPUS, reason="needs ../shared/corpus/arxiv_api")
+from tests.sources_fixtures import CORPUS, FaultServer
+
+pytestmark = pytest.mark.corpus
 
 
 @pytest.fixture(scope="module")

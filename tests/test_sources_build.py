@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from sciga.pipelines.cli import main
+
 from tests.sources_fixtures import (
     CORPUS,
     FAILED_CONVERSION_PAGE,
-    HAVE_CORPUS,
     FaultServer,
     tar_gz_of,
     tar_gz_of_dir,
@@ -24,7 +24,7 @@ from tests.sources_fixtures import (
     zero_bomb,
 )
 
-pytestmark = pytest.mark.skipif(not HAVE_CORPUS, reason="needs ../shared/corpus")
+pytestmark = pytest.mark.corpus
 
 BAD_EPS = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 100 50\n/foo bar baz undefinedop\n"
 

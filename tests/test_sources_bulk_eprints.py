@@ -18,10 +18,11 @@ import pytest
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.bulk_eprints import BulkEprints, default_storage_options
 from sciga.transforms.sources.eprint_bulk import Manifest, item_name, member_paper_id, parse_manifest
+
 from tests.bulk_fixtures import TEX, S3Server, many_tars, paper_tar, standard_bulk
 from tests.conftest import ROOT
 
-ALL = ["2101.%05d" % i for i in range(1, 10)] + ["2102.00001", "2102.00002", "astro-ph/0601001", "2105.00001"]
+ALL = [f"2101.{i:05d}" for i in range(1, 10)] + ["2102.00001", "2102.00002", "astro-ph/0601001", "2105.00001"]
 EXPECTED_REASONS = {
     "2101.00002": "pdf_only",  # PDF-only submission
     "2101.00004": "corrupt_source",  # a bad gzip

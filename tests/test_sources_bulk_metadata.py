@@ -35,9 +35,10 @@ from sciga.transforms.sources.fetch_cache import FetchCache
 from sciga.transforms.sources.metadata_sink import open_for_import
 from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot
 from sciga.transforms.sources.oai_pmh import ListRecordsPage, select_item
+
+from conftest import CORPUS
 from tests.oai_fixtures import make_paper, record_xml, snapshot_obj
 from tests.sources_fixtures import ROOT
-from conftest import CORPUS
 
 # arXiv's first record (0704.0001) as the Kaggle snapshot has it, byte for byte in shape.
 KAGGLE_0704_0001 = {
@@ -331,7 +332,7 @@ def tree(root: Path) -> dict:
 
 
 # -- the build reads it ------------------------------------------------------------------------------
-@pytest.mark.skipif(not (CORPUS / "latexml").is_dir(), reason="needs ../shared/corpus")
+@pytest.mark.corpus
 def test_build_reads_a_cache_of_snapshot_metadata_plus_placed_pages(tmp_path):
     from datetime import datetime, timezone
 

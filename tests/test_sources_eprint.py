@@ -12,6 +12,7 @@ import pytest
 
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import Limits, read_eprint, read_source_dir, safe_extract, safe_member_name
+
 from tests.sources_fixtures import CORPUS, symlink_tarball, tar_gz_of, traversal_tarball, zero_bomb
 
 REAL = CORPUS / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
@@ -26,7 +27,7 @@ def refused(data: bytes, **kw) -> StageError:
     return e
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="needs the corpus")
+@pytest.mark.corpus
 def test_real_arxiv_tarball():
     tree = read_eprint(REAL.read_bytes())
     assert tree.kind == "tar" and tree.members == 3
@@ -116,7 +117,7 @@ def test_too_many_members():
     assert e.error_type == "too_many_members"
 
 
-@pytest.mark.skipif(not REAL.exists(), reason="needs the corpus")
+@pytest.mark.corpus
 def test_corrupt_gzip_and_truncated_archive():
     data = REAL.read_bytes()
     e = refused(data[: len(data) // 2])

@@ -18,10 +18,10 @@ import pytest
 
 from sciga.pipelines.cli import main
 from sciga.schemas.records import PaperMeta
+
 from tests.sources_fixtures import (
     CORPUS,
     FAILED_CONVERSION_PAGE,
-    HAVE_CORPUS,
     ROOT,
     FaultServer,
     Route,
@@ -29,7 +29,7 @@ from tests.sources_fixtures import (
     traversal_tarball,
 )
 
-pytestmark = pytest.mark.skipif(not HAVE_CORPUS, reason="needs ../shared/corpus")
+pytestmark = pytest.mark.corpus
 
 IDS = ["1605.08386", "2104.12255v1", "astro-ph/0601001", "quant-ph/0201082v1", "1707.08567", "0000.0000", "abc"]
 FAST = ["--rate-limit", "0.01", "--retry-backoff", "0.01", "--timeout", "1", "--no-progress"]

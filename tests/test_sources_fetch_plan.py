@@ -23,6 +23,7 @@ from sciga.transforms.sources.fetch_cache import FetchCache, gzip_deterministic
 from sciga.transforms.sources.fetch_plan import DEFAULT_HTML_BYTES, PlanOptions, plan_fetch
 from sciga.transforms.sources.metadata_sink import open_for_import
 from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot
+
 from tests.oai_fixtures import ListStore, OaiServer, make_paper, snapshot_obj
 from tests.sources_fixtures import CORPUS, FaultServer, Route, tar_gz_of
 
@@ -237,7 +238,7 @@ def test_plan_after_an_oai_harvest_counts_the_harvested_papers(tmp_path):
     assert r.requests == 1 and "harvested before" in r.note
 
 
-@pytest.mark.skipif(not (CORPUS / "latexml").is_dir(), reason="needs ../shared/corpus")
+@pytest.mark.corpus
 def test_cached_metadata_fetches_pages_and_eprints_of_the_selected_papers(tmp_path):
     ps = corpus(12)
     snap = tmp_path / "s.jsonl"

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from sciga.transforms.sources.http_client import FetchError, PoliteClient, parse_retry_after
+
 from tests.sources_fixtures import FaultServer
 
 BODY = b"<html><body class='ltx_document'>" + b"x" * 5000 + b"</body></html>"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import io
 import re
-import shutil
 import struct
 import time
 import uuid
@@ -30,9 +29,10 @@ from sciga.transforms.sources.latexml_convert import (
     find_main_file,
     latexml_version,
 )
+
 from tests.conftest import CORPUS
 
-pytestmark = pytest.mark.skipif(shutil.which("latexmlc") is None, reason="LaTeXML is not installed (scripts/setup.sh)")
+pytestmark = [pytest.mark.tool("latexmlc"), pytest.mark.corpus]
 
 # (name, source in ../shared/corpus/tex, the reference page in ../shared/corpus/latexml)
 TREES = {
@@ -52,8 +52,7 @@ def _source(rel: str):
 
 @pytest.fixture(scope="module")
 def converted():
-    if not (CORPUS / "tex").is_dir():
-        pytest.skip("needs the corpus")
+    assert (CORPUS / "tex").is_dir(), f"the shared corpus is expected at {CORPUS} (set SCIGA_CORPUS)"
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {name: pool.submit(convert_eprint, _source(src), paper_id=name) for name, (src, _) in TREES.items()}
         return {name: f.result() for name, f in futures.items()}
@@ -251,6 +250,7 @@ def test_beam_wrappers_on_the_direct_runner(tmp_path):
     from sciga.transforms.sources.bulk_eprints import BulkEprints
     from sciga.transforms.sources.bulk_eprints_beam import ReadBulkEprint
     from sciga.transforms.sources.latexml_beam import ConvertWithLatexml
+
     from tests.bulk_fixtures import standard_bulk
 
     bulk = BulkEprints.open(str(standard_bulk(tmp_path / "bulk")), str(tmp_path / "cache"))

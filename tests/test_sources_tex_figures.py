@@ -5,22 +5,19 @@ from __future__ import annotations
 
 import gzip
 import io
-import shutil
 
 import pytest
 from PIL import Image as PILImage
 
 from sciga.schemas.records import Figure, Image, Paper, Subfigure
 from sciga.transforms.common.errors import StageError
+from sciga.transforms.link.tex_figure_match import html_caption_tokens, jaccard, match_figures, tokens
+from sciga.transforms.link.tex_recovery import is_blank, recover_figures
 from sciga.transforms.sources.eprint import SourceTree, read_eprint, read_source_dir
 from sciga.transforms.sources.rasterize import to_png
-from sciga.transforms.link.tex_figure_match import html_caption_tokens, jaccard, match_figures, tokens
 from sciga.transforms.sources.tex_graphics import find_main, parse_document, tex_to_plain
-from sciga.transforms.link.tex_recovery import is_blank, recover_figures
-from tests.sources_fixtures import CORPUS, ROOT
 
-HAVE_POPPLER = shutil.which("pdftoppm") is not None
-HAVE_GS = shutil.which("gs") is not None
+from tests.sources_fixtures import CORPUS, ROOT
 
 EPS = b"""%!PS-Adobe-3.0 EPSF-3.0
 %%BoundingBox: 0 0 100 50
@@ -62,7 +59,7 @@ def test_cvpr_teaser_captionof_and_multi_caption_float():
     assert d2.figures[4].graphics == []  # picture environment: nothing to rasterize
 
 
-@pytest.mark.skipif(not (CORPUS / "tex" / "dd3d").is_dir(), reason="needs the corpus")
+@pytest.mark.corpus
 def test_input_tree_of_a_real_source():
     doc = parse_document(read_source_dir(str(CORPUS / "tex" / "dd3d")))
     assert doc.main == "main.tex"
@@ -124,7 +121,7 @@ def test_tex_to_plain():
 
 
 # -- rasterization ----------------------------------------------------------------------------
-@pytest.mark.skipif(not HAVE_POPPLER, reason="pdftoppm not installed")
+@pytest.mark.tool("pdftoppm")
 def test_pdf_figure_rasterized_with_poppler():
     pdf = (CORPUS / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes()
     png, how = to_png(pdf, "Fig2_trees.pdf", dpi=100, max_side=800)
@@ -133,7 +130,7 @@ def test_pdf_figure_rasterized_with_poppler():
         assert max(im.size) == 800
 
 
-@pytest.mark.skipif(not HAVE_GS, reason="ghostscript not installed")
+@pytest.mark.tool("gs")
 def test_eps_rasterized_and_rejected_eps_is_a_clear_error():
     png, how = to_png(EPS, "figs/line.eps", dpi=150)
     assert how == "ghostscript"
@@ -148,7 +145,7 @@ def test_eps_rasterized_and_rejected_eps_is_a_clear_error():
     assert png.startswith(b"\x89PNG")
 
 
-@pytest.mark.skipif(not HAVE_GS, reason="ghostscript not installed")
+@pytest.mark.tool("gs")
 def test_endless_postscript_times_out():
     loop = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n{ 1 pop } loop\n"
     with pytest.raises(StageError) as ei:
@@ -173,7 +170,7 @@ def test_caption_tokens_and_jaccard():
 
 
 def test_match_by_number_and_by_caption_with_threshold():
-    cap = lambda s: tokens(s)  # noqa: E731
+    cap = lambda s: tokens(s)
     html = [("1", cap("Overview of the method and its parts")),
             ("2", cap("Qualitative results on the test set")),
             (None, cap("An uncaptioned grid of samples from the model"))]

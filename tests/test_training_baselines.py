@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from PIL import Image as PILImage
+from training_fixtures import tiny_build
 
 from sciga.pipelines.cli import make_parser
 from sciga.training import abs2cap
@@ -17,8 +18,6 @@ from sciga.training.jobs import JobError, evaluate, train
 from sciga.training.losses import class_weights, inter_info_nce, intra_info_nce, units_to_candidates
 from sciga.training.models.dual_encoder import build_dual_encoder, fuse_caption, make_spec
 from sciga.training.runtime import autocast, pick_device
-
-from training_fixtures import tiny_build
 
 torch.set_num_threads(2)
 
@@ -187,7 +186,7 @@ def test_device_falls_back_to_cpu_and_amp_is_a_noop_there():
 
 
 def _tiny_hf_clip(path):
-    pytest.importorskip("transformers")
+    import transformers  # noqa: F401 - the Hugging Face CLIP path needs it (installed by the train extra)
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, PreTrainedTokenizerFast
 

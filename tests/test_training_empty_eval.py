@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from training_fixtures import tiny_build
 
-from quality_fixtures import sample_build  # noqa: F401
 from sciga.pipelines.cli import main
 from sciga.training import metrics
-
-from training_fixtures import tiny_build
 
 NOTHING_TO_EVALUATE = 3  # sciga.training.cli.NOTHING_TO_EVALUATE: the exit status of an empty split
 

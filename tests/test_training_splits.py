@@ -3,17 +3,15 @@ import dataclasses
 from collections import Counter
 
 import pytest
+from training_fixtures import make_papers, paper_ids, tiny_build
 
+from sciga.schemas.arrow import TO_ROW
+from sciga.schemas.version import SCHEMA_VERSION
 from sciga.training.captions import clean_caption
 from sciga.training.data import data_version, iter_example_images, load_examples
 from sciga.training.ground_truth import Candidate, Example, Unit, build_example
 from sciga.training.splits import assign_splits, in_experiment_subset, split_of
-from sciga.schemas.arrow import TO_ROW
-from sciga.schemas.version import SCHEMA_VERSION
 from sciga.transforms.parse.figure_rows import figure_rows
-
-from training_fixtures import make_papers, paper_ids, tiny_build
-from sciga.schemas.version import SCHEMA_VERSION
 
 
 def test_split_is_8_1_1_deterministic_and_stable_when_papers_are_added():
@@ -92,8 +90,8 @@ def test_candidate_order_carries_no_position():
 
 @pytest.fixture(scope="module")
 def sample_build(tmp_path_factory):
-    from sciga.pipelines.cli import make_parser
     from sciga.pipelines.build import run_build
+    from sciga.pipelines.cli import make_parser
 
     out = tmp_path_factory.mktemp("sample")
     args = make_parser().parse_args(["build", "--sample", "--output", str(out)])

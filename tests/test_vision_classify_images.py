@@ -16,15 +16,28 @@ import torch
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that
 from PIL import Image
+from vision_fixtures import (
+    ROOT,
+    SVG,
+    bomb_png,
+    figure_variants,
+    recording_handler,
+    save_tiny_classifier,
+    save_trained_head_classifier,
+)
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.transforms.vision.decode import decode_image
 from sciga.transforms.vision.handlers import FigureModelHandler, LoadedFigureModel, claim_cuda_device
-from sciga.transforms.vision.inference import (ClassifyImages, DecodeForModel, InferenceOptions, add_inference_arguments,
-                                               image_to_model_input, read_image_file)
+from sciga.transforms.vision.inference import (
+    ClassifyImages,
+    DecodeForModel,
+    InferenceOptions,
+    add_inference_arguments,
+    image_to_model_input,
+    read_image_file,
+)
 from sciga.transforms.vision.models import load_model, preprocess, read_meta, resize_for_model
-
-from vision_fixtures import ROOT, SVG, bomb_png, figure_variants, recording_handler, save_tiny_classifier, save_trained_head_classifier
 
 FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PIL import Image
+from vision_fixtures import ROOT, SVG, animated_gif, bomb_png, cmyk_jpeg, png_bytes
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.schemas.records import FigureRow
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.phash import hamming
-
-from vision_fixtures import ROOT, SVG, animated_gif, bomb_png, cmyk_jpeg, png_bytes
 
 
 def row(data=None, kind="raster", path="x.png"):

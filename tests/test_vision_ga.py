@@ -7,17 +7,24 @@ import logging
 
 import pytest
 from PIL import Image
+from vision_fixtures import (
+    ROOT,
+    LocalServer,
+    copy_sample,
+    mosaic,
+    png_bytes,
+    read_rows,
+    real_figures,
+    run_build,
+    save_tiny_classifier,
+    synthetic_ga_set,
+)
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.schemas.records import Figure, Paper, Paragraph, RefSpan, Section
 from sciga.transforms.vision.ga import de_facto_ga
 from sciga.transforms.vision.ga_manifest import GAEntry, ManifestError, fetch_ga_bytes, read_ga_manifest
 from sciga.transforms.vision.ga_match import GAThresholds, decide, prepare
-
-from vision_fixtures import (
-    ROOT, LocalServer, copy_sample, mosaic, png_bytes, read_rows, real_figures, run_build, save_tiny_classifier,
-    synthetic_ga_set,
-)
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +100,7 @@ def test_polite_fetch_with_faults():
     img = png_bytes(Image.new("RGB", (10, 10), "red"))
     with LocalServer({"/flaky.png": [(500, b"oops"), (200, img)], "/big.png": [(200, b"x" * (2 << 20))],
                       "/gone.png": [(404, b"")]}) as srv:
-        e = lambda p: GAEntry(paper_id="P", path=srv.url(p), uri=srv.url(p))  # noqa: E731
+        e = lambda p: GAEntry(paper_id="P", path=srv.url(p), uri=srv.url(p))
         assert fetch_ga_bytes(e("/flaky.png"), timeout=5) == img and srv.hits["/flaky.png"] == 2
         with pytest.raises(OSError, match="above the 1 MiB limit"):
             fetch_ga_bytes(e("/big.png"), max_bytes=1 << 20, timeout=5)

@@ -10,15 +10,14 @@ import pytest
 import torch
 from apache_beam.testing.util import assert_that
 from PIL import Image
+from vision_fixtures import ROOT, bomb_png, copy_sample, read_rows, run_build, save_tiny_classifier
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.schemas.records import FigureRow, Medical
 from sciga.transforms.vision.beam import ClassifyMedical
 from sciga.transforms.vision.handlers import FigureModelHandler
 from sciga.transforms.vision.medical import DOCFIGURE_LABELS, MedicalRule
 from sciga.transforms.vision.models import WeightsError, load_model, preprocess, read_meta, resolve_weights
-
-from vision_fixtures import ROOT, bomb_png, copy_sample, read_rows, run_build, save_tiny_classifier
 
 FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
 

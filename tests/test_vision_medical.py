@@ -4,12 +4,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.schemas.records import Figure, Paper, Paragraph, RefSpan, Section, Subfigure
 from sciga.transforms.parse.figure_rows import figure_rows
 from sciga.transforms.vision.medical import (
-    DOCFIGURE_LABELS, KEYWORDS_FILE, KeywordMatcher, MedicalRule, annotate_keywords, load_keywords, medical_label,
-    sentence_around, top_k,
+    DOCFIGURE_LABELS,
+    KEYWORDS_FILE,
+    KeywordMatcher,
+    MedicalRule,
+    annotate_keywords,
+    load_keywords,
+    medical_label,
+    sentence_around,
+    top_k,
 )
 
 APPENDIX_B = """MRI fMRI CT CAT PET PET-MRI MEG EEG ultrasound X-ray Xray nuclear imaging tracer isotope scan

@@ -11,10 +11,10 @@ import struct
 import zlib
 
 import pytest
-from PIL import Image
-
 from hub_fixtures import FakeHub
-from quality_fixtures import build_copy, edit_manifest, rewrite_shard, sample_build  # noqa: F401
+from PIL import Image
+from quality_fixtures import edit_manifest, rewrite_shard
+
 from sciga.pipelines.cli import main
 from sciga.quality.gate import run_gate
 from sciga.quality.images import check_image

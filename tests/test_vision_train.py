@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-import sciga  # noqa: F401
+import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.pipelines.cli import main
 from sciga.training.medical_filter import load_dataset, medical_rule_metrics, per_class_f1, stratified_split
 from sciga.transforms.vision.handlers import FigureModelHandler

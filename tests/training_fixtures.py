@@ -17,13 +17,22 @@ from pathlib import Path
 
 from PIL import Image as PILImage
 
-from sciga.transforms.write import manifest as mf
 from sciga.schemas.arrow import TO_ROW
 from sciga.schemas.records import (
-    Figure, GraphicalAbstract, Image, Paper, Paragraph, Provenance, RefSpan, Section, Subfigure, Subjects,
+    Figure,
+    GraphicalAbstract,
+    Image,
+    Paper,
+    Paragraph,
+    Provenance,
+    RefSpan,
+    Section,
+    Subfigure,
+    Subjects,
 )
 from sciga.training.splits import split_of
 from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.parquet_shards import empty_table_bytes, shard_name, table_bytes
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -103,11 +103,11 @@ def synthetic_ga_set(papers, seed: int = 5):
                 crop = crop.resize((round(w * 1.25), round(h * 1.25)), Image.LANCZOS)
             cases.append((paper, crop, "Modified", [name]))
         if len(figs) >= 4:
-            for k in range(2):
+            for _k in range(2):
                 pick = rng.sample(range(len(figs)), 4)
                 cases.append((paper, mosaic([figs[i][1] for i in pick]), "Modified", sorted(figs[i][0] for i in pick)))
         other = names[(pi + 1) % len(names)]
-        for name, im in papers[other]:
+        for _name, im in papers[other]:
             cases.append((paper, im.copy(), "Original", []))
     return cases
 
@@ -218,7 +218,7 @@ class LocalServer:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 server.hits[self.path] = server.hits.get(self.path, 0) + 1
                 server.agents.append(self.headers.get("User-Agent", ""))
                 answers = server.routes.get(self.path, [(404, b"not found")])
@@ -276,7 +276,14 @@ def save_trained_head_classifier(path, images, arch: str = "resnet18", input_siz
     import torch
 
     from sciga.transforms.vision.medical import DOCFIGURE_LABELS
-    from sciga.transforms.vision.models import IMAGENET_MEAN, IMAGENET_STD, CheckpointMeta, build_model, normalise, save_checkpoint
+    from sciga.transforms.vision.models import (
+        IMAGENET_MEAN,
+        IMAGENET_STD,
+        CheckpointMeta,
+        build_model,
+        normalise,
+        save_checkpoint,
+    )
 
     torch.manual_seed(seed)
     net = build_model(arch, len(DOCFIGURE_LABELS), 0.1).eval()
@@ -326,7 +333,6 @@ class _RecordingModel:
     def __call__(self, batch):
         import json
         import os
-
         import time
 
         t = time.time()
@@ -367,9 +373,9 @@ def _recording_handler_class():
             return _RecordingModel(model, self.record)
 
         def run_inference(self, batch, model, inference_args=None):
-            import torch
-
             import time
+
+            import torch
 
             self._note(what="caller", threads=torch.get_num_threads(), start=time.time())
             return super().run_inference(batch, model, inference_args)

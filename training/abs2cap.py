@@ -13,7 +13,7 @@ its subfigures, as for the image methods.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 

@@ -10,8 +10,9 @@ official loader takes the ids of all figures but the images of a random sample).
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
 import torch
 import torch.nn.functional as F

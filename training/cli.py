@@ -103,10 +103,11 @@ NOTHING_TO_EVALUATE = 3  # exit status: the split had no query; the results row 
 
 
 def _run_evaluate(args, rest=None) -> int:
+    import os
+
     from sciga.training.data import DataError
     from sciga.training.jobs import JobError, NothingToEvaluate, evaluate
     from sciga.training.results import RESULTS_MD
-    import os
 
     try:
         row = evaluate(args.method, args)

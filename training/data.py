@@ -20,7 +20,8 @@ import hashlib
 import json
 import logging
 import posixpath
-from typing import Iterable, Iterator, Optional, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Optional
 
 import fsspec
 import pyarrow as pa

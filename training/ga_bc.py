@@ -5,7 +5,7 @@ text, so it applies to Intra-GA recommendation only.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import torch
 import torch.nn.functional as F

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE, GA_ID_RE
 from sciga.training.captions import clean_caption

@@ -3,15 +3,15 @@ skipped image, never a crash or a machine out of memory)."""
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Optional
 
 import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from sciga.transforms.vision.decode import open_image
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, open_image
 
-DEFAULT_MAX_PIXELS = 64_000_000
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 

@@ -15,7 +15,16 @@ import torch
 from sciga.training import abs2cap, abs2fig, ga_bc, metrics, results
 from sciga.training.data import data_version, load_examples
 from sciga.training.images import square_transform
-from sciga.training.loop import ImageStats, batched, decoded_examples, load_state, optimise, read_card, save_model, shuffled
+from sciga.training.loop import (
+    ImageStats,
+    batched,
+    decoded_examples,
+    load_state,
+    optimise,
+    read_card,
+    save_model,
+    shuffled,
+)
 from sciga.training.losses import class_weights
 from sciga.training.models.classifier import build_classifier
 from sciga.training.models.dual_encoder import build_dual_encoder, make_spec
@@ -139,8 +148,11 @@ def _train_abs2fig(method, train_ex, args, device):
                 if it is not None:
                     yield it
 
-        collate = lambda b: abs2fig.intra_batch(b, model, use_captions)  # noqa: E731
-        loss = lambda m, b: abs2fig.intra_loss(m, b, device)  # noqa: E731
+        def collate(b):
+            return abs2fig.intra_batch(b, model, use_captions)
+
+        def loss(m, b):
+            return abs2fig.intra_loss(m, b, device)
     else:
         def items(rng):
             for ex, images in decoded_examples(args.data, train_ex):
@@ -148,8 +160,11 @@ def _train_abs2fig(method, train_ex, args, device):
                 if it is not None:
                     yield it
 
-        collate = lambda b: abs2fig.inter_batch(b, model, use_captions)  # noqa: E731
-        loss = lambda m, b: abs2fig.inter_loss(m, b, device)  # noqa: E731
+        def collate(b):
+            return abs2fig.inter_batch(b, model, use_captions)
+
+        def loss(m, b):
+            return abs2fig.inter_loss(m, b, device)
 
     def epoch_batches(epoch: int):
         rng = random.Random(args.seed * 1000 + epoch)
@@ -353,7 +368,9 @@ def _evaluate_inter(method, args, model, card, device) -> dict:
     ks = tuple(args.inter_k)
     ranked = metrics.top_k_indices(scores, max(ks)) if len(queries) else np.zeros((0, max(ks)), dtype=int)
     field_ids: dict[str, int] = {}
-    fid = lambda e: -1 if not e.field else field_ids.setdefault(e.field, len(field_ids))  # noqa: E731
+    def fid(e):
+        return -1 if not e.field else field_ids.setdefault(e.field, len(field_ids))
+
     qf = np.array([fid(e) for e in queries], dtype=np.int64)
     gf = np.array([fid(e) for e in gallery], dtype=np.int64)
     qt = gt_ = qi = gi = None

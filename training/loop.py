@@ -7,15 +7,17 @@ import logging
 import os
 import random
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
 import torch
 
 from sciga.training.data import iter_example_images
 from sciga.training.ground_truth import Example
-from sciga.training.images import DEFAULT_MAX_PIXELS, decode_image
+from sciga.training.images import decode_image
 from sciga.training.runtime import autocast, grad_scaler
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 log = logging.getLogger("sciga.training")
 

@@ -30,8 +30,9 @@ import os
 import random
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -138,8 +139,10 @@ def load_dataset(root: str) -> Dataset:
     if not train:
         raise ValueError(f"no labelled images found in {root}; use DIR/<class>/*.png or DocFigure's train.txt")
     labels = _canonical_labels([lab for _, lab in train + (test or [])])
-    index = {_norm(l): i for i, l in enumerate(labels)}
-    enc = lambda items: [(p, index[_norm(lab)]) for p, lab in items]  # noqa: E731
+    index = {_norm(label): i for i, label in enumerate(labels)}
+    def enc(items):
+        return [(p, index[_norm(lab)]) for p, lab in items]
+
     return Dataset(labels=labels, train=enc(train), test=enc(test) if test is not None else None)
 
 
@@ -238,7 +241,14 @@ def train(args) -> dict:
     from torch.utils.data import DataLoader
 
     from sciga.transforms.vision.medical import medical_label
-    from sciga.transforms.vision.models import IMAGENET_MEAN, IMAGENET_STD, CheckpointMeta, build_model, pick_device, save_checkpoint
+    from sciga.transforms.vision.models import (
+        IMAGENET_MEAN,
+        IMAGENET_STD,
+        CheckpointMeta,
+        build_model,
+        pick_device,
+        save_checkpoint,
+    )
 
     t0 = time.time()
     torch.manual_seed(args.seed)
@@ -260,7 +270,9 @@ def train(args) -> dict:
     model = build_model(args.arch, len(labels), args.dropout, args.init_weights).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = torch.nn.CrossEntropyLoss()
-    ds = lambda items: _Images(items, args.input_size, IMAGENET_MEAN, IMAGENET_STD)  # noqa: E731
+    def ds(items):
+        return _Images(items, args.input_size, IMAGENET_MEAN, IMAGENET_STD)
+
     g = torch.Generator().manual_seed(args.seed)
     train_loader = DataLoader(ds(train_items), batch_size=args.batch_size, shuffle=True, generator=g, num_workers=args.workers)
     val_loader = DataLoader(ds(val_items or train_items), batch_size=args.batch_size, num_workers=args.workers)

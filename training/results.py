@@ -36,7 +36,9 @@ def upsert(results_dir: str, task: str, row: dict) -> tuple[str, str]:
     """Add or replace the row of (task, method, backbone); write JSON and Markdown."""
     os.makedirs(results_dir, exist_ok=True)
     res = load(results_dir)
-    key = lambda r: (r["method"], r["backbone"], r.get("split"))  # noqa: E731
+    def key(r):
+        return r["method"], r["backbone"], r.get("split")
+
     rows = [r for r in res.get(task, []) if key(r) != key(row)]
     rows.append(row)
     rows.sort(key=lambda r: (_ORDER.index(r["method"]) if r["method"] in _ORDER else 99, r["backbone"], r.get("split") or ""))

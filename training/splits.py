@@ -8,7 +8,8 @@ paper to a different split, and every machine, run and shard layout agrees. The 
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 SPLITS = ("train", "val", "test")
 DEFAULT_RATIOS = (0.8, 0.1, 0.1)
@@ -17,7 +18,7 @@ DEFAULT_SALT = "sciga-split-v1"
 
 def split_fraction(paper_id: str, salt: str = DEFAULT_SALT) -> float:
     """The paper's position in [0, 1), uniform over ids."""
-    h = hashlib.blake2b(f"{salt}\x00{paper_id}".encode("utf-8"), digest_size=8).digest()
+    h = hashlib.blake2b(f"{salt}\x00{paper_id}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "big") / 2.0 ** 64
 
 

@@ -21,7 +21,8 @@ import hashlib
 import math
 import os
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
+from typing import Optional
 
 import torch
 import torch.nn.functional as F

@@ -22,7 +22,7 @@ from apache_beam.metrics import Metrics
 FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups")
 _FLUSH_EVERY = 0.5
 _state_lock = threading.Lock()
-_states: dict[str, "_ProcessTotals"] = {}
+_states: dict[str, _ProcessTotals] = {}
 
 
 class _ProcessTotals:

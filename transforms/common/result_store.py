@@ -25,8 +25,9 @@ import json
 import os
 import posixpath
 import zipfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict
-from typing import Callable, Iterable, Iterator, Mapping, Optional
+from typing import Optional
 
 import fsspec
 import pyarrow as pa

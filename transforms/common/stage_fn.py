@@ -9,7 +9,8 @@ emitted: a paper is either wholly through a stage or dead-lettered by it.
 """
 from __future__ import annotations
 
-from typing import Iterable, Union
+from collections.abc import Iterable
+from typing import Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics

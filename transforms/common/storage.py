@@ -17,7 +17,8 @@ The lowest layer that reads builds (quality, training) uses it, so it lives here
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 import fsspec
 
@@ -144,7 +145,7 @@ def check_location(url: str) -> None:
         _listing_probe(fs, proto, bucket)
     except FileNotFoundError:
         raise StorageError(_missing_bucket(proto, bucket)) from None
-    except Exception as e:  # noqa: BLE001 - forbidden, no credentials ... as one sentence
+    except Exception as e:
         msg = storage_error_message(e, url)
         if msg is None:
             raise

@@ -7,10 +7,10 @@ import apache_beam as beam
 
 from sciga.schemas.build import PaperWork
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.sentences import NONE, PYSBD, Sentencizer
 from sciga.transforms.link.stage import STAGE, link_paper
-from sciga.transforms.common.stage_fn import PaperStageFn
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ Guards against false positives, each from a real pattern:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Iterator, Optional
+from typing import Optional
 
 # Keyword: Figure(s), Fig(s)., FIG., FIGURE(S); lower case mid-sentence too.
 KEYWORD = r"(?:[Ff]ig(?:ure)?s?\.?|FIG(?:URE)?S?\.?)"

@@ -9,7 +9,8 @@ figure with their names in ``panels``.
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import MentionRow, Paper, RefSpan

@@ -14,11 +14,11 @@ boundaries found on the copy cut the original text.
 from __future__ import annotations
 
 import contextlib
-import sys
-
 import re
+import sys
 from bisect import bisect_right
-from typing import Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Optional
 
 PYSBD = "pysbd"
 NONE = "none"
@@ -261,11 +261,11 @@ def load_pipeline(name: str):
         return None
     with _spacy_without_torch():
         import spacy
-        import spacy.lang.en  # noqa: F401  (spacy.blank("en") imports it on first use)
+        import spacy.lang.en
 
     _roomy_regex_cache()
     if name == PYSBD:
-        import scispacy.custom_sentence_segmenter  # noqa: F401  registers "pysbd_sentencizer"
+        import scispacy.custom_sentence_segmenter
 
         nlp = spacy.blank("en")
         nlp.add_pipe("pysbd_sentencizer")
@@ -278,7 +278,7 @@ def load_pipeline(name: str):
             "(e.g. pip install the en_core_sci_sm release from scispaCy) or use --sentencizer pysbd"
         ) from None
     if not ({"parser", "senter", "sentencizer", "pysbd_sentencizer"} & set(nlp.pipe_names)):
-        import scispacy.custom_sentence_segmenter  # noqa: F401
+        import scispacy.custom_sentence_segmenter  # noqa: F401 - registers the "pysbd_sentencizer" factory
 
         nlp.add_pipe("pysbd_sentencizer")
     return nlp

@@ -30,14 +30,23 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from typing import Iterable, Mapping, MutableMapping, Optional
+from collections.abc import Iterable, Mapping, MutableMapping
+from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import RefSpan
-from sciga.transforms.parse.anchors import same_float
-from sciga.transforms.link.grammar import (LABEL_RE, continue_panels, find_expressions, keyword_before, mask_tokens,
-                                          parse_item, parse_panels)
+from sciga.transforms.link.grammar import (
+    LABEL_RE,
+    continue_panels,
+    find_expressions,
+    keyword_before,
+    mask_tokens,
+    parse_item,
+    parse_panels,
+)
 from sciga.transforms.link.targets import FigureIndex
+from sciga.transforms.parse.anchors import same_float
+
 
 def _is_whole_figure(ref_id: str) -> bool:
     m = FIGURE_ID_RE.match(ref_id)

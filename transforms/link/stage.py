@@ -20,7 +20,8 @@ paper that a later stage dead-letters leaves no mention rows behind.
 from __future__ import annotations
 
 import re
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import Paper, RefSpan

@@ -121,7 +121,7 @@ def _end_of_sentence(masked: str, start: int) -> int:
 def _segments_leading(body: str, masked: str, labels: list[tuple[int, int]]) -> list[str]:
     """Text after each label up to the next label; the last one up to its sentence end."""
     out = []
-    for k, (s, e) in enumerate(labels):
+    for k, (_s, e) in enumerate(labels):
         stop = labels[k + 1][0] if k + 1 < len(labels) else _end_of_sentence(masked, e)
         out.append(_clean(body[e:stop]))
     return out

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 DEFAULT_THRESHOLD = 0.8
 DEFAULT_NUMBER_MIN_JACCARD = 0.3

@@ -10,8 +10,9 @@ blank (one flat colour) is pointed at the source file instead:
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 import fsspec
 

@@ -21,10 +21,10 @@ from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import PaperWork
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
-from sciga.transforms.link.tex_figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
 from sciga.transforms.common.result_store import absent_dep, stat_dep
-from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
 from sciga.transforms.common.stage_fn import PaperStageFn
+from sciga.transforms.link.tex_figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
+from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
 
 STAGE = "tex_source"
 
@@ -105,8 +105,8 @@ class RecoverFromTex(PaperStageFn):
         return load_source(src, paper_id=work.paper.id)
 
     def _recover(self, work: PaperWork, tree) -> None:
-        from sciga.transforms.sources.tex_graphics import parse_document
         from sciga.transforms.link.tex_recovery import image_problem, recover_figures
+        from sciga.transforms.sources.tex_graphics import parse_document
 
         o, uri = self.options, work.uri
         doc = parse_document(tree)

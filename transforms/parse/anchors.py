@@ -8,7 +8,8 @@ printed number in the anchor's title or text then picks the right one.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 from urllib.parse import urlsplit
 
 from sciga.schemas.ids import FIGURE_ID_RE

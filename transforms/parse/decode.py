@@ -9,8 +9,8 @@ from __future__ import annotations
 import codecs
 import gzip
 import io
-import zlib
 import re
+import zlib
 
 from sciga.transforms.parse.errors import ParseError
 

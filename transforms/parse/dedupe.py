@@ -6,7 +6,8 @@ the papers themselves.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Sequence, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Optional, TypeVar
 
 from sciga.schemas.records import DeadLetter, Paper
 

@@ -13,8 +13,8 @@ from lxml import etree
 from sciga.schemas import ids
 from sciga.schemas.records import Conference, Paper, PaperMeta, Provenance, Subjects
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
-from sciga.transforms.parse.anchors import caption_ref_spans, ref_spans
 from sciga.transforms.parse import front_matter
+from sciga.transforms.parse.anchors import caption_ref_spans, ref_spans
 from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
 from sciga.transforms.parse.errors import ParseError
 from sciga.transforms.parse.figures import FloatContext

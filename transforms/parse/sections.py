@@ -12,7 +12,7 @@ from typing import Optional
 
 from sciga.schemas import ids
 from sciga.schemas.records import Paragraph, Section
-from sciga.transforms.parse.figures import FloatContext, nearest_float, add_float, float_kind
+from sciga.transforms.parse.figures import FloatContext, add_float, float_kind, nearest_float
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, _classes, plain_text, render_into
 
 _SECTION_CLASSES = frozenset(
@@ -133,7 +133,7 @@ class DocumentWalker:
 
     def _is_wrapper(self, el) -> bool:
         """A container of sections (page wrappers, divs around sections) rather than text."""
-        for sub in el.iter("section"):
+        for _sub in el.iter("section"):
             return True
         return False
 

@@ -13,7 +13,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-
 MATH_OPEN, MATH_CLOSE = "<MATH>", "</MATH>"
 NOTE_OPEN, NOTE_CLOSE = "<NOTE>", "</NOTE>"
 TAG_OPEN, TAG_CLOSE = "<TAG>", "</TAG>"

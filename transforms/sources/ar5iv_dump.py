@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import posixpath
 import zipfile
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 import fsspec
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timezone
-from typing import Iterator, Optional
+from typing import Optional
 
 import arxiv
 from arxiv import _feed as arxiv_feed
@@ -137,7 +138,7 @@ class PoliteArxivClient(arxiv.Client):
         self.pages = 0
         self.total_results: Optional[int] = None  # opensearch:totalResults of the first page
 
-    def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0):  # noqa: D401 - package hook
+    def _parse_feed(self, url: str, first_page: bool = True, _try_index: int = 0):
         try:
             resp = self.http.get(url, max_bytes=MAX_FEED_BYTES, headers={"Accept": "application/atom+xml"})
         except FetchError as e:

@@ -5,7 +5,6 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 
-
 # -- fetching inside the pipeline (sciga build --ids) ----------------------------------------
 class _FetchGroupFn(beam.DoFn):
     """(group, [id ...]) -> page URI in the fetch store, or a dead letter per id (stage

@@ -38,9 +38,10 @@ import posixpath
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Optional
 
 import fsspec
 
@@ -126,7 +127,7 @@ class BulkEprints:
     @classmethod
     def open(cls, root: str, cache_dir: str, *, storage_options: Optional[Mapping] = None,
              cache_storage_options: Optional[Mapping] = None, limits: Limits = DEFAULT_LIMITS,
-             hash_members: bool = True) -> "BulkEprints":
+             hash_members: bool = True) -> BulkEprints:
         """``root``: a folder or URL holding ``arXiv_src_manifest.xml`` (or the manifest's
         own path). ``s3://arxiv/...`` is read requester-pays with the caller's AWS
         credentials (the usual chain: environment, profile, instance role)."""

@@ -17,7 +17,8 @@ A 2012 CCS concept path is written with " → " between levels, the way the ACM 
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 ACM_CODE_RE = re.compile(r"(?<![A-Za-z0-9.])([A-K]\.(?:\d{1,2}|m)(?:\.(?:\d{1,2}|m))?)(?![A-Za-z0-9])")
 MSC_CODE_RE = re.compile(r"(?<![A-Za-z0-9])(\d{2}(?:[A-Z](?:\d{2}|xx|XX)|-(?:XX|xx|\d{2})))(?![A-Za-z0-9])")

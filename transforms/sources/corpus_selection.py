@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 _DAY_RE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 _CATEGORY_RE = re.compile(r"^[a-z]+(?:-[a-z]+)*(?:\.[A-Za-z]{2,})?$")

@@ -31,8 +31,9 @@ import shutil
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 
 from sciga.transforms.common.errors import StageError
 
@@ -262,7 +263,7 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                 raise _refuse(label, "size_bomb", f"its members declare more than {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
             f = tf.extractfile(m)
             if keep(name):
-                data = read_counted(f, m.size, lambda n: _refuse(
+                data = read_counted(f, m.size, lambda n, m=m: _refuse(
                     label, "size_bomb", f"member {m.name!r} holds more than the {m.size} bytes it declares", paper_id)) \
                     if f is not None else b""
                 if len(data) != m.size:
@@ -309,7 +310,7 @@ def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optiona
         if total > limits.max_total_bytes:
             raise _refuse(label, "size_bomb", f"its files exceed {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
         with fs.open(p, "rb") as f:
-            tree.files[name] = read_counted(f, limits.max_member_bytes, lambda n: _refuse(
+            tree.files[name] = read_counted(f, limits.max_member_bytes, lambda n, name=name: _refuse(
                 label, "size_bomb", f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read", paper_id))
     tree.total_bytes = total
     return tree

@@ -37,8 +37,9 @@ import queue
 import re
 import tarfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Optional
 
 from lxml import etree
 
@@ -94,7 +95,9 @@ def parse_manifest(xml: bytes, *, label: str = MANIFEST_NAME) -> tuple[TarEntry,
         raise bad("is not an arXiv bulk manifest (its root element is not <arXivSRC>)")
     out = []
     for i, f in enumerate(root.iter("file"), 1):
-        get = lambda tag: (f.findtext(tag) or "").strip()  # noqa: E731
+        def get(tag: str, f=f) -> str:
+            return (f.findtext(tag) or "").strip()
+
         try:
             entry = TarEntry(filename=get("filename"), md5sum=get("md5sum").lower(), size=int(get("size")),
                              first_item=get("first_item"), last_item=get("last_item"),
@@ -218,7 +221,7 @@ class TarIndex:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, d: dict) -> "TarIndex":
+    def from_json(cls, d: dict) -> TarIndex:
         d = dict(d)
         d["members"] = [MemberRecord(**m) for m in d.get("members", [])]
         return cls(**d)
@@ -238,7 +241,7 @@ class _HashingRaw(io.RawIOBase):
         self.count = 0
         self.on_bytes = on_bytes
         self._md5 = hashlib.md5()
-        self._q: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=16)
+        self._q: queue.Queue[Optional[bytes]] = queue.Queue(maxsize=16)
         self._thread = threading.Thread(target=self._hash, name="md5", daemon=True)
         self._thread.start()
         self._done = False

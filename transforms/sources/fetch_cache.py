@@ -32,8 +32,9 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Optional
 
 from sciga.schemas import ids
 from sciga.transforms.sources.eprint import detect_kind
@@ -95,7 +96,7 @@ class PartRecord:
         return {k: v for k, v in self.__dict__.items() if v not in (None, False) or k in ("id", "part", "status")}
 
     @classmethod
-    def from_json(cls, d: dict) -> "PartRecord":
+    def from_json(cls, d: dict) -> PartRecord:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 

@@ -347,8 +347,8 @@ def plan_fetch(o: PlanOptions) -> FetchPlan:
 
 
 def _plan_snapshot(o: PlanOptions, pl: _Planner) -> str:
-    from sciga.transforms.sources.metadata_snapshot import iter_lines, open_snapshot, select_line
     from sciga.transforms.sources.arxiv_records import RecordError
+    from sciga.transforms.sources.metadata_snapshot import iter_lines, open_snapshot, select_line
 
     label = f"snapshot {o.snapshot}, {o.selection.describe()}"
     if is_remote(o.snapshot):

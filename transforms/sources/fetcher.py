@@ -24,7 +24,13 @@ from sciga.transforms.sources.classifications import (
 from sciga.transforms.sources.comment_venue import parse_comment_venue
 from sciga.transforms.sources.endpoints import Endpoints
 from sciga.transforms.sources.eprint import read_eprint
-from sciga.transforms.sources.fetch_cache import FetchCache, PartRecord, canonical_json, eprint_suffix, gzip_deterministic
+from sciga.transforms.sources.fetch_cache import (
+    FetchCache,
+    PartRecord,
+    canonical_json,
+    eprint_suffix,
+    gzip_deterministic,
+)
 from sciga.transforms.sources.html_pages import conversion_problem, fetch_eprint, fetch_html, generator_of
 from sciga.transforms.sources.http_client import PoliteClient
 

@@ -25,9 +25,10 @@ import random
 import socket
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Optional
 from urllib.parse import urljoin, urlsplit
 
 import requests

@@ -34,8 +34,9 @@ import struct
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Optional, Union
+from typing import Optional, Union
 
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import SourceTree, read_eprint, read_source_dir, safe_member_name

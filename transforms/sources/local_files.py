@@ -12,7 +12,8 @@ import hashlib
 import json
 import os
 import posixpath
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 import fsspec
 

@@ -16,10 +16,17 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
-from sciga.transforms.sources.arxiv_records import RecordError, _paper_id, _versions, first_version_day, meta_from_snapshot
+from sciga.transforms.sources.arxiv_records import (
+    RecordError,
+    _paper_id,
+    _versions,
+    first_version_day,
+    meta_from_snapshot,
+)
 from sciga.transforms.sources.corpus_selection import Selection
 from sciga.transforms.sources.fetch_cache import FetchCache
 from sciga.transforms.sources.metadata_sink import ImportReport, MetadataSink

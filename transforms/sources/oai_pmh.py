@@ -47,9 +47,10 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import Callable, Iterator, Optional
+from typing import Optional
 from urllib.parse import urlencode
 
 from lxml import etree

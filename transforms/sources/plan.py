@@ -11,8 +11,9 @@ fixed from the number of inputs before the pipeline starts.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics

@@ -78,7 +78,7 @@ def check_image(png: bytes, label: str) -> tuple[int, int]:
 
 def _run(cmd: list[str], data: bytes, label: str, what: str, timeout: float) -> bytes:
     try:
-        proc = subprocess.run(cmd, input=data, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, check=False)
+        proc = subprocess.run(cmd, input=data, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise StageError(STAGE, "timeout", f"{label}: {what} did not finish within {timeout:.0f} s; the figure was skipped "
                          "(raise --rasterize-timeout if it is genuine).") from None

@@ -11,7 +11,8 @@ them (an e-print added there later recomputes the paper).
 from __future__ import annotations
 
 import posixpath
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import fsspec
 

@@ -23,8 +23,9 @@ fetched or decoded keeps ``type null`` and says why in ``error`` (the paper is k
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 

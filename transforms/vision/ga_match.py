@@ -31,14 +31,15 @@ measured on a synthetic set in tests/test_vision_ga.py (see README, "Vision").
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 from PIL import Image
-from scipy.ndimage import gaussian_filter
 from scipy import fft as sfft
 from scipy.fft import next_fast_len
+from scipy.ndimage import gaussian_filter
 
 from sciga.transforms.vision.phash import hamming, phash_hex
 

@@ -32,7 +32,8 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Any, Iterable, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -217,7 +218,7 @@ class FigureModelHandler(PytorchModelHandlerTensor):
                                 model_copies=self.copies, precision=self.precision)
 
     @classmethod
-    def from_options(cls, weights: str, task: str, options) -> "FigureModelHandler":
+    def from_options(cls, weights: str, task: str, options) -> FigureModelHandler:
         """From an ``inference.InferenceOptions``."""
         return cls(weights, task, options.device, min_batch_size=options.min_batch_size,
                    max_batch_size=options.max_batch_size, share_model=options.share_model,

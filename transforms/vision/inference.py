@@ -19,8 +19,9 @@ reusable PTransform, and the options that tune it for a CPU or a GPU worker.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -96,7 +97,7 @@ class InferenceOptions:
         return {f"vision_{k}": v for k, v in asdict(self).items()}
 
     @classmethod
-    def from_args(cls, args) -> "InferenceOptions":
+    def from_args(cls, args) -> InferenceOptions:
         """From ``sciga build``'s parsed arguments (flags in the class docstring)."""
         d = cls()
         return cls(

@@ -17,9 +17,10 @@ decision stored on the row (``medical.is_medical``):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import FigureRow, Medical, Paper

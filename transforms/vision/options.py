@@ -111,7 +111,7 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
         try:
             if options.medical_weights:
                 medical_meta = read_meta(options.medical_weights)
-                MedicalRule(tuple(medical_meta.labels), options.top_k).medical  # has a Medical class?
+                _ = MedicalRule(tuple(medical_meta.labels), options.top_k).medical  # raises without a Medical class
                 weights.append(("medical", _sha256_of(options.medical_weights)))
             if options.ga_embedding_weights:
                 embed_meta = read_meta(options.ga_embedding_weights)

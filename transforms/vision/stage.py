@@ -23,11 +23,11 @@ from apache_beam.metrics import Metrics
 from sciga.schemas.build import GAResult, ImageRef, MedicalResult, PaperWork
 from sciga.schemas.records import FigureRow, Paper
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.parse.figure_rows import figure_rows
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
-from sciga.transforms.sources.assets import read_asset_checked, read_image_ref
 from sciga.transforms.common.stage_fn import PaperStageFn
+from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.sources.assets import read_asset_checked, read_image_ref
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Iterable
+from collections.abc import Iterable
 
 import fsspec
 

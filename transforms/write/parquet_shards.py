@@ -11,7 +11,7 @@ import hashlib
 import io
 import math
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq

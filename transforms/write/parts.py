@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import fsspec
 import pyarrow as pa

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 import apache_beam as beam
 import fsspec
@@ -27,7 +28,6 @@ from apache_beam.metrics import Metrics
 
 from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
 from sciga.schemas.build import GAResult, MedicalResult, PaperWork, ResultRef, WriteItem
-from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import (
     STORED_SCHEMAS,
@@ -35,6 +35,7 @@ from sciga.transforms.common.result_store import (
     StoredResult,
     deps_to_json,
 )
+from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
 from sciga.transforms.write.layout import ShardLayout
 from sciga.transforms.write.parquet_shards import SORT_KEYS
@@ -221,8 +222,8 @@ def _inc(counts: dict, name: str, n: int = 1) -> None:
 def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.Table, int]:
     """A stored figures table -> the published one, each image's bytes read from where the
     row points (or kept inline); returns it with the number of embedded images."""
-    from sciga.transforms.sources.assets import read_image_ref
     from sciga.schemas.build import ImageRef
+    from sciga.transforms.sources.assets import read_image_ref
 
     image = table.column("image").combine_chunks()
     if isinstance(image, pa.ChunkedArray):
@@ -263,7 +264,7 @@ def _figure_counts(table: pa.Table, embedded: int) -> dict:
             "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
 
 
-def part_fingerprint(config: str, members: list, options: "WriteOptions") -> str:
+def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
     """What a part's bytes depend on: its papers' results (their keys cover the code that
     made them and the writer's own code) and the options that shape the file."""
     import hashlib
