@@ -478,7 +478,7 @@ def _write_report(cache, summary: FetchSummary, endpoints) -> None:
         "failures": [{"id": a, "part": b, "error_type": c, "message": d} for a, b, c, d in summary.failures],
     }
     path = os.path.join(cache.root, "report.json")
-    cache._write_atomic(path, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    cache.write_atomic(path, (json.dumps(report, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
 # -- bulk metadata and the plan ------------------------------------------------------------------
@@ -555,7 +555,7 @@ def _http_from(args: argparse.Namespace):
 def _write_import_report(cache, report) -> None:
     d = report.to_json()
     d["finished_unix"] = int(time.time())
-    cache._write_atomic(os.path.join(cache.root, "report.json"),
+    cache.write_atomic(os.path.join(cache.root, "report.json"),
                         (json.dumps(d, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 

@@ -240,24 +240,24 @@ DEAD_LETTER = _with_version(
 SCHEMAS = {"papers": PAPERS, "figures": FIGURES, "mentions": MENTIONS, "dead_letter": DEAD_LETTER}
 
 
-def _plain(obj: Any) -> Any:
+def as_plain(obj: Any) -> Any:
     """Dataclass tree -> dicts/lists, faster than dataclasses.asdict (no deep copies)."""
     if hasattr(obj, "__dataclass_fields__"):
-        return {k: _plain(v) for k, v in obj.__dict__.items()}
+        return {k: as_plain(v) for k, v in obj.__dict__.items()}
     if isinstance(obj, list):
-        return [_plain(v) for v in obj]
+        return [as_plain(v) for v in obj]
     return obj
 
 
 def paper_row(paper: Paper) -> dict:
-    d = _plain(paper)
+    d = as_plain(paper)
     d.pop("figure_labels", None)  # transient input of the linking stage, not published
     d.pop("rejected_mentions", None)  # transient output of the linking stage (build stats)
     return d
 
 
 def figure_row(row: FigureRow) -> dict:
-    d = _plain(row)
+    d = as_plain(row)
     d["image"] = None if (d["image_bytes"] is None and d["image_path"] is None) else {
         "bytes": d.pop("image_bytes"),
         "path": d.pop("image_path"),
@@ -268,11 +268,11 @@ def figure_row(row: FigureRow) -> dict:
 
 
 def mention_row(row: MentionRow) -> dict:
-    return _plain(row)
+    return as_plain(row)
 
 
 def dead_letter_row(row: DeadLetter) -> dict:
-    return _plain(row)
+    return as_plain(row)
 
 
 TO_ROW = {"papers": paper_row, "figures": figure_row, "mentions": mention_row, "dead_letter": dead_letter_row}

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit
 
 from sciga.schemas import ids
 from sciga.schemas.records import Author
-from sciga.transforms.parse.text import RenderOptions, TextBuilder, _classes, plain_text, render_into
+from sciga.transforms.parse.text import RenderOptions, TextBuilder, css_classes, plain_text, render_into
 
 _GENERATOR_RE = re.compile(
     r"Generated\s+(?:on\s+[^<>]*?\s+)?by\s+(LaTeXML(?:\s*oxide)?|latexml[-_ ]oxide)\s*\(?\s*(?:version\s*)?v?(\d+(?:\.\d+)*(?:-[A-Za-z0-9]+)?)?",
@@ -93,7 +93,7 @@ def page_identity(root, title_text: Optional[str]) -> PageIdentity:
 
 def document_title(doc, html_title: Optional[str]) -> str:
     for el in doc.iter("h1", "h2", "div", "p"):
-        if "ltx_title_document" in _classes(el):
+        if "ltx_title_document" in css_classes(el):
             tb = TextBuilder()
             render_into(el, tb, RenderOptions(skip_floats=False, notes=False))
             return tb.text()
@@ -122,7 +122,7 @@ def _lines(el) -> list[str]:
             tb.add(e.text)
         for c in e:
             if isinstance(c.tag, str):
-                cls = _classes(c)
+                cls = css_classes(c)
                 if c.tag == "br":
                     lines.append(tb.text())
                     tb.parts.clear()
@@ -145,7 +145,7 @@ def authors_of(doc) -> list[Author]:
     # every span of the document.
     block = next((el for el in doc.iter("div") if "ltx_authors" in (el.get("class") or "").split()), doc)
     for el in block.iter("span", "div"):
-        cls = _classes(el)
+        cls = css_classes(el)
         if "ltx_creator" not in cls or "ltx_role_author" not in cls:
             continue
         person = None
@@ -153,7 +153,7 @@ def authors_of(doc) -> list[Author]:
         for sub in el.iter():
             if not isinstance(sub.tag, str):
                 continue
-            scls = _classes(sub)
+            scls = css_classes(sub)
             if person is None and "ltx_personname" in scls:
                 person = sub
             elif "ltx_role_affiliation" in scls:
@@ -176,13 +176,13 @@ def authors_of(doc) -> list[Author]:
 
 def abstract_of(doc) -> str:
     for el in doc.iter("div", "section", "blockquote"):
-        if "ltx_abstract" in _classes(el):
+        if "ltx_abstract" in css_classes(el):
             tb = TextBuilder()
             opts = RenderOptions()
             if el.text:
                 tb.add(el.text)
             for child in el:
-                if isinstance(child.tag, str) and "ltx_title_abstract" not in _classes(child):
+                if isinstance(child.tag, str) and "ltx_title_abstract" not in css_classes(child):
                     render_into(child, tb, opts)
                     tb.boundary()
                 if child.tail:

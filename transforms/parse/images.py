@@ -16,6 +16,7 @@ from typing import Optional
 from urllib.parse import unquote, urljoin, urlsplit
 
 from sciga.schemas.records import Image
+from sciga.transforms.parse.text import css_classes
 
 _PAPER_PREFIX = re.compile(
     r"^(?:/?html/[^/]+/|(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?/)"
@@ -45,24 +46,19 @@ def _int(v) -> Optional[int]:
     return int(float(m.group(1))) if m else None
 
 
-def _classes(el) -> tuple:
-    c = el.get("class")
-    return tuple(c.split()) if c else ()
-
-
 def is_graphic(el) -> bool:
     tag = el.tag
     if not isinstance(tag, str):
         return False
     if tag in ("img", "object", "svg"):
         return True
-    cls = _classes(el)
+    cls = css_classes(el)
     return "ltx_picture" in cls or "ltx_missing_image" in cls or "ltx_missing" in cls
 
 
 def image_from_element(el, base_url: Optional[str]) -> Image:
     tag = el.tag
-    cls = _classes(el)
+    cls = css_classes(el)
     html_id = el.get("id")
     w, h = _int(el.get("width")), _int(el.get("height"))
     if tag == "img":
@@ -106,7 +102,7 @@ def collect_graphics(el, out: list, skip_subfigures: bool = True) -> None:
             continue
         if tag == "figcaption":
             continue
-        cls = _classes(child)
+        cls = css_classes(child)
         if skip_subfigures and (tag == "figure" or "ltx_figure" in cls or "ltx_figure_panel" in cls):
             continue
         if is_graphic(child):

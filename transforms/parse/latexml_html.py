@@ -19,7 +19,7 @@ from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
 from sciga.transforms.parse.errors import ParseError
 from sciga.transforms.parse.figures import FloatContext
 from sciga.transforms.parse.sections import DocumentWalker
-from sciga.transforms.parse.text import _classes
+from sciga.transforms.parse.text import css_classes
 
 _PARSER = None
 
@@ -88,7 +88,7 @@ def parse_latexml_html(
             "name the file <arxiv_id>.html or pass metadata.",
         )
     doc = _document_root(root)
-    if "ltx_document" not in _classes(doc) and not doc.xpath(".//*[starts-with(@class, 'ltx_')]"):
+    if "ltx_document" not in css_classes(doc) and not doc.xpath(".//*[starts-with(@class, 'ltx_')]"):
         raise ParseError("not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported.")
 
     floats = FloatContext(paper_id=paper_id, base_url=ident.base_url)

@@ -13,7 +13,7 @@ from typing import Optional
 from sciga.schemas import ids
 from sciga.schemas.records import Paragraph, Section
 from sciga.transforms.parse.figures import FloatContext, add_float, float_kind, nearest_float
-from sciga.transforms.parse.text import RenderOptions, TextBuilder, _classes, plain_text, render_into
+from sciga.transforms.parse.text import RenderOptions, TextBuilder, css_classes, plain_text, render_into
 
 _SECTION_CLASSES = frozenset(
     {"ltx_section", "ltx_subsection", "ltx_subsubsection", "ltx_paragraph", "ltx_subparagraph",
@@ -78,7 +78,7 @@ class DocumentWalker:
                 render_into(child, tb, RenderOptions(skip_floats=False, notes=False, anchors=anchors))
                 title = tb.text()
                 for sub in child.iter():
-                    if isinstance(sub.tag, str) and "ltx_tag" in _classes(sub):
+                    if isinstance(sub.tag, str) and "ltx_tag" in css_classes(sub):
                         number = plain_text(sub).rstrip(".:") or None
                         break
                 break
@@ -115,7 +115,7 @@ class DocumentWalker:
             if kind is not None:
                 self._float(child, sec)
                 continue
-            cls = _classes(child)
+            cls = css_classes(child)
             if is_section(child, cls):
                 self.seen_section = True
                 self.walk(child, self._new_section(child, sec))

@@ -100,7 +100,7 @@ def math_alttext(el) -> str:
     return " ".join(alt.split())
 
 
-def _classes(el) -> tuple:
+def css_classes(el) -> tuple:
     c = el.get("class")
     return tuple(c.split()) if c else ()
 

@@ -248,7 +248,7 @@ def authors_from_parsed(parsed: Any) -> Optional[list[dict]]:
 
 
 # -- the record ----------------------------------------------------------------------------------
-def _versions(versions: list) -> tuple[Optional[str], Optional[str], Optional[str]]:
+def versions_of(versions: list) -> tuple[Optional[str], Optional[str], Optional[str]]:
     """[(label, RFC date)] -> (last version label, first version ISO, last version ISO)."""
     if not versions:
         raise RecordError("no versions")
@@ -262,7 +262,7 @@ def _versions(versions: list) -> tuple[Optional[str], Optional[str], Optional[st
     return f"v{parsed[-1][0]}", parsed[0][1], parsed[-1][1]
 
 
-def _paper_id(raw: Any) -> str:
+def paper_id_of(raw: Any) -> str:
     if not isinstance(raw, str):
         raise RecordError(f"id {raw!r} is not a string")
     raw = raw.strip()
@@ -317,11 +317,11 @@ def meta_from_snapshot(obj: Any) -> dict:
     """One parsed snapshot line -> metadata (RecordError names the bad field)."""
     if not isinstance(obj, dict):
         raise RecordError("the line is not a JSON object")
-    pid = _paper_id(obj.get("id"))
+    pid = paper_id_of(obj.get("id"))
     versions = obj.get("versions")
     if not isinstance(versions, list) or not all(isinstance(v, dict) for v in versions):
         raise RecordError("versions is not a list of {version, created}")
-    version, published, updated = _versions([(v.get("version"), v.get("created")) for v in versions])
+    version, published, updated = versions_of([(v.get("version"), v.get("created")) for v in versions])
     authors = authors_from_parsed(obj.get("authors_parsed"))
     if authors is None:
         raw = obj.get("authors")
@@ -337,8 +337,8 @@ def meta_from_snapshot(obj: Any) -> dict:
 def meta_from_arxiv_raw(fields: dict) -> dict:
     """OAI-PMH ``arXivRaw`` fields (element local name -> text; ``versions`` -> [(label,
     date)]) -> metadata."""
-    pid = _paper_id(fields.get("id"))
-    version, published, updated = _versions(fields.get("versions") or [])
+    pid = paper_id_of(fields.get("id"))
+    version, published, updated = versions_of(fields.get("versions") or [])
     return build_meta(pid=pid, version=version, published=published, updated=updated, title=fields.get("title"),
                       authors=split_author_string(fields.get("authors") or ""), categories=fields.get("categories"),
                       comment=fields.get("comments"), journal_ref=fields.get("journal-ref"), doi=fields.get("doi"),
@@ -350,7 +350,7 @@ def meta_from_arxiv_format(fields: dict) -> dict:
     """OAI-PMH ``arXiv`` fields (``authors`` -> [(keyname, forenames, suffix,
     [affiliations])]) -> metadata. This format has days, not versions: ``published`` is the
     ``created`` day, ``updated`` the ``updated`` day (or ``created``), ``version`` unknown."""
-    pid = _paper_id(fields.get("id"))
+    pid = paper_id_of(fields.get("id"))
     created = iso_day(fields.get("created") or "")
     updated = iso_day(fields["updated"]) if fields.get("updated") else created
     authors = []

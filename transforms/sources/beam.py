@@ -55,7 +55,7 @@ class _FetchGroupFn(beam.DoFn):
                     paper_id=pid, stage="metadata", error_type=(o.error_type if o else None) or "failed",
                     message=(o.message if o else None) or f"{raw}: no metadata", input_uri=f"arxiv:{raw}"))
                 continue
-            had_sidecar = self.store.fs.exists(self.store._path(pid, ".meta.json"))
+            had_sidecar = self.store.fs.exists(self.store.path_of(pid, ".meta.json"))
             h = fx.fetch_html_part(self.store, self.http, self.endpoints, pid, ver)
             if h.status == fx.FAILED:
                 self.failed.inc()

@@ -218,7 +218,7 @@ class FetchCache:
                     except OSError:
                         pass
 
-    def _write_atomic(self, dest: str, data: bytes) -> None:
+    def write_atomic(self, dest: str, data: bytes) -> None:
         d = os.path.dirname(dest)
         os.makedirs(d, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)
@@ -242,7 +242,7 @@ class FetchCache:
         digest = sha256(data)
         path = self.blob_path(digest)
         if not os.path.exists(path):
-            self._write_atomic(path, data)
+            self.write_atomic(path, data)
         return digest
 
     def _link_view(self, digest: str, dest: str) -> None:
@@ -258,7 +258,7 @@ class FetchCache:
             os.link(self.blob_path(digest), tmp)
         except OSError:
             with open(self.blob_path(digest), "rb") as f:
-                self._write_atomic(tmp, f.read())
+                self.write_atomic(tmp, f.read())
         os.replace(tmp, dest)
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -336,7 +336,7 @@ class FetchCache:
                     return path
         except OSError:
             pass
-        self._write_atomic(path, data)
+        self.write_atomic(path, data)
         return path
 
     def recover(self) -> int:
@@ -363,7 +363,7 @@ class FetchCache:
                     part = "source"
                 else:
                     continue
-                pid = _id_from_safe(safe)
+                pid = id_from_safe(safe)
                 rec = self.record(pid, part)
                 path = os.path.join(d, name)
                 if rec is not None and rec.status == "ok" and rec.file == os.path.relpath(path, self.root):
@@ -390,7 +390,7 @@ class FetchCache:
             return {"query": query, "max_results": max_results, "ids": [], "complete": False}
 
     def save_query(self, state: dict) -> None:
-        self._write_atomic(self.query_state_path(state["query"], state.get("max_results")), canonical_json(state))
+        self.write_atomic(self.query_state_path(state["query"], state.get("max_results")), canonical_json(state))
 
 
 def _parse_journal(lines, state: dict, keep=PARTS) -> int:
@@ -434,7 +434,7 @@ def read_journal(root: str) -> dict:
     return state
 
 
-def _id_from_safe(safe: str) -> str:
+def id_from_safe(safe: str) -> str:
     pid, _ = ids.paper_id_from_filename(safe)
     return pid or safe
 
@@ -454,7 +454,7 @@ class FsspecStore:
         self.fs, self._root = fsspec.core.url_to_fs(self.root)
         self._records: dict[tuple[str, str], PartRecord] = {}
 
-    def _path(self, paper_id: str, suffix: str) -> str:
+    def path_of(self, paper_id: str, suffix: str) -> str:
         safe = ids.safe_filename(paper_id)
         return f"{self._root}/papers/{safe}/{safe}{suffix}"
 
@@ -478,12 +478,12 @@ class FsspecStore:
         if rec is not None:
             return rec
         for suf in self._SUFFIX[part]:
-            p = self._path(paper_id, suf)
+            p = self.path_of(paper_id, suf)
             if self.fs.exists(p):
                 rec = PartRecord(id=paper_id, part=part, status="ok", file=p)
                 self._records[(paper_id, part)] = rec
                 return rec
-        failed = self._path(paper_id, f".{part}.failed.json")
+        failed = self.path_of(paper_id, f".{part}.failed.json")
         if self.fs.exists(failed):
             try:
                 with self.fs.open(failed, "rb") as f:
@@ -503,9 +503,9 @@ class FsspecStore:
 
     def save(self, paper_id: str, part: str, data: bytes, *, suffix: str, url: Optional[str] = None,
              etag: Optional[str] = None, last_modified: Optional[str] = None, info: Optional[dict] = None) -> PartRecord:
-        p = self._path(paper_id, suffix)
+        p = self.path_of(paper_id, suffix)
         self._write(p, data)
-        failed = self._path(paper_id, f".{part}.failed.json")
+        failed = self.path_of(paper_id, f".{part}.failed.json")
         if self.fs.exists(failed):
             self.fs.rm(failed)
         rec = PartRecord(id=paper_id, part=part, status="ok", sha256=sha256(data), bytes=len(data), file=p, url=url,
@@ -520,7 +520,7 @@ class FsspecStore:
         self._records[(paper_id, part)] = rec
         if permanent:
             # Remembered so a rerun does not ask again (transient failures are retried).
-            self._write(self._path(paper_id, f".{part}.failed.json"), canonical_json(rec.to_json()))
+            self._write(self.path_of(paper_id, f".{part}.failed.json"), canonical_json(rec.to_json()))
         return rec
 
     def read_part(self, paper_id: str, part: str) -> Optional[bytes]:
@@ -531,5 +531,5 @@ class FsspecStore:
             return f.read()
 
     def write_sidecar(self, paper_id: str, meta: dict) -> str:
-        self._write(self._path(paper_id, ".meta.json"), canonical_json(meta))
+        self._write(self.path_of(paper_id, ".meta.json"), canonical_json(meta))
         return self.uri(paper_id, ".meta.json")

@@ -491,7 +491,7 @@ def _cached_corpus(o: PlanOptions, pl: _Planner, row: PlanRow) -> None:
     the truth (a bulk import killed between a file and its journal line leaves the line
     to ``recover()``), so they are listed rather than the journal."""
     from sciga.transforms.sources.arxiv_records import first_version_day
-    from sciga.transforms.sources.fetch_cache import _id_from_safe
+    from sciga.transforms.sources.fetch_cache import id_from_safe
 
     needs_meta = bool(o.selection.categories or o.selection.dated)
     papers = os.path.join(o.cache, "papers")
@@ -513,7 +513,7 @@ def _cached_corpus(o: PlanOptions, pl: _Planner, row: PlanRow) -> None:
         elif not os.path.exists(path):
             continue
         n += 1
-        pl.add(_id_from_safe(safe))
+        pl.add(id_from_safe(safe))
     if row.papers is None:
         row.papers = n
     else:

@@ -22,10 +22,10 @@ from typing import Optional
 
 from sciga.transforms.sources.arxiv_records import (
     RecordError,
-    _paper_id,
-    _versions,
     first_version_day,
     meta_from_snapshot,
+    paper_id_of,
+    versions_of,
 )
 from sciga.transforms.sources.corpus_selection import Selection
 from sciga.transforms.sources.fetch_cache import FetchCache
@@ -90,7 +90,7 @@ def iter_lines(stream, max_line_bytes: int) -> Iterator[tuple[int, Optional[byte
 
 def _preselect(obj: dict, selection: Selection) -> bool:
     """The selection, from the fields it needs only (RecordError if they, or the id, are broken)."""
-    _paper_id(obj.get("id"))
+    paper_id_of(obj.get("id"))
     cats = obj.get("categories")
     if not isinstance(cats, str) or not cats.split():
         raise RecordError("categories is missing or not a space-separated string")
@@ -100,7 +100,7 @@ def _preselect(obj: dict, selection: Selection) -> bool:
         versions = obj.get("versions")
         if not isinstance(versions, list) or not all(isinstance(v, dict) for v in versions):
             raise RecordError("versions is not a list of {version, created}")
-        _, first, _ = _versions([(v.get("version"), v.get("created")) for v in versions])
+        _, first, _ = versions_of([(v.get("version"), v.get("created")) for v in versions])
         return selection.date_matches(first)
     return True
 

@@ -57,11 +57,11 @@ from lxml import etree
 
 from sciga.transforms.sources.arxiv_records import (
     RecordError,
-    _versions,
     first_version_day,
     iso_day,
     meta_from_arxiv_format,
     meta_from_arxiv_raw,
+    versions_of,
 )
 from sciga.transforms.sources.corpus_selection import Selection
 from sciga.transforms.sources.fetch_cache import FetchCache, canonical_json
@@ -278,7 +278,7 @@ def select_item(item: OaiItem, prefix: str, selection: Selection) -> Optional[di
         return None
     if selection.dated:
         if prefix == "arXivRaw":
-            _, first, _ = _versions(f.get("versions") or [])
+            _, first, _ = versions_of(f.get("versions") or [])
         else:
             first = iso_day(f.get("created") or "")
         if not selection.date_matches(first):
@@ -325,7 +325,7 @@ class OaiHarvester:
 
     def save_state(self, st: dict) -> None:
         os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
-        self.cache._write_atomic(self.state_path, canonical_json(st))
+        self.cache.write_atomic(self.state_path, canonical_json(st))
         if not self.cache.fsync:  # the state says a page is done: make that as durable as its records
             make_durable(self.cache.root, [self.state_path])
 

@@ -141,10 +141,10 @@ def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, 
     if gas:
         ga = gas[0]
         papers = tables["papers"].to_pylist()
-        from sciga.schemas.arrow import _plain
+        from sciga.schemas.arrow import as_plain
 
         for p in papers:
-            p["graphical_abstract"] = _plain(ga.graphical_abstract)
+            p["graphical_abstract"] = as_plain(ga.graphical_abstract)
         tables["papers"] = to_table("papers", papers)
         rows = [r for r in rows if r["kind"] != "graphical_abstract"]
         for r in rows:
@@ -152,11 +152,11 @@ def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, 
                 r["ga_role"] = ga.roles[r["id"]]
         rows.append(figure_row(ga.ga_row))
     if meds:
-        from sciga.schemas.arrow import _plain
+        from sciga.schemas.arrow import as_plain
 
         for r in rows:
             if r["id"] in meds:
-                r["medical"] = _plain(meds[r["id"]])
+                r["medical"] = as_plain(meds[r["id"]])
     rows.sort(key=SORT_KEYS["figures"])
     tables["figures"] = pa.Table.from_pylist(rows, schema=STORED_SCHEMAS["figures"])
     return tables
