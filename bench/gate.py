@@ -162,7 +162,7 @@ def parse_seconds_per_paper(repeats: int = 5) -> float:
     """The real parser on the embedded sample pages (read + parse, no Beam), per paper. The
     sample papers are short (a few hundred tokens; real papers average ~6,400), so this
     underestimates a real build's parse time: the estimate below is a lower bound."""
-    from sciga.pipelines.build import sample_dir
+    from sciga.samples import sample_dir
     from sciga.transforms.parse.latexml_html import parse_latexml_html
     from sciga.transforms.sources.local_files import fallback_paper_id, list_inputs, read_bytes, read_sidecar
 

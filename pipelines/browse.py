@@ -6,7 +6,7 @@ import argparse
 from sciga.explore.browse import DEFAULT_PAPERS, BrowseOptions, browse
 
 
-def add_browse_arguments(ap: argparse.ArgumentParser) -> None:
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build` (local, gs://, hf://...)")
     ap.add_argument("--output", metavar="DIR", help="where the site goes (default: OUT/browse; ./browse for hf:// builds)")
     ap.add_argument("--papers", type=int, default=DEFAULT_PAPERS, metavar="N",
@@ -15,7 +15,7 @@ def add_browse_arguments(ap: argparse.ArgumentParser) -> None:
                     help="a page for this paper (repeatable; instead of --papers)")
 
 
-def run_browse(args) -> int:
+def run(args, rest=None) -> int:
     import sys
 
     if args.papers < 0:

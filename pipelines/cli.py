@@ -1,88 +1,64 @@
-"""The `sciga` command line. Each subcommand is one module in pipelines/ (composition
-only); unknown flags are handed to Apache Beam (``--runner DataflowRunner ...``)."""
+"""The `sciga` command line: every command is one row of ``COMMANDS`` and one module in
+pipelines/ (flags in, typed options out, then composition); unknown flags of `build` are
+handed to Apache Beam (``--runner DataflowRunner ...``)."""
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Optional
 
 
-def _build(args, rest):
-    from sciga.pipelines.build import run_build
-    from sciga.transforms.write import manifest as mf
+@dataclass(frozen=True)
+class Command:
+    """One `sciga` command: its module defines ``add_arguments(parser)`` and
+    ``run(args, rest) -> exit code``."""
 
-    result = run_build(args, rest)
-    if result.outcome is not None and not result.outcome.completed:
-        # Dry run, template, a job still running: say so, with the job or template id; no summary.
-        print(result.outcome.message(result.out_dir))
-        return 1 if result.outcome.failed else 0
-    print(mf.summary_text(result.counts, result.out_dir, result.seconds))
-    return 0 if result.counts.reconciled else 1
-
-
-def _fetch(args, rest):
-    from sciga.pipelines.fetch import run_fetch
-
-    summary = run_fetch(args)  # a fetch summary, a bulk metadata import report or a plan
-    print(summary.text())
-    return summary.exit_code
+    name: str
+    module: str
+    help: str
+    beam_flags: bool = False  # unknown flags are Apache Beam pipeline options (--runner ...)
+    heavy: bool = False  # its options import Apache Beam (~2.5 s): defined only when it is the command
 
 
-# Commands whose module offers add_<name>_arguments(parser) and run_<name>(args) -> exit code.
-_SIMPLE_COMMANDS = (
-    ("validate", "sciga.pipelines.validate", "quality gate (Great Expectations) over a build; non-zero exit on failure"),
-    ("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
-    ("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
-    ("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
-    ("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
+COMMANDS = (
+    Command("fetch", "sciga.pipelines.fetch", "arXiv ids, a query or bulk metadata (snapshot, OAI-PMH) -> metadata, "
+            "HTML and TeX sources in a resumable local cache; --plan first"),
+    Command("build", "sciga.pipelines.build", "LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)",
+            beam_flags=True, heavy=True),
+    Command("validate", "sciga.pipelines.validate", "quality gate (Great Expectations) over a build; non-zero exit on failure"),
+    Command("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
+    Command("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
+    Command("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
+    Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
+    Command("train", "sciga.pipelines.train", "training jobs: medical-filter, ga-bc, abs2fig, abs2fig-cap"),
+    Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
+            "(SciGA Tables 2/3)"),
 )
 
 
-def _add_simple_command(sub, name: str, module_path: str, help_text: str) -> None:
+def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The full parser, from ``COMMANDS``. Given the command line, a heavy command's options
+    are only defined when it is the command, so that `sciga sql`, `validate`, `fetch`...
+    start fast."""
     import importlib
 
-    module = importlib.import_module(module_path)
-    p = sub.add_parser(name, help=help_text)
-    getattr(module, f"add_{name}_arguments")(p)
-    run = getattr(module, f"run_{name}")
-    p.set_defaults(func=lambda args, rest: run(args))
-
-
-def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
-    """The full parser. Given the command line, the `build` options (which import Apache
-    Beam, ~2.5 s) are only defined when the command is `build`, so that `sciga sql`,
-    `validate`, `fetch`... start fast."""
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
-    command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else "build"
+    command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
     ap.add_argument("--version", action="version", version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
                     help="print the builder and data schema versions and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
-    b = sub.add_parser("build", help="LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)")
-    if command == "build":
-        from sciga.pipelines.build import add_build_arguments
-
-        add_build_arguments(b)
-    b.set_defaults(func=_build, beam_flags=True)
-
-    # `sciga train <method>`: the medical filter (pipelines/train.py registry) and the GA
-    # recommendation baselines (training/cli.py); `sciga evaluate <method>`.
-    from sciga.pipelines.train import add_train_parser
-    from sciga.training.cli import add_evaluate_command, add_train_methods
-
-    add_train_methods(add_train_parser(sub))
-    add_evaluate_command(sub)
-
-    from sciga.pipelines.fetch import add_fetch_arguments
-
-    f = sub.add_parser("fetch", help="arXiv ids, a query or bulk metadata (snapshot, OAI-PMH) -> metadata, HTML and TeX sources in a resumable local cache; --plan first")
-    add_fetch_arguments(f)
-    f.set_defaults(func=_fetch)
-    for name, module_path, help_text in _SIMPLE_COMMANDS:
-        _add_simple_command(sub, name, module_path, help_text)
+    for c in COMMANDS:
+        p = sub.add_parser(c.name, help=c.help)
+        if c.heavy and argv is not None and command != c.name:
+            continue  # not this command: its options are not needed to parse the line
+        module = importlib.import_module(c.module)
+        module.add_arguments(p)
+        p.set_defaults(func=module.run, beam_flags=c.beam_flags)
     return ap
 
 

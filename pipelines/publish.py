@@ -8,7 +8,7 @@ import os
 from sciga.publish.hub import GateFailed, PublishError, publish
 
 
-def add_publish_arguments(ap: argparse.ArgumentParser) -> None:
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     from sciga.pipelines.validate import add_gate_arguments
 
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
@@ -21,7 +21,7 @@ def add_publish_arguments(ap: argparse.ArgumentParser) -> None:
     add_gate_arguments(ap)
 
 
-def run_publish(args) -> int:
+def run(args, rest=None) -> int:
     import sys
 
     from sciga.quality.report import summary_text

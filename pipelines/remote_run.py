@@ -36,10 +36,11 @@ def runner_of(beam_args: Optional[Sequence[str]]) -> str:
 def build_locations(args: argparse.Namespace, specs: Sequence[str]) -> list[tuple[str, str]]:
     """(flag, path) of every place a build reads or writes, as given on the command line."""
     places = [("--output", args.output)] + [("--input", s) for s in specs]
-    for flag, attr in (("--metadata", "metadata"), ("--fetch-cache", "fetch_cache"), ("--eprints-bulk", "eprints_bulk")):
-        if getattr(args, attr, None):
-            places.append((flag, getattr(args, attr)))
-    places += [("--tex-input", t) for t in getattr(args, "tex_input", None) or []]
+    for flag, value in (("--metadata", args.metadata), ("--fetch-cache", args.fetch_cache),
+                        ("--eprints-bulk", args.eprints_bulk)):
+        if value:
+            places.append((flag, value))
+    places += [("--tex-input", t) for t in args.tex_input or []]
     return places
 
 

@@ -10,10 +10,16 @@ from __future__ import annotations
 import argparse
 import posixpath
 
+from sciga.transforms.sources.endpoints import (
+    DEFAULT_ARXIV_API_URL,
+    DEFAULT_EPRINT_BASE_URL,
+    DEFAULT_HTML_BASE_URL,
+    DEFAULT_RATE_LIMIT,
+    ENV,
+)
+
 
 def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
-    from sciga.transforms.sources.endpoints import add_endpoint_arguments
-
     g = ap.add_argument_group("sources: TeX figures and fetching inside the pipeline")
     g.add_argument("--tex-input", action="append", default=[], metavar="DIR",
                    help="folder of TeX sources by paper (<stem>/ or <stem>.tar.gz); sources beside a page "
@@ -48,23 +54,23 @@ def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
 
 def prepare_source_args(args: argparse.Namespace) -> None:
     """Resolve --ids / --id-file into ``args.fetch_ids`` and the fetch store location."""
-    raw = list(getattr(args, "ids", None) or [])
-    if getattr(args, "id_file", None):
+    raw = list(args.ids or [])
+    if args.id_file:
         from sciga.pipelines.fetch import read_id_file
 
         raw += read_id_file(args.id_file)
     args.fetch_ids = sorted(dict.fromkeys(r.strip() for r in raw if r.strip()))
-    if args.fetch_ids and not getattr(args, "fetch_cache", None):
+    if args.fetch_ids and not args.fetch_cache:
         args.fetch_cache = posixpath.join(args.output.rstrip("/"), "fetch_cache")
-    if args.fetch_ids and (getattr(args, "input", None) or getattr(args, "sample", False)):
+    if args.fetch_ids and (args.input or args.sample):
         raise SystemExit("sciga build: --ids fetches its own inputs; use it without --input / --sample "
                          "(or run `sciga fetch` first and build the cache with --input).")
 
 
 def tex_dirs(args: argparse.Namespace) -> list[str]:
-    dirs = list(getattr(args, "tex_input", None) or [])
-    if getattr(args, "sample", False):
-        from sciga.pipelines.build import sample_dir
+    dirs = list(args.tex_input or [])
+    if args.sample:
+        from sciga.samples import sample_dir
 
         dirs.append(posixpath.join(posixpath.dirname(sample_dir()), "tex"))
     return dirs
@@ -78,6 +84,41 @@ def tex_options_from_args(args: argparse.Namespace):
                       max_side=args.rasterize_max_side, timeout=args.rasterize_timeout)
 
 
+def add_endpoint_arguments(ap) -> None:
+    """The endpoint and network options shared by ``sciga fetch`` and ``sciga build --ids``."""
+    ap.add_argument("--arxiv-api-url", default=None, metavar="URL",
+                    help=f"arXiv API query endpoint (env {ENV['arxiv_api_url']}; default {DEFAULT_ARXIV_API_URL})")
+    ap.add_argument("--html-base-url", default=None, metavar="URL",
+                    help=f"base URL of LaTeXML HTML pages, id appended (env {ENV['html_base_url']}; "
+                         f"default {DEFAULT_HTML_BASE_URL}; https://arxiv.org/html/ also works)")
+    ap.add_argument("--eprint-base-url", default=None, metavar="URL",
+                    help=f"base URL of TeX e-prints, id appended (env {ENV['eprint_base_url']}; default {DEFAULT_EPRINT_BASE_URL})")
+    ap.add_argument("--rate-limit", type=float, default=None, metavar="SECONDS",
+                    help=f"seconds between requests to one host (env {ENV['rate_limit']}; default {DEFAULT_RATE_LIMIT:g}; "
+                         "arxiv.org hosts never go below 3)")
+    ap.add_argument("--max-retries", type=int, default=4, help="retries per request on 429 / 5xx / resets / timeouts (default 4)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a response before retrying (default 60)")
+    ap.add_argument("--retry-backoff", type=float, default=1.0, metavar="SECONDS",
+                    help="first backoff delay; doubles per retry, capped at 60 s (a Retry-After header wins)")
+
+
+def endpoints_from_args(args: argparse.Namespace):
+    """--arxiv-api-url / --html-base-url / --eprint-base-url / --rate-limit, else their
+    environment variables, else the defaults; one sentence for a bad value."""
+    from sciga.transforms.sources.endpoints import resolve_endpoints
+
+    try:
+        return resolve_endpoints(args.arxiv_api_url, args.html_base_url, args.eprint_base_url, args.rate_limit)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+
+
+def http_options_from_args(args: argparse.Namespace):
+    from sciga.transforms.sources.endpoints import HttpOptions
+
+    return HttpOptions(max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)
+
+
 def latexml_options_from_args(args: argparse.Namespace):
     from sciga.transforms.sources.latexml_convert import LatexmlOptions
 
@@ -86,7 +127,6 @@ def latexml_options_from_args(args: argparse.Namespace):
 
 def fetch_transform(args: argparse.Namespace):
     from sciga.transforms.sources.beam import FetchPapers
-    from sciga.transforms.sources.endpoints import endpoints_from
 
-    return FetchPapers(args.fetch_cache, endpoints_from(args), workers=args.fetch_workers,
+    return FetchPapers(args.fetch_cache, endpoints_from_args(args), workers=args.fetch_workers,
                        max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)

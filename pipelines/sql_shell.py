@@ -22,7 +22,7 @@ FORMATS = ("table", "csv", "json", "parquet")
 COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet, COMPRESSION zstd"}
 
 
-def add_sql_arguments(ap: argparse.ArgumentParser) -> None:
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder (or hf://datasets/ORG/NAME[@REVISION])")
     ap.add_argument("query", nargs="?", help="one SQL statement; omit for an interactive shell")
     ap.add_argument("--view", metavar="NAME", help="shorthand for SELECT * FROM NAME")
@@ -164,17 +164,17 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
     return 0
 
 
-def run_sql(args) -> int:
+def run(args, rest=None) -> int:
     from sciga.explore.build_folder import check_is_build
     from sciga.explore.views import ViewParamError, parse_param_args
 
-    if getattr(args, "list_params", False):
+    if args.list_params:
         sys.stdout.write(params_text())
         return 0
     if not args.out.startswith("hf://"):
         check_is_build(args.out)
     try:
-        con = open_build(args.out, parse_param_args(getattr(args, "param", None)), args.view)
+        con = open_build(args.out, parse_param_args(args.param), args.view)
     except ViewParamError as e:
         print(f"sciga sql: --param: {e}.", file=sys.stderr)
         return 2

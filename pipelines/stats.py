@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 
-def add_stats_arguments(ap: argparse.ArgumentParser) -> None:
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
     ap.add_argument("--output", metavar="DIR", help="where tables and plots go (default: OUT/stats)")
     ap.add_argument("--level", choices=("group", "archive"), default="group",
@@ -12,7 +12,7 @@ def add_stats_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-plots", action="store_true", help="tables only")
 
 
-def run_stats(args) -> int:
+def run(args, rest=None) -> int:
     from sciga.explore.stats import write_stats
 
     md, written = write_stats(args.out, args.output, args.level, plots=not args.no_plots)

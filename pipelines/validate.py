@@ -31,7 +31,7 @@ def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
                     help="processes decoding images (default: one per core)")
 
 
-def add_validate_arguments(ap: argparse.ArgumentParser) -> None:
+def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
     add_gate_arguments(ap)
     ap.add_argument("--report", metavar="PATH",
@@ -67,7 +67,7 @@ def write_reports(result, out: str, report: str | None) -> list[str]:
     return targets
 
 
-def run_validate(args) -> int:
+def run(args, rest=None) -> int:
     from sciga.quality.report import summary_text
 
     result = gate_from_args(args)

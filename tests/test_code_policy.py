@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 from conftest import ROOT
 
 PACKAGES = ("schemas", "transforms", "quality", "training", "explore", "publish", "pipelines", "sciga", "samples")
-NOQA = re.compile(r"#\s*noqa(?P<rest>.*)$")
+NOQA = re.compile(r"#\s*" + "noqa" + r"(?P<rest>.*)$")
 # (file, expression): why this private access is right.
 ALLOWED_PRIVATE = {
     ("transforms/link/sentences.py", "re._MAXCACHE"): "the stdlib's regex cache size, raised for the sentence splitter",
@@ -41,7 +40,7 @@ def test_every_noqa_says_why():
             if not m:
                 continue
             rest = m.group("rest")
-            # "# noqa: CODE[, CODE] - why" (or "(why)"): a reason after the codes.
+            # "noqa: CODE[, CODE] - why" (or "(why)"): a reason after the codes.
             reason = re.sub(r"^:\s*[A-Z]+[0-9]+(\s*,\s*[A-Z]+[0-9]+)*", "", rest).strip(" -—()")
             if len(reason) < 4:
                 missing.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")

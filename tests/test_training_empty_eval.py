@@ -10,11 +10,11 @@ from training_fixtures import tiny_build
 from sciga.pipelines.cli import main
 from sciga.training import metrics
 
-NOTHING_TO_EVALUATE = 3  # sciga.training.cli.NOTHING_TO_EVALUATE: the exit status of an empty split
+NOTHING_TO_EVALUATE = 3  # sciga.pipelines.evaluate.NOTHING_TO_EVALUATE: the exit status of an empty split
 
 
 def test_exit_status_constant():
-    from sciga.training.cli import NOTHING_TO_EVALUATE as status
+    from sciga.pipelines.evaluate import NOTHING_TO_EVALUATE as status
 
     assert status == NOTHING_TO_EVALUATE
 

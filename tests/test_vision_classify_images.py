@@ -33,7 +33,6 @@ from sciga.transforms.vision.inference import (
     ClassifyImages,
     DecodeForModel,
     InferenceOptions,
-    add_inference_arguments,
     image_to_model_input,
     read_image_file,
 )
@@ -246,17 +245,15 @@ def test_shared_model_on_the_gpu_in_bf16_keeps_the_cpu_fp32_labels(confident, tm
 
 
 def test_inference_options_map_the_flags_and_record_the_precision():
+    from sciga.pipelines.vision import add_vision_arguments, inference_options_from_args
+
     ap = argparse.ArgumentParser()
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--vision-batch-size", type=int, default=32)
-    ap.add_argument("--vision-min-batch-size", type=int, default=1)
-    ap.add_argument("--vision-share-model", action="store_true")
-    ap.add_argument("--vision-model-copies", type=int, default=None)
-    add_inference_arguments(ap)
-    o = InferenceOptions.from_args(ap.parse_args([]))
+    add_vision_arguments(ap)
+    o = inference_options_from_args(ap.parse_args([]))
     assert o == InferenceOptions() and o.precision == "fp32" and not o.shared
-    o = InferenceOptions.from_args(ap.parse_args(["--device", "cuda", "--vision-batch-size", "256", "--vision-min-batch-size", "8",
-                                                  "--vision-model-copies", "2", "--vision-precision", "bf16"]))
+    o = inference_options_from_args(ap.parse_args(["--device", "cuda", "--vision-batch-size", "256",
+                                                   "--vision-min-batch-size", "8", "--vision-model-copies", "2",
+                                                   "--vision-precision", "bf16"]))
     assert (o.device, o.max_batch_size, o.min_batch_size, o.model_copies, o.precision) == ("cuda", 256, 8, 2, "bf16")
     assert o.shared and not o.share_model  # copies imply sharing
     assert o.provenance()["vision_precision"] == "bf16" and o.provenance()["vision_device"] == "cuda"

@@ -1,6 +1,6 @@
 """`sciga train <method>` and `sciga evaluate <method>`: composition of the pieces in
 ``training/`` into runnable baselines. Options arrive as an argparse namespace (see
-``training/cli.py``); every function here can also be called with one built by hand.
+``pipelines/train.py``, ``pipelines/evaluate.py``); every function here can also be called with one built by hand.
 """
 from __future__ import annotations
 

@@ -96,30 +96,6 @@ class InferenceOptions:
         """What to record in the build manifest's ``options`` (no schema change needed)."""
         return {f"vision_{k}": v for k, v in asdict(self).items()}
 
-    @classmethod
-    def from_args(cls, args) -> InferenceOptions:
-        """From ``sciga build``'s parsed arguments (flags in the class docstring)."""
-        d = cls()
-        return cls(
-            device=getattr(args, "device", d.device),
-            max_batch_size=getattr(args, "vision_batch_size", d.max_batch_size),
-            min_batch_size=getattr(args, "vision_min_batch_size", d.min_batch_size),
-            share_model=bool(getattr(args, "vision_share_model", d.share_model)),
-            model_copies=getattr(args, "vision_model_copies", d.model_copies),
-            precision=getattr(args, "vision_precision", d.precision),
-            torch_threads=getattr(args, "vision_torch_threads", d.torch_threads),
-        )
-
-
-def add_inference_arguments(group) -> None:
-    """The flags this module adds beside ``--device``, ``--vision-batch-size``,
-    ``--vision-min-batch-size``, ``--vision-share-model``, ``--vision-model-copies``."""
-    group.add_argument("--vision-precision", choices=PRECISIONS, default="fp32",
-                       help="fp32, or bf16: bfloat16 autocast with channels_last (GPUs with bf16, e.g. A100/H100/L4; "
-                            "top-1 labels agree with fp32 on >= 99%% of figures) (default: %(default)s)")
-    group.add_argument("--vision-torch-threads", type=int, default=None, metavar="N",
-                       help="torch threads per SDK process (default: 1 with --device cuda, torch's default on cpu)")
-
 
 # ------------------------------------------------------------------ pure functions
 
