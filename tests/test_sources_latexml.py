@@ -241,29 +241,3 @@ def _crc_ok(png: bytes) -> bool:
 
 
 # -- the Beam wrappers ----------------------------------------------------------------------------
-def test_beam_wrappers_on_the_direct_runner(tmp_path):
-    import apache_beam as beam
-    from apache_beam.testing.test_pipeline import TestPipeline
-    from apache_beam.testing.util import assert_that, equal_to
-
-    from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-    from sciga.transforms.sources.bulk_eprints import BulkEprints
-    from sciga.transforms.sources.bulk_eprints_beam import ReadBulkEprint
-    from sciga.transforms.sources.latexml_beam import ConvertWithLatexml
-
-    from tests.bulk_fixtures import standard_bulk
-
-    bulk = BulkEprints.open(str(standard_bulk(tmp_path / "bulk")), str(tmp_path / "cache"))
-    bulk.extract(["2101.00001", "2101.00002"])
-    with TestPipeline() as p:
-        read = (p | beam.Create(["2101.00001", "2101.00002"])
-                | beam.ParDo(ReadBulkEprint(bulk)).with_outputs(DEAD_LETTER_TAG, main="eprints"))
-        no_main = p | "NoMain" >> beam.Create([("2401.00003", b"\\section{no document here}")])
-        both = (read.eprints, no_main) | beam.Flatten()
-        out = both | beam.ParDo(ConvertWithLatexml()).with_outputs(DEAD_LETTER_TAG, main="pages")
-        assert_that(out.pages | "Pages" >> beam.Map(lambda kv: (kv[0], kv[1].main_file, b"Intro of 2101.00001" in kv[1].html)),
-                    equal_to([("2101.00001", "main.tex", True)]), label="pages")
-        assert_that(out[DEAD_LETTER_TAG] | "LatexmlDead" >> beam.Map(lambda d: (d.paper_id, d.stage, d.error_type)),
-                    equal_to([("2401.00003", "latexml", "no_main_file")]), label="latexml_dead")
-        assert_that(read[DEAD_LETTER_TAG] | "ReadDead" >> beam.Map(lambda d: (d.paper_id, d.stage, d.error_type)),
-                    equal_to([("2101.00002", "tex_source", "pdf_only")]), label="read_dead")

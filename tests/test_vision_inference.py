@@ -13,20 +13,11 @@ from PIL import Image
 from vision_fixtures import ROOT, bomb_png, copy_sample, read_rows, run_build, save_tiny_classifier
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.schemas.records import FigureRow, Medical
-from sciga.transforms.vision.beam import ClassifyMedical
 from sciga.transforms.vision.handlers import FigureModelHandler
-from sciga.transforms.vision.medical import DOCFIGURE_LABELS, MedicalRule
+from sciga.transforms.vision.medical import DOCFIGURE_LABELS
 from sciga.transforms.vision.models import WeightsError, load_model, preprocess, read_meta, resolve_weights
 
 FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
-
-
-def _row(i, path, hits=("MRI",), data=None):
-    return FigureRow(id=f"2401.00001_F{i}", paper_id="2401.00001", parent_id=None, kind="figure", index=i, number=str(i),
-                     label=None, caption="", subcaption=None, subcaption_source=None,
-                     image_bytes=data if data is not None else path.read_bytes(), image_path=path.name, image_paths=[path.name],
-                     image_kind="raster", image_source="html", medical=Medical(keyword_hits=list(hits), is_medical=None if hits else False))
 
 
 @pytest.fixture(scope="module")
@@ -88,35 +79,39 @@ def test_batched_and_one_at_a_time_agree_and_cuda_falls_back(tiny, caplog):
 
 
 def test_run_inference_on_direct_runner_applies_the_top_k_rule(tmp_path):
+    """The vision stage's classifier (ClassifyFigures: ClassifyImages + the top-K rule) on
+    the DirectRunner: one MedicalResult per readable image, none for an unreadable one."""
+    from sciga.transforms.vision.options import VisionOptions, resolve_vision
+    from sciga.transforms.vision.stage import ClassifyFigures, ClassifyKey
+
     never = save_tiny_classifier(tmp_path / "never.pt", bias={"Medical image": -50.0})
     meta = read_meta(never)
     model, _ = load_model(never)
-    rows = [_row(i, p) for i, p in enumerate(FIGS[:5], 1)]
-    rows.append(_row(9, FIGS[0], hits=()))  # no keyword hit: not classified
-    rows.append(_row(10, FIGS[0], data=bomb_png()))  # no pixels: not classified
-    rows[-1].image_bytes = None
+    requests = [(ClassifyKey("k", "2401.00001", f"2401.00001_F{i}", ("MRI",)), p.read_bytes())
+                for i, p in enumerate(FIGS[:5], 1)]
+    requests.append((ClassifyKey("k", "2401.00001", "2401.00001_F10", ("MRI",)), bomb_png()))  # no pixels
     expected = {}
     with torch.no_grad():
-        for r, p in zip(rows, FIGS[:5]):
+        for (key, _), p in zip(requests, FIGS[:5]):
             x = preprocess(Image.open(p).convert("RGB"), meta.input_size, meta.mean, meta.std)[None]
-            expected[r.id] = torch.softmax(model(x), 1)[0].numpy()
+            expected[key.row_id] = torch.softmax(model(x), 1)[0].numpy()
 
     def check(out):
-        got = {r.id: r for r in out}
-        assert len(out) == len(rows) == len(got)
+        got = {r.row_id: r.medical for r in out}
+        assert set(got) == set(expected), "one result per readable image; the bomb has none"
         for rid, probs in expected.items():
-            m = got[rid].medical
+            m = got[rid]
             assert m.classifier_run and m.is_medical is False and len(m.topk_labels) == 4
-            assert "Medical image" not in m.topk_labels
+            assert "Medical image" not in m.topk_labels and m.keyword_hits == ["MRI"]
             want = [DOCFIGURE_LABELS[i] for i in np.argsort(-probs, kind="stable")[:4]]
             assert m.topk_labels == want
             assert np.allclose(m.topk_scores, np.sort(probs)[::-1][:4], atol=2e-4)
-        assert got["2401.00001_F9"].medical.classifier_run is False and got["2401.00001_F9"].medical.is_medical is False
-        assert got["2401.00001_F10"].medical.classifier_run is False and got["2401.00001_F10"].medical.is_medical is None
 
-    handler = FigureModelHandler(never, "classify", max_batch_size=3)
+    from sciga.transforms.vision.inference import InferenceOptions
+
+    vision = resolve_vision(VisionOptions(medical_weights=never, inference=InferenceOptions(max_batch_size=3)))
     with beam.Pipeline("DirectRunner") as p:
-        out = p | beam.Create(rows) | ClassifyMedical(handler, MedicalRule(tuple(meta.labels), 4), meta.input_size, meta.mean, meta.std)
+        out = p | beam.Create(requests) | ClassifyFigures(vision)
         assert_that(out, check)
 
 

@@ -6,7 +6,7 @@ references (case-insensitive), then (2) a ResNet-101 trained on the 28 DocFigure
 puts "Medical" among its top K = 4 labels (precision 96 %, recall 67 % in their tuning).
 
 Here stage 1 runs on every figure (cheap, text only); stage 2 runs through RunInference
-(``transforms/vision/beam.py``) on the figures that passed stage 1 and have pixels. The
+(``transforms/vision/stage.py``: ClassifyFigures) on the figures that passed stage 1 and have pixels. The
 decision stored on the row (``medical.is_medical``):
 
 * no keyword hit -> ``False`` (MedICaT discards it without looking at the image);

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import math
 import re
 from collections.abc import Iterable
 
@@ -28,22 +27,8 @@ def stable_hash(key: str) -> int:
     return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big")
 
 
-def shard_count(rows: int, rows_per_shard: int) -> int:
-    return max(1, math.ceil(rows / max(1, rows_per_shard)))
-
-
-def shard_of(paper_key: str, n_shards: int) -> int:
-    return stable_hash(paper_key) % n_shards
-
-
 def shard_name(index: int, n_shards: int, split: str = SPLIT) -> str:
     return f"{split}-{index:05d}-of-{n_shards:05d}.parquet"
-
-
-def paper_key(config: str, row: dict) -> str:
-    if config == "papers":
-        return row["id"]
-    return row.get("paper_id") or row.get("input_uri") or ""
 
 
 def _figure_order(row: dict):
