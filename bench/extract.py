@@ -1,4 +1,4 @@
-"""Extraction benchmark (issue 2): how close is the parser to the cost of parsing itself?
+"""Extraction benchmark: how close is the parser to the cost of parsing itself?
 
 Runs, side by side in one process on the same pages (real corpus pages + the sample,
 replicated to a few hundred documents):

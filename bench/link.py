@@ -10,7 +10,7 @@ For each page (default: the embedded sample and ../shared/corpus) and in the sam
 - link, whole paragraphs: every text with a mention segmented whole by pysbd (the plain
   "only mention paragraphs" rule).
 Times are process CPU time, the median of ``--repeat`` runs measured interleaved; the
-spaCy/scispaCy load (once per worker) is reported apart. Goal (issue 4): link / parse < 0.5 over all pages.
+spaCy/scispaCy load (once per worker) is reported apart. Goal: link / parse < 0.5 over all pages.
 """
 from __future__ import annotations
 

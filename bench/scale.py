@@ -16,7 +16,7 @@ Corpora (distinct ids, made in --workdir, reused between runs):
     python bench/scale.py --quick              # minutes: small sizes, same columns
     python bench/scale.py --image-sizes 200 2000 --text-sizes 2000 20000 --incremental 2000
 
-Goals (issue "Build at corpus scale"): peak RSS flat in corpus size (within 25% from 200 to
+Goals: peak RSS flat in corpus size (within 25% from 200 to
 2,000 image-rich papers) and at most 2 GB there, at most 1.5 GB for 20,000 text papers;
 wall time with all cores at most 1.5x the one-core floor; 2 workers at least 1.7x faster
 than 1 on 2 cores; a rebuild with 1% of the inputs changed at most 10% of a clean build,

@@ -38,7 +38,7 @@ class RefSpan:
     end: int
     text: str
     ref_id: str  # our figure, subfigure or table id
-    # Added by the linking stage (issue 4); S2ORC readers can ignore them.
+    # Added by the linking stage; S2ORC readers can ignore them.
     resolution: Optional[str] = None  # "anchor" (a.ltx_ref) | "label" (LABEL:... + TeX map) | "text" | "range"
     sentence_start: Optional[int] = None  # the sentence holding the span, same offsets
     sentence_end: Optional[int] = None  # (set for figure references only)

@@ -1,4 +1,4 @@
-"""Shared helpers of the linking tests (issue 4): where the pages are, parsed+linked papers
+"""Shared helpers of the linking tests: where the pages are, parsed+linked papers
 (cached per test session), and the mention facts verified by reading the HTML."""
 from __future__ import annotations
 

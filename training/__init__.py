@@ -10,5 +10,6 @@
     models/          torchvision classifier, dual encoders (tiny, open_clip, HF CLIP)
     loop.py          shuffle buffer, optimisation with AMP, model files
     jobs.py          `sciga train` / `sciga evaluate`     results.py   Tables 2 and 3 (JSON + Markdown)
-    cli.py           the command-line options
+
+Their command-line options are in pipelines/train.py and pipelines/evaluate.py.
 """

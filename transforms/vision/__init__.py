@@ -15,5 +15,7 @@ Files, in the order a figure meets them:
 - ``ga_manifest.py``    the ``--ga-manifest`` CSV and the polite GA fetch
 - ``ga_match.py``       GA vs figures: Reused / Modified / Original from pixels
 - ``ga.py``             GA and de-facto GA on the Paper and the figure rows (``ga_role``)
-- ``beam.py``           the DoFns / PTransforms around all of the above
+- ``options.py``        ``VisionOptions`` and the checks made before a build starts
+- ``stage.py``          the stage: per-paper measuring, the classifier and GA typing as
+                        PTransforms, annotations back to the write stage
 """
