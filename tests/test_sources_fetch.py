@@ -308,3 +308,23 @@ def test_pages_read_from_a_dump_are_not_reported_as_downloads(tmp_path):
     assert report["dump_pages"] == 1 and report["dump_bytes"] == len(page)
     assert report["bytes"] < len(page)  # the page's bytes are not network bytes
     assert f"dumps   1 pages ({len(page) / (1 << 20):.2f} MiB) read from local ar5iv dumps, no request" in r.stdout
+
+
+def test_the_fetch_job_runs_from_typed_options_without_a_command_line(tmp_path):
+    """The fetch job is an object of transforms/sources: typed options in, a summary out."""
+    from sciga.transforms.sources.endpoints import HttpOptions, resolve_endpoints
+    from sciga.transforms.sources.fetch_job import FetchOptions, run_fetch_job
+
+    with FaultServer() as s:
+        serve_papers(s)
+        env = s.env()
+        endpoints = resolve_endpoints(env["SCIGA_ARXIV_API_URL"], env["SCIGA_HTML_BASE_URL"],
+                                      env["SCIGA_EPRINT_BASE_URL"], rate_limit=0.0)
+        opts = FetchOptions(output=str(tmp_path / "cache"), endpoints=endpoints,
+                            http=HttpOptions(max_retries=2, timeout=5, backoff=0.01), ids=("1605.08386", "abc"),
+                            parts=("meta", "html"), progress=False)
+        summary = run_fetch_job(opts)
+    assert (summary.papers, summary.complete, summary.failed) == (2, 1, 1)
+    assert [f[0] for f in summary.failures] == ["abc"]
+    assert (tmp_path / "cache" / "papers" / "1605.08386" / "1605.08386.html.gz").exists()
+    assert json.loads((tmp_path / "cache" / "report.json").read_text())["complete"] == 1
