@@ -100,7 +100,8 @@ class PartRecord:
         return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
 
 
-def _fsync_dir(path: str) -> None:
+def fsync_path(path: str) -> None:
+    """Flush a file or a folder's entries to disk (best effort)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -230,7 +231,7 @@ class FetchCache:
                     os.fsync(f.fileno())
             os.replace(tmp, dest)
             if self.fsync:
-                _fsync_dir(d)
+                fsync_path(d)
         except BaseException:
             try:
                 os.unlink(tmp)

@@ -347,8 +347,7 @@ def plan_fetch(o: PlanOptions) -> FetchPlan:
 
 
 def _plan_snapshot(o: PlanOptions, pl: _Planner) -> str:
-    from sciga.transforms.sources.arxiv_records import RecordError
-    from sciga.transforms.sources.metadata_snapshot import iter_lines, open_snapshot, select_line
+    from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, count_selected
 
     label = f"snapshot {o.snapshot}, {o.selection.describe()}"
     if is_remote(o.snapshot):
@@ -356,28 +355,12 @@ def _plan_snapshot(o: PlanOptions, pl: _Planner) -> str:
         _meta_row(pl, "snapshot").papers = None
         pl.plan.notes.append(f"--metadata-snapshot {o.snapshot} is remote: not read with --plan; copy it locally to count")
         return label
-    raw, stream = open_snapshot(o.snapshot)
-    read = bad = 0
-    row = _meta_row(pl, "snapshot (local file)")
-    try:
-        for _, line in iter_lines(stream, 16 << 20):
-            if line is not None and not line.strip():
-                continue
-            read += 1
-            try:
-                if line is None:
-                    raise RecordError("too long")
-                meta = select_line(line, o.selection)
-            except RecordError:
-                bad += 1
-                continue
-            if meta is not None:
-                row.papers += 1
-                pl.add(meta["id"])
-    finally:
-        stream.close()
-        if raw is not stream:
-            raw.close()
+    ids: list[str] = []
+    read, selected, bad = count_selected(SnapshotOptions(uri=o.snapshot, selection=o.selection, max_line_bytes=16 << 20),
+                                         ids_out=ids)
+    _meta_row(pl, "snapshot (local file)").papers += selected
+    for pid in ids:
+        pl.add(pid)
     pl.plan.notes.append(f"snapshot: {read:,} lines read, {bad:,} malformed")
     return label
 

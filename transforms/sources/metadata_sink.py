@@ -19,7 +19,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from sciga.transforms.sources.fetch_cache import FetchCache, canonical_json, sha256
+from sciga.transforms.sources.fetch_cache import FetchCache, canonical_json, fsync_path, sha256
 from sciga.transforms.sources.fetcher import finalize
 
 NEW, UPDATED, UNCHANGED = "new", "updated", "unchanged"
@@ -81,11 +81,11 @@ class MetadataSink:
         if not _sync_filesystem(self.cache.root):
             folders = set()
             for path in sorted(self._dirty):
-                _fsync_path(path)
+                fsync_path(path)
                 folders.add(os.path.dirname(path))
                 folders.add(os.path.dirname(os.path.dirname(path)))  # a new papers/<id>/ or blobs/ab/
             for d in sorted(folders):
-                _fsync_path(d)
+                fsync_path(d)
             self.cache.sync_journal()
         self._dirty.clear()
 
@@ -95,8 +95,8 @@ def make_durable(root: str, paths: list[str]) -> None:
     if _sync_filesystem(root):
         return
     for p in paths:
-        _fsync_path(p)
-        _fsync_path(os.path.dirname(p))
+        fsync_path(p)
+        fsync_path(os.path.dirname(p))
 
 
 def _sync_filesystem(path: str) -> bool:
@@ -114,19 +114,6 @@ def _sync_filesystem(path: str) -> bool:
         return libc.syncfs(fd) == 0
     except AttributeError:
         return False
-    finally:
-        os.close(fd)
-
-
-def _fsync_path(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
     finally:
         os.close(fd)
 
