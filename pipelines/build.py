@@ -22,8 +22,6 @@ import json
 import logging
 import os
 import posixpath
-import shutil
-import sys
 import tempfile
 import time
 import uuid
@@ -33,11 +31,22 @@ from typing import Optional
 
 import fsspec
 
+from sciga.pipelines.local_run import (
+    PAPERS_PER_WORKER_START,
+    QuietBeamLogs,
+    ScopedTempDir,
+    WorkerOutput,
+    clean_stale_staging,
+    default_workers,
+    local_runner,
+    pipeline_options,
+)
+from sciga.pipelines.remote_run import LOCAL_RUNNERS
+from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
-from sciga.pipelines.remote_run import LOCAL_RUNNERS  # noqa: E402 - runners whose workers share this machine
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -263,199 +272,6 @@ def check_sentencizer(name: str) -> None:
         raise SystemExit(f"sciga build: --sentencizer: {e}.") from None
 
 
-PAPERS_PER_WORKER_START = 16  # starting a worker process costs about what parsing this many papers does
-
-
-def default_workers(n_inputs: int) -> int:
-    """Every core, but no more worker processes than the inputs can keep busy."""
-    return max(1, min(os.cpu_count() or 1, n_inputs // PAPERS_PER_WORKER_START))
-
-
-def pipeline_options(beam_args: Optional[list[str]], workers: Optional[int]):
-    """Beam options: the DirectRunner unless told otherwise, with ``--workers`` processes."""
-    import apache_beam as beam
-    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
-
-    args = list(beam_args or [])
-    options = PipelineOptions(args)
-    std = options.view_as(StandardOptions)
-    if not std.runner:
-        std.runner = "DirectRunner"
-    direct = options.view_as(DirectOptions)
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    if std.runner in ("DirectRunner", "PortableRunner") and not any(a.startswith("--direct_num_workers") for a in args):
-        direct.direct_num_workers = max(1, n)
-        if not any(a.startswith("--direct_running_mode") for a in args):
-            direct.direct_running_mode = "multi_processing" if n > 1 else "in_memory"
-    if std.runner == "PortableRunner":
-        from apache_beam.options.pipeline_options import PortableOptions
-
-        port = options.view_as(PortableOptions)
-        if port.job_endpoint == "embed" and not port.environment_type:
-            port.environment_type = "LOOPBACK"
-    debug = options.view_as(beam.options.pipeline_options.WorkerOptions)
-    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
-        debug.default_sdk_harness_log_level = "WARNING"
-    return options, std.runner
-
-
-def local_runner(options, runner_name: str):
-    """Beam's DirectRunner first tries the Prism runner, which downloads a binary from the
-    internet and runs the job elsewhere; a build on "DirectRunner" means the in-process Fn
-    API runner (in-memory or multi-processing), made here the way the DirectRunner makes it.
-    Other runners are left to Beam."""
-    if runner_name != "DirectRunner":
-        return None
-    from apache_beam.portability.api import beam_provision_api_pb2
-    from apache_beam.runners.portability.fn_api_runner import fn_runner
-    from apache_beam.runners.portability.portable_runner import JobServiceHandle
-
-    encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
-    info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    return fn_runner.FnApiRunner(provision_info=info)
-
-
-def _clean_stale_staging(out_dir: str, keep: str) -> None:
-    """Staging folders of earlier runs that were killed: their parts are of no use (the
-    results they were made from are in the store)."""
-    fs, root = fsspec.core.url_to_fs(posixpath.join(out_dir.rstrip("/"), ".staging"))
-    if not fs.isdir(root):
-        return
-    for p in fs.ls(root, detail=False):
-        if posixpath.basename(p) != keep:
-            fs.rm(p, recursive=True)
-
-
-class _WorkerOutput:
-    """Local worker processes write Beam's start-up chatter straight to file descriptor 2.
-    While the pipeline runs, fd 2 goes to ``<out>/.sciga/logs/build.log`` instead, and the
-    progress line keeps the real stderr; ``--verbose`` leaves everything where it was."""
-
-    def __init__(self, log_path: Optional[str], enabled: bool):
-        self.log_path = log_path
-        self.enabled = enabled and log_path is not None
-        self.stream = sys.stderr
-
-    def __enter__(self):
-        if not self.enabled:
-            return self
-        sys.stderr.flush()
-        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        self._log = open(self.log_path, "ab")
-        self._saved = os.dup(2)
-        self.stream = os.fdopen(os.dup(self._saved), "w", buffering=1)
-        os.dup2(self._log.fileno(), 2)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if not self.enabled:
-            return False
-        sys.stderr.flush()
-        os.dup2(self._saved, 2)
-        os.close(self._saved)
-        self._log.close()
-        self.stream.close()
-        if exc_type is not None and exc_type is not KeyboardInterrupt:
-            print(f"sciga build: the pipeline failed; worker output is in {self.log_path}", file=sys.stderr)
-        return False
-
-
-class _ScopedTempDir:
-    """Beam's local runners make temporary folders (staging, job servers) and do not always
-    remove them. Everything ``tempfile`` makes during the run goes into one folder of this
-    build (workers inherit it through TMPDIR), which is removed afterwards."""
-
-    def __enter__(self) -> str:
-        self.path = tempfile.mkdtemp(prefix="sciga-build-")
-        self.saved = (tempfile.tempdir, os.environ.get("TMPDIR"))
-        tempfile.tempdir = self.path
-        os.environ["TMPDIR"] = self.path
-        return self.path
-
-    def __exit__(self, *exc):
-        tempfile.tempdir, env = self.saved
-        if env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = env
-        shutil.rmtree(self.path, ignore_errors=True)
-        return False
-
-
-class _QuietBeamLogs:
-    """Beam's local runners log worker start/stop chatter at INFO/WARNING on stderr; a
-    normal build shows only our own progress and real problems (--verbose shows all)."""
-
-    NAMES = ("apache_beam.runners.portability", "apache_beam.runners.worker", "apache_beam.runners.direct",
-             "apache_beam.options.pipeline_options", "apache_beam.runners.portability.fn_api_runner")
-
-    def __enter__(self):
-        self.saved = {}
-        if logging.getLogger().getEffectiveLevel() <= logging.INFO:
-            return self
-        for n in self.NAMES:
-            lg = logging.getLogger(n)
-            self.saved[n] = lg.level
-            lg.setLevel(logging.ERROR)
-        return self
-
-    def __exit__(self, *exc):
-        for n, level in self.saved.items():
-            logging.getLogger(n).setLevel(level)
-        return False
-
-
-def plan_page_inputs(opts: BuildOptions) -> list[str]:
-    """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
-    paper's page from its e-print (``latexml:<metadata sidecar>``)."""
-    from sciga.transforms.sources.local_files import list_inputs, list_metadata, page_candidates
-    from sciga.transforms.sources.pages_from_eprints import convert_request
-
-    pages = list_inputs(opts.specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
-    metas = list_metadata(opts.specs)
-    page_set = set(pages)
-    without_page = [m for m in metas if not any(c in page_set for c in page_candidates(m))]
-    if opts.html_from == "ar5iv":
-        if without_page:
-            log.warning("%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
-                        "their e-prints with LaTeXML", len(without_page), without_page[0])
-        return pages
-    if opts.html_from == "auto":
-        return sorted(pages + [convert_request(m) for m in without_page])
-    # latexml: every paper with metadata gets its page from its e-print; pages without metadata stay.
-    replaced = {c for m in metas for c in page_candidates(m)}
-    return sorted([p for p in pages if p not in replaced] + [convert_request(m) for m in metas])
-
-
-def input_paper_ids(inputs: Sequence[str]) -> list[str]:
-    """The arXiv ids the inputs are for, as far as the names and sidecars say (for bulk
-    e-print extraction before the pipeline)."""
-    from sciga.transforms.sources.local_files import META_SUFFIX, fallback_paper_id
-    from sciga.transforms.sources.pages_from_eprints import CONVERT_PREFIX, meta_paper_id
-
-    out = set()
-    for line in inputs:
-        if line.startswith(CONVERT_PREFIX):
-            uri = line[len(CONVERT_PREFIX):]
-            try:
-                with fsspec.open(uri, "rb") as f:
-                    out.add(meta_paper_id(uri, f.read()))
-            except OSError:
-                continue
-        else:
-            pid, how = fallback_paper_id(line)
-            if how == "filename" and pid:
-                out.add(pid)
-            elif line.endswith(".html") or ".html" in line:
-                side = line.split(".htm", 1)[0] + META_SUFFIX
-                try:
-                    with fsspec.open(side, "rb") as f:
-                        out.add(meta_paper_id(side, f.read()))
-                except (OSError, ValueError):
-                    pass
-    return sorted(out)
-
-
 def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, runner: str):
     """Open arXiv's bulk source tars and extract the e-prints of the build's papers into
     ``<out>/.sciga/bulk`` (one verified pass per tar, tars side by side on the workers;
@@ -532,7 +348,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     else:
         if not opts.specs:
             raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
-        inputs = plan_page_inputs(opts)
+        inputs = list_build_inputs(opts.specs, opts.html_from)
         if not inputs:
             raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"
                              + (" (or give --html-from auto to convert the e-prints of papers with metadata)."
@@ -541,7 +357,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
     run_id = uuid.uuid4().hex
-    _clean_stale_staging(out_dir, run_id)
+    clean_stale_staging(out_dir, run_id)
     staging = posixpath.join(out_dir, ".staging", run_id)
     try:
         vision = resolve_vision(opts.vision, staging)
@@ -569,9 +385,9 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
-    with _ScopedTempDir() as tmp:
+    with ScopedTempDir() as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
-        with _WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, _QuietBeamLogs(), \
+        with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:

@@ -11,19 +11,29 @@ fixed from the number of inputs before the pipeline starts.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
 import apache_beam as beam
+import fsspec
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import FileDep, PlannedInput, ResultRef
 from sciga.schemas.records import DeadLetter
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import ResultStore, dep_still_valid, deps_from_json, hash_file, result_key
+from sciga.transforms.sources.local_files import (
+    META_SUFFIX,
+    fallback_paper_id,
+    list_inputs,
+    list_metadata,
+    page_candidates,
+)
 
 REUSED = "reused"
+log = logging.getLogger("sciga.build")
 
 
 @dataclass(frozen=True)
@@ -102,3 +112,54 @@ class PlanInputs(beam.PTransform):
 
     def expand(self, uris):
         return uris | "PlanInput" >> beam.ParDo(PlanInput(self.options, self.checkers)).with_outputs(REUSED, main="planned")
+
+
+# ------------------------------------------------------------------ listing (before the pipeline)
+
+def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[str]:
+    """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
+    paper's page from its e-print (``latexml:<metadata sidecar>``)."""
+    from sciga.transforms.sources.pages_from_eprints import convert_request
+
+    pages = list_inputs(specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
+    metas = list_metadata(specs)
+    page_set = set(pages)
+    without_page = [m for m in metas if not any(c in page_set for c in page_candidates(m))]
+    if html_from == "ar5iv":
+        if without_page:
+            log.warning("%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
+                        "their e-prints with LaTeXML", len(without_page), without_page[0])
+        return pages
+    if html_from == "auto":
+        return sorted(pages + [convert_request(m) for m in without_page])
+    # latexml: every paper with metadata gets its page from its e-print; pages without metadata stay.
+    replaced = {c for m in metas for c in page_candidates(m)}
+    return sorted([p for p in pages if p not in replaced] + [convert_request(m) for m in metas])
+
+
+def input_paper_ids(inputs: Sequence[str]) -> list[str]:
+    """The arXiv ids the inputs are for, as far as the names and sidecars say (for bulk
+    e-print extraction before the pipeline)."""
+    from sciga.transforms.sources.pages_from_eprints import CONVERT_PREFIX, meta_paper_id
+
+    out = set()
+    for line in inputs:
+        if line.startswith(CONVERT_PREFIX):
+            uri = line[len(CONVERT_PREFIX):]
+            try:
+                with fsspec.open(uri, "rb") as f:
+                    out.add(meta_paper_id(uri, f.read()))
+            except OSError:
+                continue
+        else:
+            pid, how = fallback_paper_id(line)
+            if how == "filename" and pid:
+                out.add(pid)
+            elif line.endswith(".html") or ".html" in line:
+                side = line.split(".htm", 1)[0] + META_SUFFIX
+                try:
+                    with fsspec.open(side, "rb") as f:
+                        out.add(meta_paper_id(side, f.read()))
+                except (OSError, ValueError):
+                    pass
+    return sorted(out)
