@@ -36,6 +36,8 @@ COPY transforms ./transforms
 COPY schemas ./schemas
 COPY quality ./quality
 COPY training ./training
+COPY explore ./explore
+COPY publish ./publish
 COPY samples ./samples
 RUN pip install ".[vision,dataflow,bulk]" \
  && python -c "import sciga.transforms.vision.handlers, torch, torchvision; print('torch', torch.__version__)"
