@@ -192,6 +192,7 @@ def main() -> int:
         fl_out = workdir / f"floor_{n}.parquet"
         fl_wall, fl_rss, fl_json = run_measured([sys.executable, str(HERE / "scale.py"), "--floor-only", str(pages), str(fl_out)])
         fl = json.loads(fl_json)
+        print(f"  -> floor wall {fl_wall:.1f} s, peak RSS {fl_rss:.0f} MB", file=sys.stderr, flush=True)
         fl_out.unlink()
         res = {}
         for w in sorted({1, n_all}):
@@ -199,6 +200,7 @@ def main() -> int:
             out = workdir / f"out_image_{n}_w{w}"
             shutil.rmtree(out, ignore_errors=True)
             res[w] = build(pages, out, w)
+            print(f"  -> {json.dumps(res[w])}", file=sys.stderr, flush=True)
             if w != n_all and not args.keep:
                 shutil.rmtree(out, ignore_errors=True)
         if 1 in res and n_all in res and n_all != 1:
@@ -216,6 +218,7 @@ def main() -> int:
         out = workdir / f"out_text_{n}"
         shutil.rmtree(out, ignore_errors=True)
         rows_txt.append((n, build(pages, out, n_all)))
+        print(f"  -> {json.dumps(rows_txt[-1][1])}", file=sys.stderr, flush=True)
         if not args.keep:
             shutil.rmtree(out, ignore_errors=True)
 

@@ -33,10 +33,11 @@ def run(args: argparse.Namespace, rest=None) -> int:
 
     from sciga.training.data import DataError
     from sciga.training.jobs import JobError, NothingToEvaluate, evaluate
+    from sciga.training.options import EvalOptions, options_from
     from sciga.training.results import RESULTS_MD
 
     try:
-        row = evaluate(args.method, args)
+        row = evaluate(args.method, options_from(EvalOptions, args))
     except NothingToEvaluate as e:
         print(f"sciga evaluate {args.method}: nothing to evaluate: {e.reason}. Every metric is n/a in "
               f"{os.path.join(args.results, RESULTS_MD)}.", file=sys.stderr)

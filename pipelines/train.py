@@ -94,9 +94,10 @@ def report_error(command: str, e: Exception) -> int:
 def _run_baseline(args) -> int:
     from sciga.training.data import DataError
     from sciga.training.jobs import JobError, train
+    from sciga.training.options import TrainOptions, options_from
 
     try:
-        card = train(args.method, args)
+        card = train(args.method, options_from(TrainOptions, args))
     except (JobError, DataError, ValueError) as e:
         return report_error("train", e)
     t = card["train"]

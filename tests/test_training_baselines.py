@@ -17,6 +17,7 @@ from sciga.training.data import load_examples
 from sciga.training.jobs import JobError, evaluate, train
 from sciga.training.losses import class_weights, inter_info_nce, intra_info_nce, units_to_candidates
 from sciga.training.models.dual_encoder import build_dual_encoder, fuse_caption, make_spec
+from sciga.training.options import EvalOptions, TrainOptions, options_from
 from sciga.training.runtime import autocast, pick_device
 
 torch.set_num_threads(2)
@@ -28,11 +29,11 @@ def build(tmp_path_factory):
 
 
 def _train_args(*argv):
-    return make_parser().parse_args(["train", *argv])
+    return options_from(TrainOptions, make_parser().parse_args(["train", *argv]))
 
 
 def _eval_args(*argv):
-    return make_parser().parse_args(["evaluate", *argv])
+    return options_from(EvalOptions, make_parser().parse_args(["evaluate", *argv]))
 
 
 # ------------------------------------------------------------------------------- losses
@@ -258,3 +259,23 @@ def test_builds_without_readable_images_fail_with_one_clear_sentence(tmp_path):
                                          "--results", str(tmp_path / "r2"), "--split", "test"))
     assert row["metrics"]["queries"] == 2
     assert any("unreadable" in n for n in row["notes"])
+
+
+# ------------------------------------------------------------------------- typed options
+
+def test_jobs_take_typed_options_built_by_hand(build, tmp_path):
+    """A script or notebook runs a job without a command line; a namespace is refused with
+    a sentence saying what to pass instead."""
+    import argparse
+
+    row = evaluate("random", EvalOptions(data=build, results=str(tmp_path / "r"), split="test"))
+    assert row["metrics"]["queries"] > 0 and row["split"] == "test"
+    with pytest.raises(TypeError, match="EvalOptions"):
+        evaluate("random", argparse.Namespace(**vars(EvalOptions(data=build, results=str(tmp_path / "r")))))
+    with pytest.raises(TypeError, match="TrainOptions"):
+        train("ga-bc", argparse.Namespace(data=build, output=str(tmp_path / "m")))
+    # The command line's defaults are the options' defaults.
+    parsed = options_from(TrainOptions, make_parser().parse_args(["train", "abs2fig", "--data", build, "--output", "m"]))
+    assert parsed == TrainOptions(data=build, output="m")
+    parsed = options_from(EvalOptions, make_parser().parse_args(["evaluate", "abs2cap", "--data", build, "--results", "r"]))
+    assert parsed == EvalOptions(data=build, results="r")

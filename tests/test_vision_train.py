@@ -124,3 +124,11 @@ def test_train_errors_are_one_sentence(tmp_path, capsys):
     rc = main(["train", "medical-filter", "--data", str(tmp_path), "--output", str(tmp_path / "w.pt"), "--arch", "resnet18"])
     assert rc == 2 and "no 'Medical' class" in capsys.readouterr().out
     assert main(["train", "medical-filter", "--data", str(tmp_path / "absent"), "--output", "w.pt"]) == 2
+
+
+def test_medical_filter_options_are_the_command_line_defaults():
+    from sciga.pipelines.cli import make_parser
+    from sciga.training.options import MedicalFilterOptions, options_from
+
+    ns = make_parser().parse_args(["train", "medical-filter", "--data", "d", "--output", "w.pt"])
+    assert options_from(MedicalFilterOptions, ns) == MedicalFilterOptions(data="d", output="w.pt")

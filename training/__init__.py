@@ -10,6 +10,7 @@
     models/          torchvision classifier, dual encoders (tiny, open_clip, HF CLIP)
     loop.py          shuffle buffer, optimisation with AMP, model files
     jobs.py          `sciga train` / `sciga evaluate`     results.py   Tables 2 and 3 (JSON + Markdown)
+    options.py       TrainOptions, EvalOptions, MedicalFilterOptions: what the jobs take
 
-Their command-line options are in pipelines/train.py and pipelines/evaluate.py.
+The command-line flags that fill those options are in pipelines/train.py and pipelines/evaluate.py.
 """

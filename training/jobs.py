@@ -1,6 +1,7 @@
 """`sciga train <method>` and `sciga evaluate <method>`: composition of the pieces in
-``training/`` into runnable baselines. Options arrive as an argparse namespace (see
-``pipelines/train.py``, ``pipelines/evaluate.py``); every function here can also be called with one built by hand.
+``training/`` into runnable baselines. Options are typed objects (``training/options.py``):
+the command line builds them from its flags (``pipelines/train.py``, ``pipelines/evaluate.py``),
+a script or a notebook builds them by hand.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from sciga.training.loop import (
 from sciga.training.losses import class_weights
 from sciga.training.models.classifier import build_classifier
 from sciga.training.models.dual_encoder import build_dual_encoder, make_spec
+from sciga.training.options import EvalOptions, TrainOptions
 from sciga.training.runtime import pick_device, seed_everything
 
 log = logging.getLogger("sciga.training")
@@ -49,6 +51,12 @@ class NothingToEvaluate(JobError):
         super().__init__(reason)
         self.reason = reason
         self.row = row
+
+
+def _require(opts, cls) -> None:
+    if not isinstance(opts, cls):
+        raise TypeError(f"options must be a {cls.__name__} (sciga.training.options), not {type(opts).__name__}; "
+                        f"build one with options_from({cls.__name__}, namespace) or by hand.")
 
 
 INTRA_METRICS = ("R@1", "R@2", "R@3", "MRR", "CAR@5", "CAR@5>0.5")
@@ -85,7 +93,8 @@ def _card_base(method: str, args) -> dict:
 # train
 
 
-def train(method: str, args) -> dict:
+def train(method: str, args: TrainOptions) -> dict:
+    _require(args, TrainOptions)
     if method not in TRAINABLE:
         raise JobError(f"{method} has nothing to train; run `sciga evaluate {method} --data {args.data}` directly.")
     seed_everything(args.seed)
@@ -215,7 +224,8 @@ def load_trained(model_dir: str):
 # evaluate
 
 
-def evaluate(method: str, args) -> dict:
+def evaluate(method: str, args: EvalOptions) -> dict:
+    _require(args, EvalOptions)
     if method not in METHODS:
         raise JobError(f"unknown method {method!r}: use one of {', '.join(METHODS)}.")
     seed_everything(args.seed)

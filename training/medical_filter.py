@@ -36,6 +36,8 @@ from typing import Optional
 
 import numpy as np
 
+from sciga.training.options import MedicalFilterOptions, options_from
+
 HELP = "train the DocFigure classifier of the MedICaT medical filter (writes --medical-weights)"
 log = logging.getLogger("sciga.train")
 _IMG_EXT = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff", ".webp")
@@ -236,7 +238,7 @@ def _predict(model, loader, device):
     return np.asarray(ys), (np.concatenate(ps) if ps else np.zeros((0, 0)))
 
 
-def train(args) -> dict:
+def train(args: MedicalFilterOptions) -> dict:
     import torch
     from torch.utils.data import DataLoader
 
@@ -336,10 +338,11 @@ def format_report(report: dict) -> str:
 
 
 def run(args) -> int:
+    """The command line: flags in, a MedicalFilterOptions to ``train``."""
     from sciga.transforms.vision.models import WeightsError
 
     try:
-        report = train(args)
+        report = train(options_from(MedicalFilterOptions, args))
     except (ValueError, WeightsError) as e:
         print(f"sciga train medical-filter: {e}")
         return 2
