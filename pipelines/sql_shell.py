@@ -23,7 +23,8 @@ COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parque
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("out", metavar="OUT", help="build folder (or hf://datasets/ORG/NAME[@REVISION])")
+    ap.add_argument("out", metavar="OUT", nargs="?", help="build folder (or hf://datasets/ORG/NAME[@REVISION]); "
+                    "not needed with --list-params")
     ap.add_argument("query", nargs="?", help="one SQL statement; omit for an interactive shell")
     ap.add_argument("--view", metavar="NAME", help="shorthand for SELECT * FROM NAME")
     ap.add_argument("--format", choices=FORMATS, default=None,
@@ -168,9 +169,12 @@ def run(args, rest=None) -> int:
     from sciga.explore.build_folder import check_is_build
     from sciga.explore.views import ViewParamError, parse_param_args
 
-    if args.list_params:
+    if args.list_params:  # the parameters are the views', not the build's: no OUT needed
         sys.stdout.write(params_text())
         return 0
+    if not args.out:
+        print("sciga sql: give the build folder to query (sciga sql OUT [QUERY]).", file=sys.stderr)
+        return 2
     if not args.out.startswith("hf://"):
         check_is_build(args.out)
     try:

@@ -61,4 +61,9 @@ def test_sql_cli_param(sample_build, capsys):
     assert main(["sql", out, "--view", "method_diagrams", "--param", "min_ratio"]) == 2
     assert "--param takes NAME=VALUE" in capsys.readouterr().err
     assert main(["sql", out, "--list-params"]) == 0
-    assert "method_diagrams.min_ratio\tdouble\tdefault 1.5" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "method_diagrams.min_ratio\tdouble\tdefault 1.5" in listed
+    assert main(["sql", "--list-params"]) == 0  # no build needed to read the views' parameters
+    assert capsys.readouterr().out == listed
+    assert main(["sql"]) == 2
+    assert "give the build folder" in capsys.readouterr().err
