@@ -33,6 +33,7 @@ import fsspec
 
 from sciga.pipelines.local_run import (
     PAPERS_PER_WORKER_START,
+    LeanMemory,
     QuietBeamLogs,
     ScopedTempDir,
     WorkerOutput,
@@ -387,7 +388,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
     with ScopedTempDir() as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
-        with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), \
+        with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:

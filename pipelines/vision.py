@@ -10,8 +10,7 @@ import argparse
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT
 from sciga.transforms.vision.ga_match import GAThresholds
-from sciga.transforms.vision.handlers import PRECISIONS
-from sciga.transforms.vision.inference import InferenceOptions
+from sciga.transforms.vision.inference_options import PRECISIONS, InferenceOptions
 from sciga.transforms.vision.medical import DEFAULT_TOP_K
 from sciga.transforms.vision.options import VisionOptions
 

@@ -217,6 +217,17 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
     assert rss_large <= rss_small * 1.25 + 40, (rss_small, rss_large)
 
 
+def test_a_build_without_models_never_imports_torch(tmp_path):
+    """torch maps several hundred MB into every process that imports it; a build that runs
+    no model (no --medical-weights / GA weights) must not pay that in any of its processes."""
+    code = ("import sys\nfrom sciga.pipelines.cli import main\n"
+            f"rc = main(['build', '--sample', '--output', {str(tmp_path / 'o')!r}, '--workers', '1', '--quiet'])\n"
+            "print('rc', rc, 'torch', 'torch' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True)
+    assert r.stdout.strip().splitlines()[-1] == "rc 0 torch False", r.stdout + r.stderr[-2000:]
+
+
 def test_progress_lines_without_a_terminal_and_quiet(tmp_path):
     r = run_cli("build", "--sample", "--output", str(tmp_path / "a"), "--progress-interval", "0.5", "--workers", "1")
     assert r.returncode == 0, r.stderr

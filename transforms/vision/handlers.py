@@ -40,12 +40,12 @@ import torch
 from apache_beam.ml.inference.base import PredictionResult
 from apache_beam.ml.inference.pytorch_inference import PytorchModelHandlerTensor
 
+from sciga.transforms.vision.inference_options import PRECISIONS
 from sciga.transforms.vision.models import CheckpointMeta, load_model, normalise, pick_device
 
 log = logging.getLogger("sciga.vision")
 
 TASKS = ("classify", "embed")
-PRECISIONS = ("fp32", "bf16")
 
 
 def _not_used(**_):  # pragma: no cover - Beam's constructor wants a model_class
@@ -211,7 +211,7 @@ class FigureModelHandler(PytorchModelHandlerTensor):
     @property
     def options(self):
         """This handler's settings as ``inference.InferenceOptions``."""
-        from sciga.transforms.vision.inference import InferenceOptions
+        from sciga.transforms.vision.inference_options import InferenceOptions
 
         return InferenceOptions(device=self.requested_device, max_batch_size=self.max_batch_size,
                                 min_batch_size=self.min_batch_size, share_model=self.share_model,

@@ -76,7 +76,7 @@ class ResolvedVision:
 
     @property
     def inference(self):
-        from sciga.transforms.vision.inference import InferenceOptions
+        from sciga.transforms.vision.inference_options import InferenceOptions
 
         return self.options.inference or InferenceOptions()
 
