@@ -251,12 +251,13 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     linked = works | "Link" >> LinkPapers(opts.link)
     seen = linked[DEAD_LETTER_TAG]
     vis = linked.papers | "Vision" >> Vision(vision, Progress(progress_dir))
-    all_works = (vis["papers"], vis[DEAD_LETTER_TAG], seen, *dead) | "AllWork" >> beam.Flatten()
+    failed = (vis[DEAD_LETTER_TAG], seen, *dead) | "AllFailed" >> beam.Flatten()
     reused = (plan.reused, *early_refs) | "AllReused" >> beam.Flatten()
     write = WriteOptions(store_root=store_root, parts_root=parts_root, layout=layout, no_images=opts.no_images,
                          max_image_bytes=opts.vision.max_image_bytes, progress_dir=progress_dir,
                          previous_parts=previous_parts)
-    return {"works": all_works, "reused": reused, "annotations": vis["annotations"]} | "Write" >> WriteBuild(write)
+    return ({"works": vis["papers"], "failed": failed, "reused": reused, "annotations": vis["annotations"]}
+            | "Write" >> WriteBuild(write))
 
 
 # ------------------------------------------------------------------ running it

@@ -428,7 +428,12 @@ def _paper_counts(table: pa.Table, it: WriteItem, res: StoredResult) -> dict:
 # ------------------------------------------------------------------ the stage
 
 class WriteBuild(beam.PTransform):
-    """{works, reused, annotations} -> part infos (PCollection of dicts)."""
+    """{works, failed (optional), reused, annotations} -> part infos (PCollection of dicts).
+
+    ``works`` and ``failed`` are both PaperWork; they are stored (-> ResultRef) each on its
+    own before anything is flattened. A PaperWork carries the whole paper, and a runner may
+    materialise a Flatten's input (Beam's Fn API runner does); storing first means only
+    references of a few hundred bytes are ever buffered, whatever the corpus size."""
 
     def __init__(self, options: WriteOptions):
         super().__init__()
@@ -437,9 +442,11 @@ class WriteBuild(beam.PTransform):
     def expand(self, inputs):
         works, reused, annotations = inputs["works"], inputs["reused"], inputs["annotations"]
         o = self.options
-        stored = works | "StoreResults" >> beam.ParDo(StoreResults(o))
+        stored = [works | "StoreResults" >> beam.ParDo(StoreResults(o))]
+        if inputs.get("failed") is not None:
+            stored.append(inputs["failed"] | "StoreFailed" >> beam.ParDo(StoreResults(o)))
         keyed = (
-            (stored, reused, annotations)
+            (*stored, reused, annotations)
             | "RefsAndAnnotations" >> beam.Flatten()
             | "ByPaper" >> beam.Map(lambda x: (_paper_key(x), x))
             | "GroupByPaper" >> beam.GroupByKey()
