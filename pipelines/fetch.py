@@ -199,31 +199,39 @@ def _write_import_report(cache, report) -> None:
                         (json.dumps(d, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
 
 
-def run_snapshot_import(args: argparse.Namespace):
-    from sciga.transforms.sources.metadata_sink import open_for_import
-    from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot, snapshot_size
+def _progress_bar(**kw):
+    from tqdm import tqdm
 
-    options = SnapshotOptions(uri=args.metadata_snapshot, selection=selection_from(args))
-    cache = open_for_import(args.output)
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
+    return tqdm(file=sys.stderr, dynamic_ncols=True, **kw)
 
-        bar = tqdm(total=snapshot_size(options.uri), unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
-                   dynamic_ncols=True, desc="snapshot")
 
-    def progress(pos: int) -> None:
-        if bar is not None:
-            bar.update(max(0, pos - bar.n))
-
+def _finish_import(cache, bar, work):
+    """Run a metadata import into ``cache``, then close the bar, write report.json and close
+    the cache (the report only when the import finished)."""
     try:
-        report = import_snapshot(options, cache, progress=progress)
+        report = work()
     finally:
         if bar is not None:
             bar.close()
     _write_import_report(cache, report)
     cache.close()
     return report
+
+
+def run_snapshot_import(args: argparse.Namespace):
+    from sciga.transforms.sources.metadata_sink import open_for_import
+    from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot, snapshot_size
+
+    options = SnapshotOptions(uri=args.metadata_snapshot, selection=selection_from(args))
+    cache = open_for_import(args.output)
+    bar = None if args.no_progress else _progress_bar(total=snapshot_size(options.uri), unit="B", unit_scale=True,
+                                                      unit_divisor=1024, desc="snapshot")
+
+    def progress(pos: int) -> None:
+        if bar is not None:
+            bar.update(max(0, pos - bar.n))
+
+    return _finish_import(cache, bar, lambda: import_snapshot(options, cache, progress=progress))
 
 
 def run_oai_harvest(args: argparse.Namespace):
@@ -234,11 +242,7 @@ def run_oai_harvest(args: argparse.Namespace):
     endpoints, http_options = _http_from(args)
     http = http_options.client(endpoints)
     cache = open_for_import(args.output)
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=None, unit="rec", file=sys.stderr, dynamic_ncols=True, desc="OAI-PMH")
+    bar = None if args.no_progress else _progress_bar(total=None, unit="rec", desc="OAI-PMH")
 
     def on_page(report, total) -> None:
         if bar is not None:
@@ -247,14 +251,7 @@ def run_oai_harvest(args: argparse.Namespace):
             bar.update(max(0, report.read - bar.n))
             bar.set_postfix(selected=report.selected, refresh=False)
 
-    try:
-        report = OaiHarvester(options, http, cache).run(on_page=on_page)
-    finally:
-        if bar is not None:
-            bar.close()
-    _write_import_report(cache, report)
-    cache.close()
-    return report
+    return _finish_import(cache, bar, lambda: OaiHarvester(options, http, cache).run(on_page=on_page))
 
 
 def run_plan(args: argparse.Namespace, raw_ids: list):

@@ -76,6 +76,15 @@ def clean_stale_staging(out_dir: str, keep: str) -> None:
             fs.rm(p, recursive=True)
 
 
+def restore_environ(saved: dict[str, Optional[str]]) -> None:
+    """Put environment variables back as they were (None: it was not set)."""
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
 class WorkerOutput:
     """Local worker processes write Beam's start-up chatter straight to file descriptor 2.
     While the pipeline runs, fd 2 goes to ``<out>/.sciga/logs/build.log`` instead, and the
@@ -124,10 +133,7 @@ class ScopedTempDir:
 
     def __exit__(self, *exc):
         tempfile.tempdir, env = self.saved
-        if env is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = env
+        restore_environ({"TMPDIR": env})
         shutil.rmtree(self.path, ignore_errors=True)
         return False
 
@@ -169,11 +175,7 @@ class LeanMemory:
         return self
 
     def __exit__(self, *exc):
-        for k, v in self.saved_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(self.saved_env)
         if self.saved_pool is not None:
             import pyarrow as pa
 
