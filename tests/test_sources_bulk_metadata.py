@@ -327,6 +327,23 @@ def test_snapshot_import_killed_and_rerun_gives_the_same_files(tmp_path):
     assert ids == {p.id for p in ps}
 
 
+def test_rerun_import_removes_what_a_killed_one_half_wrote(tmp_path):
+    """A kill during an atomic write leaves a `.tmp-*` file in a paper folder; the rerun
+    must leave the same files as an uninterrupted import."""
+    from datetime import datetime, timezone
+
+    ps = [make_paper(i, first=datetime(2021, 2, 1, tzinfo=timezone.utc), categories="cs.CV") for i in range(3)]
+    snap = tmp_path / "s.jsonl"
+    write_snapshot(snap, ps)
+    ref, cache = tmp_path / "ref", tmp_path / "cache"
+    import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(ref)))
+    import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(cache)))
+    folder = next(p for p in sorted((cache / "papers").iterdir()) if p.is_dir())
+    (folder / ".tmp-killed").write_bytes(b"")
+    import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(cache)))
+    assert tree(cache) == tree(ref)
+
+
 def tree(root: Path) -> dict:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted((root / "papers").rglob("*")) if p.is_file()}
 

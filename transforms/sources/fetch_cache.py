@@ -340,6 +340,25 @@ class FetchCache:
         self.write_atomic(path, data)
         return path
 
+    def remove_paper_temporaries(self) -> int:
+        """Remove the half-written files a killed run left in paper folders (``recover``
+        does this too, and also journals complete files); returns how many."""
+        n = 0
+        papers = os.path.join(self.root, "papers")
+        if not os.path.isdir(papers):
+            return 0
+        for entry in os.scandir(papers):
+            if not entry.is_dir():
+                continue
+            for name in os.listdir(entry.path):
+                if name.startswith(".tmp-"):
+                    try:
+                        os.unlink(os.path.join(entry.path, name))
+                        n += 1
+                    except OSError:
+                        pass
+        return n
+
     def recover(self) -> int:
         """Journal view files that a kill left unjournaled (complete, since they were
         renamed into place only after being fully written). Returns how many."""

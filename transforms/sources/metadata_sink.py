@@ -38,7 +38,9 @@ def open_for_import(root: str) -> FetchCache:
     """The cache as a bulk import uses it: no per-file fsync (``checkpoint`` instead), and
     only the html / source parts indexed in memory (the sidecar needs them), so memory does
     not grow with the number of papers imported."""
-    return FetchCache(root, fsync=False, indexed=("html", "source"))
+    cache = FetchCache(root, fsync=False, indexed=("html", "source"))
+    cache.remove_paper_temporaries()  # a killed import's half-written sidecar must not stay beside the rerun's
+    return cache
 
 
 class MetadataSink:
