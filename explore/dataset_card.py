@@ -23,6 +23,7 @@ from sciga.schemas.hf_features import yaml_features
 from sciga.transforms.write.parquet_shards import SPLIT
 
 CARD = "README.md"
+CARD_KEY = ".sciga/card.key"  # beside the card: which build state the card was rendered from
 PRETTY_NAME = "Scientific figures in context (sciga-builder)"
 
 CONFIG_DOC = {
@@ -254,16 +255,43 @@ def write_dataset_card(out_dir: str) -> str:
     """Write ``OUT/README.md`` for the build in ``out_dir`` (any fsspec path) and return its
     path. Call it once the shards and manifest.json are in place. The file is rewritten only
     when its bytes would change, so a second call on an unchanged build writes nothing."""
-    data = dataset_card_text(out_dir).encode("utf-8")
+    from sciga.transforms.write.manifest import read_manifest
+
+    manifest = read_manifest(out_dir)
     path = card_path(out_dir)
     fs, p = fsspec.core.url_to_fs(path)
-    if fs.exists(p):
-        with fs.open(p, "rb") as f:
-            if f.read() == data:
-                return path
-    with fs.open(p, "wb") as f:
-        f.write(data)
+    key = card_key(manifest)
+    key_path = posixpath.join(posixpath.dirname(p), CARD_KEY)
+    if fs.exists(p) and fs.exists(key_path):
+        with fs.open(key_path, "r") as f:
+            if f.read().strip() == key:
+                return path  # same shards, counts and card code: the card it would write is there
+    data = render_card(out_dir, manifest).encode("utf-8")
+    if not (fs.exists(p) and fs.cat_file(p) == data):
+        with fs.open(p, "wb") as f:
+            f.write(data)
+    fs.makedirs(posixpath.dirname(key_path), exist_ok=True)
+    with fs.open(key_path, "w") as f:
+        f.write(key + "\n")
     return path
+
+
+def card_key(manifest: dict) -> str:
+    """What the card is a function of: the manifest without what describes the run (clock,
+    workers, what was reused) - shards by sha256, counts, options, versions - and this
+    module's and the statistics module's code. An incremental build that rewrote no shard
+    has the same key, and does not read its shards again to render the same card."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from sciga.explore import stats
+
+    content = {k: v for k, v in manifest.items() if k not in ("run", "incremental")}
+    h = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode())
+    for mod in (__file__, stats.__file__):
+        h.update(Path(mod).read_bytes())
+    return h.hexdigest()
 
 
 def gate_summary(result) -> dict:

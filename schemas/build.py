@@ -108,6 +108,9 @@ class ResultRef:
     content_sha256: Optional[str] = None
     dead: list[DeadLetter] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
+    # config -> [rows, Arrow bytes, image bytes] of the stored tables (``table_size``);
+    # empty for results stored before sizes were recorded: the writer then reads them.
+    sizes: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -139,3 +142,4 @@ class WriteItem:
     key: Optional[str] = None
     reused: bool = False
     dead: Optional[DeadLetter] = None
+    size: Optional[list[int]] = None  # [rows, Arrow bytes, image bytes] of its stored table for this config

@@ -147,6 +147,33 @@ def test_incremental_rebuild_recomputes_exactly_what_changed(corpus, tmp_path):
     assert digests(out) == digests(fresh)
 
 
+def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(corpus, reference, tmp_path, monkeypatch):
+    """What an incremental build pays per reused paper is a few stats: part sizes come from
+    the stored headers (no table is read back), the shards are taken over, and spaCy (~2 s
+    per worker process) is loaded only by a worker that links a paper."""
+    import shutil
+
+    from sciga.transforms.common.result_store import ResultStore
+    from sciga.transforms.link import sentences
+
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    reads = []
+    real_read = ResultStore.read
+    monkeypatch.setattr(ResultStore, "read", lambda self, key, tables=("papers", "figures", "mentions"):
+                        reads.append(key) or real_read(self, key, tables))
+
+    def no_model(*a, **k):
+        raise AssertionError("a sentence model was loaded by a build that links no paper")
+
+    monkeypatch.setattr(sentences.Sentencizer, "__init__", no_model)
+    r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
+    assert (r.counts.reused, r.counts.recomputed) == (24, 0)
+    assert reads == [], f"{len(reads)} stored results were read back"
+    assert r.manifest["run"]["shard_parts_written"] == 0 and r.manifest["run"]["shard_parts_reused"] > 0
+    assert digests(out) == digests(reference)
+
+
 @pytest.mark.slow
 def test_killed_build_resumes_where_it_stopped(tmp_path):
     pages = tmp_path / "pages"

@@ -313,6 +313,35 @@ print(papers.num_rows, figures.num_rows, type(img).__name__, by_card.num_rows, b
 """
 
 
+def test_card_is_not_rendered_again_for_the_same_build_state(build_copy, monkeypatch):
+    """An incremental build that rewrote nothing keeps its card without reading the shards;
+    a change of the shards' content (a manifest field the card depends on) renders it."""
+    from sciga.explore import dataset_card
+
+    path = dataset_card.write_dataset_card(str(build_copy))
+    before = open(path, "rb").read()
+    manifest_path = build_copy / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["run"] = {"seconds": 1.0, "workers": 7}  # describes the run, not the dataset
+    manifest["incremental"] = {"reused": 3, "recomputed": 0}
+    manifest_path.write_text(json.dumps(manifest))
+
+    def boom(*a, **k):
+        raise AssertionError("the card was rendered again")
+
+    monkeypatch.setattr(dataset_card, "render_card", boom)
+    dataset_card.write_dataset_card(str(build_copy))
+    assert open(path, "rb").read() == before
+
+    manifest["counts"]["dead_letter"] = 41
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(AssertionError, match="rendered again"):
+        dataset_card.write_dataset_card(str(build_copy))
+    monkeypatch.undo()
+    dataset_card.write_dataset_card(str(build_copy))
+    assert "dead letters (inputs that failed a stage, kept in `dead_letter`): 41" in open(path).read()
+
+
 def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
     from sciga.explore.dataset_card import card_path, dataset_card_text, write_dataset_card
 

@@ -203,6 +203,15 @@ def _from_ipc(data: bytes) -> pa.Table:
     return ipc.open_stream(pa.BufferReader(data)).read_all()
 
 
+def table_size(table: pa.Table) -> list[int]:
+    """[rows, Arrow bytes, bytes of the image files it refers to] of a table as it is read
+    back from the store: what the shard writer needs to cut parts, known without reading."""
+    images = 0
+    if "image_size" in table.column_names:
+        images = sum(x or 0 for x in table.column("image_size").to_pylist())
+    return [table.num_rows, table.nbytes, images]
+
+
 class ResultStore:
     """Results by key under ``<root>/results`` (local folder, gs://, s3:// ...)."""
 
@@ -216,21 +225,25 @@ class ResultStore:
     def exists(self, key: str) -> bool:
         return self._fs.exists(self.path(key))
 
-    def write(self, key: str, header: dict, tables: Mapping[str, pa.Table]) -> None:
+    def write(self, key: str, header: dict, tables: Mapping[str, pa.Table]) -> dict:
         """Atomically (temporary name, then a rename): a reader never sees half a file,
-        and a retried write of the same key writes the same bytes."""
+        and a retried write of the same key writes the same bytes. The header gets the
+        ``sizes`` of the tables (``table_size``), which are also returned: the shard writer
+        cuts parts by them without reading the tables back."""
+        streams = {name: _ipc_bytes(tables[name]) for name in TABLES if name in tables and tables[name] is not None}
+        header = {**header, "sizes": {name: table_size(_from_ipc(data)) for name, data in streams.items()}}
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
             zf.writestr(zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header, sort_keys=True).encode("utf-8"))
-            for name in TABLES:
-                if name in tables and tables[name] is not None:
-                    zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), _ipc_bytes(tables[name]))
+            for name, data in streams.items():
+                zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), data)
         path = self.path(key)
         self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.{id(buf):x}.tmp"
         with self._fs.open(tmp, "wb") as f:
             f.write(buf.getvalue())
         self._fs.mv(tmp, path)
+        return header["sizes"]
 
     def header(self, key: str) -> Optional[dict]:
         """The header alone (the zip's directory says where it is; tables are not read)."""

@@ -32,12 +32,12 @@ class LinkPaper(PaperStageFn):
         self.options = options
         self.sentencizer = None
 
-    def setup(self):
-        # Loaded once per worker: a spaCy pipeline (and a scispaCy model when asked for).
-        name = self.options.sentencizer
-        self.sentencizer = None if name == NONE else Sentencizer(name)
-
     def run(self, work: PaperWork):
+        if self.sentencizer is None and self.options.sentencizer != NONE:
+            # Loaded once per worker, on its first paper rather than in setup: importing spaCy
+            # costs ~2 s a process, which an incremental build that reuses every paper (and
+            # so links none) would otherwise pay for nothing.
+            self.sentencizer = Sentencizer(self.options.sentencizer)
         link_paper(work.paper, sentencizer=self.sentencizer)
         work.mentions = mention_rows(work.paper)
         for why, n in sorted(work.paper.rejected_mentions.items()):

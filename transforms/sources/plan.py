@@ -52,6 +52,7 @@ def ref_from_header(header: dict, reused: bool) -> ResultRef:
         reused=reused, version=header.get("version"), n_figures=int(header.get("n_figures") or 0),
         n_paragraphs=int(header.get("n_paragraphs") or 0), content_sha256=header.get("content_sha256"),
         dead=[DeadLetter(**d) for d in header.get("dead") or []], stats=dict(header.get("stats") or {}),
+        sizes={k: list(v) for k, v in (header.get("sizes") or {}).items()},
     )
 
 

@@ -34,6 +34,7 @@ from sciga.transforms.common.result_store import (
     ResultStore,
     StoredResult,
     deps_to_json,
+    table_size,
 )
 from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
@@ -88,13 +89,13 @@ def result_header(work: PaperWork) -> dict:
     }
 
 
-def ref_of(work: PaperWork, stored: bool) -> ResultRef:
+def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
     p = work.paper
     return ResultRef(
         uri=work.uri, key=work.key if stored else None, paper_id=work.paper_id, is_paper=p is not None,
         version=p.version if p else None, n_figures=len(p.figures) if p else 0,
         n_paragraphs=_count_paragraphs(p) if p else 0, content_sha256=p.provenance.content_sha256 if p else None,
-        dead=list(work.dead), stats=dict(work.stats), pending=bool(work.pending),
+        dead=list(work.dead), stats=dict(work.stats), pending=bool(work.pending), sizes=dict(sizes or {}),
     )
 
 
@@ -112,15 +113,15 @@ class StoreResults(beam.DoFn):
 
     def process(self, work: PaperWork):
         alive = work.paper is not None
-        stored = False
+        stored, sizes = False, None
         if work.key and (alive or work.cacheable):
-            self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
+            sizes = self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
             self.stored.inc()
             stored = True
         elif alive:
             raise RuntimeError(f"{work.uri}: a parsed paper has no result key")  # a bug: every paper has one
         self.progress.add(inputs=1, papers=int(alive), dead=int(not alive))
-        yield ref_of(work, stored)
+        yield ref_of(work, stored, sizes)
 
     def finish_bundle(self):
         self.progress.flush()
@@ -181,16 +182,16 @@ class CollectPaper(beam.DoFn):
         refs = [x for x in items if isinstance(x, ResultRef)]
         anns = [x for x in items if not isinstance(x, ResultRef)]
         layout = self.options.layout
-        for ref in refs:
-            if ref.key and ref.pending:
-                self._complete(ref.key, [a for a in anns if a.key == ref.key])
+        completed = {ref.key: self._complete(ref.key, [a for a in anns if a.key == ref.key])
+                     for ref in refs if ref.key and ref.pending}
         papers = sorted((r for r in refs if r.is_paper),
                         key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",))
         if papers:
             kept = papers[0]
+            sizes = completed.get(kept.key, kept.sizes)
             for config in CONFIGS_OF_A_PAPER:
                 yield (config, layout.group_of(config, kept.paper_id)), WriteItem(
-                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused)
+                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused, size=sizes.get(config))
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
                 yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
             for other in papers[1:]:
@@ -204,13 +205,13 @@ class CollectPaper(beam.DoFn):
             for d in ref.dead:
                 yield ("dead_letter", 0), WriteItem(paper_id=d.paper_id or "", key=ref.key, reused=ref.reused, dead=d)
 
-    def _complete(self, key: str, anns: list) -> None:
+    def _complete(self, key: str, anns: list) -> dict:
         res = self.store.read(key)
         if res is None:
             raise RuntimeError(f"result {key} vanished from the store while the build ran")
         header = dict(res.header)
         header["pending"], header["complete"] = [], True
-        self.store.write(key, header, merge_annotations(res, anns))
+        return self.store.write(key, header, merge_annotations(res, anns))
 
 
 # ------------------------------------------------------------------ one shard group
@@ -278,13 +279,13 @@ def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _size_of(config: str, table: pa.Table, no_images: bool) -> tuple[int, int]:
+def _size_of(config: str, size: list[int], no_images: bool) -> tuple[int, int]:
     """(rows, bytes) of one paper's rows as the part cutting counts them, from the stored
-    table alone (image files are counted by their recorded size, not read)."""
-    nbytes = table.nbytes
+    table's ``table_size`` (image files are counted by their recorded size, not read)."""
+    rows, nbytes, images = size
     if config == "figures" and not no_images:
-        nbytes += sum(x or 0 for x in table.column("image_size").to_pylist())
-    return table.num_rows, nbytes
+        nbytes += images
+    return rows, nbytes
 
 
 def _link_or_copy(src: str, dst: str) -> bool:
@@ -344,7 +345,10 @@ class WriteGroup(beam.DoFn):
         if config == "dead_letter":
             yield self._dead_letter_part(group, items)
         else:
-            sizes = [_size_of(config, self._read(it, config).tables[config], o.no_images) for it in items]
+            # Sizes come with the items (recorded when the result was stored): the tables of
+            # a part that the previous build already wrote are never read.
+            sizes = [_size_of(config, it.size or table_size(self._read(it, config).tables[config]), o.no_images)
+                     for it in items]
             for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes)):
                 members = [items[i] for i in idxs]
                 yield self._part(config, group, part, members)
