@@ -8,6 +8,7 @@ tests were skipped and fails on any other skip.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -106,6 +107,21 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
                           text=True, timeout=timeout)
 
 
+@contextlib.contextmanager
+def scoped_environ(env: dict):
+    """``env`` set in this process's environment for the block, then put back as it was
+    (for code that reads the environment itself, in-process CLI runs and session fixtures,
+    where pytest's function-scoped ``monkeypatch`` does not reach)."""
+    from sciga.pipelines.local_run import restore_environ
+
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        restore_environ(saved)
+
+
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory):
     """fake-gcs-server on 127.0.0.1 and credentials as a user has them, with the environment
@@ -116,16 +132,10 @@ def gcs_server(tmp_path_factory):
     base = tmp_path_factory.mktemp("gcs")
     emulator = GcsEmulator(base / "fake-gcs-server.log").start()
     env = gcs_env(emulator.url, write_adc(base / "adc.json"))
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     try:
-        yield emulator.url
+        with scoped_environ(env):
+            yield emulator.url
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         emulator.stop()
 
 

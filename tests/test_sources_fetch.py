@@ -19,6 +19,7 @@ import pytest
 from sciga.pipelines.cli import main
 from sciga.schemas.records import PaperMeta
 
+from conftest import scoped_environ
 from tests.sources_fixtures import (
     CORPUS,
     FAILED_CONVERSION_PAGE,
@@ -63,18 +64,9 @@ def _fetch_in_process(args: list[str], env: dict, capfd=None) -> _Run:
     import contextlib
     import io
 
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            rc = main(args)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with scoped_environ(env), contextlib.redirect_stdout(buf):
+        rc = main(args)
     return _Run(rc, buf.getvalue())
 
 

@@ -24,6 +24,7 @@ from sciga.transforms.sources.fetch_plan import DEFAULT_HTML_BYTES, PlanOptions,
 from sciga.transforms.sources.metadata_sink import open_for_import
 from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot
 
+from conftest import scoped_environ
 from tests.oai_fixtures import ListStore, OaiServer, make_paper, snapshot_obj
 from tests.sources_fixtures import CORPUS, FaultServer, Route, tar_gz_of
 
@@ -191,11 +192,7 @@ def test_plan_cli_sends_nothing_to_any_endpoint(tmp_path):
     cache = tmp_path / "cache"
     with FaultServer() as f, OaiServer(ListStore(ps)) as oai:
         env = {**f.env(), "SCIGA_OAI_URL": oai.url}
-        import os
-
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        with scoped_environ(env):
             outs = []
             for extra in (["--metadata-snapshot", str(snap)], ["--oai-pmh"], ["--ids", ps[0].id, ps[1].id],
                           ["--query", "cat:cs.CV", "--max-results", "50"], ["--cached-metadata"]):
@@ -206,12 +203,6 @@ def test_plan_cli_sends_nothing_to_any_endpoint(tmp_path):
                                str(tmp_path / "arXiv_src_manifest.xml"), "--output", str(cache), "--no-progress"])
                 assert rc == 0, buf.getvalue()
                 outs.append(buf.getvalue())
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         assert f.log == [] and oai.log == [], "--plan sent a request"
     snap_plan, oai_plan = outs[0], outs[1]
     assert "15 papers" in snap_plan and "bulk tars (S3)" in snap_plan and "requester pays" in snap_plan

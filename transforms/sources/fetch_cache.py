@@ -342,7 +342,7 @@ class FetchCache:
 
     def remove_paper_temporaries(self) -> int:
         """Remove the half-written files a killed run left in paper folders (``recover``
-        does this too, and also journals complete files); returns how many."""
+        starts with this, then journals the complete files); returns how many."""
         n = 0
         papers = os.path.join(self.root, "papers")
         if not os.path.isdir(papers):
@@ -362,6 +362,7 @@ class FetchCache:
     def recover(self) -> int:
         """Journal view files that a kill left unjournaled (complete, since they were
         renamed into place only after being fully written). Returns how many."""
+        self.remove_paper_temporaries()  # half-written by a killed run: never journaled
         n = 0
         papers = os.path.join(self.root, "papers")
         for safe in sorted(os.listdir(papers)):
@@ -369,12 +370,6 @@ class FetchCache:
             if not os.path.isdir(d):
                 continue
             for name in sorted(os.listdir(d)):
-                if name.startswith(".tmp-"):
-                    try:
-                        os.unlink(os.path.join(d, name))  # half-written by a killed run
-                    except OSError:
-                        pass
-                    continue
                 if name == safe + ".html.gz":
                     part = "html"
                 elif name == safe + ".api.json":
