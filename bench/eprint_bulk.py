@@ -68,25 +68,6 @@ def make_archives(root: Path, n_tars: int, tar_mb: int, fraction: float, seed: i
     return src, wanted, all_ids
 
 
-def baseline(src: Path, wanted: set, out: Path, opener=None) -> int:
-    """A plain tarfile loop: open each tar, write the wanted members. Returns bytes written."""
-    out.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for tar in sorted(src.glob("arXiv_src_*.tar")) if opener is None else opener.tars():
-        f = open(tar, "rb") if opener is None else opener.open(tar)
-        with f, tarfile.open(fileobj=f, mode="r:") as tf:
-            for m in tf:
-                if not m.isfile():
-                    continue
-                pid = os.path.basename(m.name)[:-3]
-                if pid in wanted:
-                    data = tf.extractfile(m).read()
-                    with open(out / os.path.basename(m.name), "wb") as w:
-                        w.write(data)
-                    n += len(data)
-    return n
-
-
 class _Md5Reader:
     """A file object that hashes every byte read through it."""
 
@@ -99,28 +80,27 @@ class _Md5Reader:
         return b
 
 
-def verified_baseline(src: Path, wanted: set, out: Path, opener=None) -> int:
-    """The plain loop with the one check the manifest allows, md5 of every tar byte (so the
-    tar is streamed whole, ``r|``, instead of seeking past unwanted members)."""
+def baseline(src: Path, wanted: set, out: Path, opener=None, md5: bool = False) -> int:
+    """A plain tarfile loop: open each tar, write the wanted members. Returns bytes written.
+    With ``md5`` it is the verified baseline: the one check arXiv's manifest allows, md5 of
+    every tar byte, so the tar is streamed whole (``r|``) instead of seeking past members."""
     out.mkdir(parents=True, exist_ok=True)
     n = 0
     for tar in sorted(src.glob("arXiv_src_*.tar")) if opener is None else opener.tars():
         f = open(tar, "rb") if opener is None else opener.open(tar)
-        with f:
-            r = _Md5Reader(f)
-            with tarfile.open(fileobj=r, mode="r|") as tf:
-                for m in tf:
-                    if not m.isfile():
-                        continue
-                    pid = os.path.basename(m.name)[:-3]
-                    if pid in wanted:
-                        data = tf.extractfile(m).read()
-                        with open(out / os.path.basename(m.name), "wb") as w:
-                            w.write(data)
-                        n += len(data)
-            while r.read(1 << 20):  # the tar's end-of-archive padding is hashed too
+        r = _Md5Reader(f) if md5 else f
+        with f, tarfile.open(fileobj=r, mode="r|" if md5 else "r:") as tf:
+            for m in tf:
+                if not m.isfile():
+                    continue
+                pid = os.path.basename(m.name)[:-3]
+                if pid in wanted:
+                    data = tf.extractfile(m).read()
+                    with open(out / os.path.basename(m.name), "wb") as w:
+                        w.write(data)
+                    n += len(data)
+            while md5 and r.read(1 << 20):  # the tar's end-of-archive padding is hashed too
                 pass
-            r.md5.hexdigest()
     return n
 
 
@@ -200,7 +180,7 @@ def main() -> None:
 
         def run_verified_baseline():
             shutil.rmtree(work / "vbase", ignore_errors=True)
-            return verified_baseline(src, wanted_set, work / "vbase", opener)
+            return baseline(src, wanted_set, work / "vbase", opener, md5=True)
 
         def run_ours(validate: bool, hash_members: bool = True, workers: int = 1):
             def go():
