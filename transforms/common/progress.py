@@ -19,7 +19,7 @@ from typing import Optional, TextIO
 
 from apache_beam.metrics import Metrics
 
-FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups")
+FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups", "parts", "parts_done")
 _FLUSH_EVERY = 0.5
 _state_lock = threading.Lock()
 _states: dict[str, _ProcessTotals] = {}
@@ -134,7 +134,11 @@ def progress_line(t: dict, total: int, groups: int, elapsed: float) -> str:
     parts.append(f"{img_rate:.0f} images/s")
     parts.append(f"dead letters {t.get('dead', 0)}")
     if done >= total:
-        parts.append(f"writing shards: {t.get('groups', 0)} of at most {groups} groups done")
+        if t.get("groups", 0) >= groups:
+            parts.append(f"writing shards: {t.get('parts_done', 0)} of {t.get('parts', 0)} parts done")
+        else:
+            parts.append(f"writing shards: {t.get('parts_done', 0)} parts done, {t.get('groups', 0)} of at most "
+                         f"{groups} groups cut")
     elif rate > 0:
         parts.append(f"ETA {_fmt_duration((total - done) / rate)}")
     parts.append(f"elapsed {_fmt_duration(elapsed)}")

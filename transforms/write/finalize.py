@@ -74,7 +74,7 @@ def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]
 
 
 def previous_parts(out_dir: str) -> dict:
-    """The shards of the build now in ``out_dir`` by part fingerprint, for ``WriteGroup`` to
+    """The shards of the build now in ``out_dir`` by part fingerprint, for ``WritePart`` to
     take over unchanged parts: {fingerprint: {config, uri, rows, bytes, sha256, counts}}."""
     from sciga.transforms.write.manifest import read_manifest
 

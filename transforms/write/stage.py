@@ -5,11 +5,14 @@
     MedicalResult / GAResult ──────────────┘   (one copy kept, annotations       │
                                                merged into the stored result)     │
                                             by (config, shard group) <───────────┘
-                                                 -> WriteGroup -> part files + sidecars
+                                                 -> CutParts -> PartJob (spread) -> WritePart
+                                                                     -> part files + sidecars
 
-Only references travel through the two shuffles: a paper's rows are read from the result
-store where its shard group is written, and its image bytes from the files the rows point
-at, one paper at a time. The part files land in a staging folder; the launcher numbers
+Only references travel through the shuffles: a paper's rows are read from the result store
+where its part is written, and its image bytes from the files the rows point at, one paper
+at a time. A shard group is cut into parts from the sizes recorded in the store, and the
+parts, not the groups, are spread over the workers: a small build has a handful of groups
+but dozens of parts, so the last group no longer leaves one worker writing alone. The part files land in a staging folder; the launcher numbers
 them and moves them into ``data/`` when the whole pipeline has succeeded (``finalize.py``).
 """
 from __future__ import annotations
@@ -310,11 +313,58 @@ def _link_or_copy(src: str, dst: str) -> bool:
     return True
 
 
-class WriteGroup(beam.DoFn):
-    """((config, group), [WriteItem]) -> part infos; each part's papers streamed into its file
-    one paper at a time, or, when the previous build in the same folder has a part of
-    exactly these results, that file taken over as it is (an incremental build rewrites
-    only the parts whose papers changed)."""
+@dataclass
+class PartJob:
+    """One part file to write: its place and its papers (or dead letters), in order."""
+
+    config: str
+    group: int
+    part: int
+    members: list  # [WriteItem]
+
+
+class CutParts(beam.DoFn):
+    """((config, group), [WriteItem]) -> PartJob per part of the group. Parts end between
+    papers (``cut_parts``), by the sizes the items carry; only results stored before sizes
+    were recorded are read to size them."""
+
+    def __init__(self, options: WriteOptions):
+        self.options = options
+        self.progress = Progress(options.progress_dir)
+
+    def setup(self):
+        self.store = ResultStore(self.options.store_root)
+
+    def _size(self, it: WriteItem, config: str) -> list[int]:
+        if it.size:
+            return it.size
+        res = self.store.read(it.key, tables=(config,))
+        if res is None:
+            raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
+        return table_size(res.tables[config])
+
+    def process(self, element):
+        (config, group), items = element
+        o = self.options
+        items = sorted(items, key=lambda it: (it.paper_id or "", it.key or "", it.dead.stage if it.dead else ""))
+        if config == "dead_letter":
+            jobs = [PartJob(config, group, 0, items)]
+        else:
+            sizes = [_size_of(config, self._size(it, config), o.no_images) for it in items]
+            jobs = [PartJob(config, group, part, [items[i] for i in idxs])
+                    for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes))]
+        self.progress.add(groups=1, parts=len(jobs))
+        yield from jobs
+
+    def finish_bundle(self):
+        self.progress.flush()
+
+
+class WritePart(beam.DoFn):
+    """PartJob -> part info; the part's papers streamed into its file one paper at a time,
+    or, when the previous build in the same folder has a part of exactly these results,
+    that file taken over as it is (an incremental build rewrites only the parts whose
+    papers changed)."""
 
     def __init__(self, options: WriteOptions):
         self.options = options
@@ -338,21 +388,12 @@ class WriteGroup(beam.DoFn):
             raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
         return res
 
-    def process(self, element):
-        (config, group), items = element
-        o = self.options
-        items = sorted(items, key=lambda it: (it.paper_id or "", it.key or "", it.dead.stage if it.dead else ""))
-        if config == "dead_letter":
-            yield self._dead_letter_part(group, items)
+    def process(self, job: PartJob):
+        if job.config == "dead_letter":
+            yield self._dead_letter_part(job.group, job.members)
         else:
-            # Sizes come with the items (recorded when the result was stored): the tables of
-            # a part that the previous build already wrote are never read.
-            sizes = [_size_of(config, it.size or table_size(self._read(it, config).tables[config]), o.no_images)
-                     for it in items]
-            for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes)):
-                members = [items[i] for i in idxs]
-                yield self._part(config, group, part, members)
-        self.progress.add(groups=1)
+            yield self._part(job.config, job.group, job.part, job.members)
+        self.progress.add(parts_done=1)
 
     def _part(self, config: str, group: int, part: int, members: list) -> dict:
         o = self.options
@@ -459,7 +500,9 @@ class WriteBuild(beam.PTransform):
         return (
             keyed
             | "GroupByShardGroup" >> beam.GroupByKey()
-            | "WriteGroup" >> beam.ParDo(WriteGroup(o))
+            | "CutParts" >> beam.ParDo(CutParts(o))
+            | "SpreadParts" >> beam.Reshuffle()
+            | "WritePart" >> beam.ParDo(WritePart(o))
         )
 
 
