@@ -32,7 +32,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Optional
 
@@ -112,6 +112,24 @@ def fsync_path(path: str) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _remove_temporaries(dirs: Iterable[str]) -> int:
+    """Remove the ``.tmp-*`` files (half-written by a killed run) in ``dirs``; returns how many."""
+    n = 0
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".tmp-"):
+                try:
+                    os.unlink(os.path.join(d, name))
+                    n += 1
+                except OSError:
+                    pass
+    return n
 
 
 class FetchCache:
@@ -207,17 +225,7 @@ class FetchCache:
         dirs = [self.root, os.path.join(self.root, "queries"), os.path.join(self.root, "harvests")]
         blobs = os.path.join(self.root, "blobs")
         dirs += [os.path.join(blobs, d) for d in os.listdir(blobs)]
-        for d in dirs:
-            try:
-                names = os.listdir(d)
-            except OSError:
-                continue
-            for name in names:
-                if name.startswith(".tmp-"):
-                    try:
-                        os.unlink(os.path.join(d, name))
-                    except OSError:
-                        pass
+        _remove_temporaries(dirs)
 
     def write_atomic(self, dest: str, data: bytes) -> None:
         d = os.path.dirname(dest)
@@ -343,21 +351,10 @@ class FetchCache:
     def remove_paper_temporaries(self) -> int:
         """Remove the half-written files a killed run left in paper folders (``recover``
         starts with this, then journals the complete files); returns how many."""
-        n = 0
         papers = os.path.join(self.root, "papers")
         if not os.path.isdir(papers):
             return 0
-        for entry in os.scandir(papers):
-            if not entry.is_dir():
-                continue
-            for name in os.listdir(entry.path):
-                if name.startswith(".tmp-"):
-                    try:
-                        os.unlink(os.path.join(entry.path, name))
-                        n += 1
-                    except OSError:
-                        pass
-        return n
+        return _remove_temporaries(e.path for e in os.scandir(papers) if e.is_dir())
 
     def recover(self) -> int:
         """Journal view files that a kill left unjournaled (complete, since they were

@@ -30,8 +30,12 @@ def _fs_and_path(uri: str):
     return fs, path
 
 
+def _protocol(fs) -> str:
+    return fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
+
+
 def _join_protocol(fs, path: str) -> str:
-    proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
+    proto = _protocol(fs)
     if proto in ("file", "local"):
         return os.path.abspath(path)
     return f"{proto}://{path}"
@@ -41,8 +45,7 @@ def _files_under(fs, path: str) -> list[str]:
     """Every file below folder ``path``. On a local disk through ``os.walk`` (scandir): a
     corpus folder holds ~170 figure files per paper, and fsspec's ``find`` asks for the
     details of each, which at 2,000 papers cost seconds before the build even started."""
-    proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
-    if proto not in ("file", "local"):
+    if _protocol(fs) not in ("file", "local"):
         return fs.find(path)
     out = []
     for root, _dirs, files in os.walk(path, followlinks=True):  # as fsspec does: linked folders are walked

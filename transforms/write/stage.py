@@ -12,8 +12,9 @@ Only references travel through the shuffles: a paper's rows are read from the re
 where its part is written, and its image bytes from the files the rows point at, one paper
 at a time. A shard group is cut into parts from the sizes recorded in the store, and the
 parts, not the groups, are spread over the workers: a small build has a handful of groups
-but dozens of parts, so the last group no longer leaves one worker writing alone. The part files land in a staging folder; the launcher numbers
-them and moves them into ``data/`` when the whole pipeline has succeeded (``finalize.py``).
+but dozens of parts, so the last group no longer leaves one worker writing alone. The part
+files land in a staging folder; the launcher numbers them and moves them into ``data/``
+when the whole pipeline has succeeded (``finalize.py``).
 """
 from __future__ import annotations
 
@@ -313,6 +314,14 @@ def _link_or_copy(src: str, dst: str) -> bool:
     return True
 
 
+def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
+    """The stored table of ``config`` for a write item (its paper's result must be there)."""
+    res = store.read(it.key, tables=(config,))
+    if res is None:
+        raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
+    return res
+
+
 @dataclass
 class PartJob:
     """One part file to write: its place and its papers (or dead letters), in order."""
@@ -336,12 +345,7 @@ class CutParts(beam.DoFn):
         self.store = ResultStore(self.options.store_root)
 
     def _size(self, it: WriteItem, config: str) -> list[int]:
-        if it.size:
-            return it.size
-        res = self.store.read(it.key, tables=(config,))
-        if res is None:
-            raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
-        return table_size(res.tables[config])
+        return it.size or table_size(read_stored(self.store, it, config).tables[config])
 
     def process(self, element):
         (config, group), items = element
@@ -382,12 +386,6 @@ class WritePart(beam.DoFn):
             except (FileNotFoundError, OSError, ValueError):
                 self.previous = {}
 
-    def _read(self, it: WriteItem, config: str) -> StoredResult:
-        res = self.store.read(it.key, tables=(config,))
-        if res is None:
-            raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
-        return res
-
     def process(self, job: PartJob):
         if job.config == "dead_letter":
             yield self._dead_letter_part(job.group, job.members)
@@ -414,7 +412,7 @@ class WritePart(beam.DoFn):
             return {k: v for k, v in info.items() if k != "root"}
         counts: dict = {}
         for it in members:
-            res = self._read(it, config)
+            res = read_stored(self.store, it, config)
             table = res.tables[config]
             if config == "figures":
                 table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
