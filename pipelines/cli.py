@@ -64,6 +64,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from sciga.pipelines.cli_logging import configure_logging
+    from sciga.transforms.common.errors import UserError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     configure_logging()  # before make_parser imports any library that logs on import
@@ -77,6 +78,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return int(args.func(args, rest) or 0)
+    except UserError as e:
+        print(f"sciga {args.command}: {e}", file=sys.stderr)
+        return 2
     except FileNotFoundError as e:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2

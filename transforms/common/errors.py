@@ -1,9 +1,15 @@
-"""The one exception type a pipeline step raises for a bad input.
+"""The exception types of the project, and what each means for a person.
 
-A step raises ``StageError`` with a short machine-readable ``error_type`` and a one-sentence
-``message`` that names the input, what was wrong and what to do; the Beam wrapper turns it
-into a dead-letter row. Anything else escaping a pure function is a bug: it is dead-lettered
-with error_type ``internal`` so that a run never dies on one paper.
+``StageError``: a pipeline step raises it for a bad input, with a short machine-readable
+``error_type`` and a one-sentence ``message`` that names the input, what was wrong and what
+to do; the Beam wrapper turns it into a dead-letter row. Anything else escaping a pure
+function is a bug: it is dead-lettered with error_type ``internal`` so that a run never dies
+on one paper.
+
+``UserError``: a mistake a person can fix before or around a run (a bad flag value, an
+output path that is a file, a folder another build holds). Its message is one sentence that
+names the input and what to do; the `sciga` command line prints it as
+``sciga <command>: <message>`` and exits 2, never with a traceback.
 """
 from __future__ import annotations
 
@@ -18,3 +24,7 @@ class StageError(Exception):
 
     def __reduce__(self):  # keep picklable across Beam workers
         return (type(self), (self.stage, self.error_type, self.message, self.paper_id))
+
+
+class UserError(Exception):
+    """One sentence for a person: what input was wrong and what to do about it."""
