@@ -25,6 +25,7 @@ from typing import Optional
 from sciga.schemas import ids
 from sciga.schemas.records import Figure, Image, Subfigure, Table
 from sciga.transforms.parse.images import collect_graphics, image_from_element, is_graphic
+from sciga.transforms.parse.panel_labels import PanelLabel, printed_labels
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, plain_text, render_into
 
 _NUMBER_RE = re.compile(r"([A-Z]{0,2}\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)\W*$")
@@ -225,18 +226,101 @@ def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
     return sub
 
 
-def _split_lone_subfigure(sf: Subfigure, fig_id: str, ctx: FloatContext) -> list[Subfigure]:
-    """One ``\subfloat`` holding several graphics and no caption text of its own (dd3d's
-    Figure 3: three plots in one subfloat, the parent caption says Left / Middle / Right)
-    is not one panel: each graphic is a panel, as for graphics without subfigure elements.
-    The subfloat's element id then names the whole figure."""
-    if sf.caption_source == "html" or len(sf.images) < 2:
-        return [sf]
-    if sf.html_id:
-        ids_ = ctx.by_html_id.get(sf.html_id, [])
-        ctx.by_html_id[sf.html_id] = [fig_id if i == sf.id else i for i in ids_]
-    return [Subfigure(id=ids.subfigure_id(fig_id, k), html_id=img.html_id, label=None, caption="", images=[img],
-                      caption_source="none") for k, img in enumerate(sf.images, 1)]
+def _is_layout_row(el) -> bool:
+    """A nested figure without caption text that holds several graphics: a row container
+    (``\\subfigure`` / ``\\subfloat`` around a row of images, minipage grids inside it),
+    unless the figure decides it is one panel (see ``_panels``). A tag alone ("(a)", which
+    LaTeXML prints for a ``\\subfloat`` without a caption) is no caption text."""
+    caps, _ = _direct(el)
+    if caps and has_caption_text(read_caption(caps[0]).text):
+        return False
+    graphics: list = []
+    collect_graphics(el, graphics, skip_subfigures=False)
+    return len(graphics) >= 2
+
+
+def _row_items(row_el) -> list:
+    """What a row container holds, in document order: graphics and nested figures; a
+    nested row container is opened in turn."""
+    _, subs = _direct(row_el)
+    out: list = []
+    for el, kind in _units(row_el, subs):
+        if kind == "subfigure" and _is_layout_row(el):
+            out.extend(_row_items(el))
+        else:
+            out.append((el, kind))
+    return out
+
+
+def _graphic_panel(graphic, label: Optional[PanelLabel], fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
+    """One graphic as a panel, with the label printed for it (its text is the subcaption;
+    a label alone is only the label, as for a tag-only subcaption)."""
+    img = image_from_element(graphic, ctx.base_url)
+    own_text = bool(label and label.text)
+    return Subfigure(id=ids.subfigure_id(fig_id, k), html_id=graphic.get("id"), label=label.label if label else None,
+                     caption=f"<TAG> {label.label} </TAG> {label.text}" if own_text else "", images=[img],
+                     caption_source="html" if own_text else "none")
+
+
+def _panels(fig_el, group: list, fig_id: str, ctx: FloatContext) -> tuple[list[Subfigure], list[Image]]:
+    """The panels of a figure (and all its images) from its units in document order.
+
+    A panel is an image with its own label, or a nested figure that is one panel (a
+    captioned subfigure, or one with a single image). Caption-less nested figures holding
+    several images are row containers, layout rather than panels, when the images in them
+    carry their own printed labels (two at least): then every image in the rows is a
+    panel ("(a) Input", ..., "(h) Ours" in three rows are eight panels). A lone row
+    container (dd3d: one ``\\subfloat`` around three plots) is opened the same way,
+    labels or not. Otherwise each nested figure stays one panel, as LaTeXML drew it.
+    Several graphics without nested figures (a tabular or minipage grid) are one panel
+    each, labelled where a label is printed for them."""
+    entries: list = []  # (element, "graphic" | "subfigure", the row it sits in or None)
+    for el, kind in group:
+        if kind == "subfigure" and _is_layout_row(el):
+            entries.extend((sub, kind_, el) for sub, kind_ in _row_items(el))
+        else:
+            entries.append((el, kind, None))
+    graphics = [el for el, kind, _ in entries if kind == "graphic"]
+    labels = dict(zip(graphics, printed_labels(fig_el, graphics)))
+    rows = list(dict.fromkeys(row for _, _, row in entries if row is not None))
+    labelled_in_rows = sum(1 for el, kind, row in entries if row is not None and kind == "graphic" and labels[el])
+    lone_row = len(rows) == 1 and all(row is not None for _, _, row in entries)
+    subfigures: list[Subfigure] = []
+    images: list[Image] = []
+    if not any(kind == "subfigure" for _, kind in group):
+        # Several loose graphics (a tabular or minipage grid): each one a panel.
+        for k, g in enumerate(graphics, 1):
+            sf = _graphic_panel(g, labels[g], fig_id, k, ctx)
+            subfigures.append(sf)
+            images.extend(sf.images)
+        return subfigures, images
+    if not rows or not (labelled_in_rows >= 2 or lone_row):
+        # Explicit subfigures, each one panel; loose graphics beside them stay on the figure.
+        k = 0
+        for el, kind in group:
+            if kind == "subfigure":
+                k += 1
+                sf = _subfigure(el, fig_id, k, ctx)
+                subfigures.append(sf)
+                images.extend(sf.images)
+            else:
+                images.append(image_from_element(el, ctx.base_url))
+        return subfigures, images
+    for row in rows:
+        # The row is layout: an anchor to its element names the whole figure.
+        if row.get("id"):
+            ctx.by_html_id.setdefault(row.get("id"), []).append(fig_id)
+    for el, kind, row in entries:
+        if kind == "subfigure":
+            sf = _subfigure(el, fig_id, len(subfigures) + 1, ctx)
+        elif row is not None or labels[el]:
+            sf = _graphic_panel(el, labels[el], fig_id, len(subfigures) + 1, ctx)
+        else:
+            images.append(image_from_element(el, ctx.base_url))  # an unlabelled graphic beside the rows
+            continue
+        subfigures.append(sf)
+        images.extend(sf.images)
+    return subfigures, images
 
 
 def _adopt_preceding_graphics(fig_el, ctx: FloatContext) -> list:
@@ -309,26 +393,8 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
         subfigures: list[Subfigure] = []
         images: list[Image] = []
         graphics = [u[0] for u in group if u[1] == "graphic"]
-        sub_els = [u[0] for u in group if u[1] == "subfigure"]
-        if sub_els:
-            # Explicit subfigures; loose graphics beside them stay on the figure itself.
-            k = 0
-            for el, kind_ in group:
-                if kind_ == "subfigure":
-                    k += 1
-                    sf = _subfigure(el, fid, k, ctx)
-                    subfigures.append(sf)
-                    images.extend(sf.images)
-                else:
-                    images.append(image_from_element(el, ctx.base_url))
-            if len(subfigures) == 1 and not graphics:
-                subfigures = _split_lone_subfigure(subfigures[0], fid, ctx)
-        elif len(graphics) > 1:
-            for k, g in enumerate(graphics, 1):
-                img = image_from_element(g, ctx.base_url)
-                subfigures.append(Subfigure(id=ids.subfigure_id(fid, k), html_id=g.get("id"), label=None,
-                                            caption="", images=[img], caption_source="none"))
-                images.append(img)
+        if len(graphics) > 1 or any(u[1] == "subfigure" for u in group):
+            subfigures, images = _panels(fig_el, group, fid, ctx)
         else:
             images = _graphic_images(graphics, ctx)
         figure = Figure(
