@@ -253,6 +253,8 @@ def paper_row(paper: Paper) -> dict:
     d = as_plain(paper)
     d.pop("figure_labels", None)  # transient input of the linking stage, not published
     d.pop("rejected_mentions", None)  # transient output of the linking stage (build stats)
+    # The citation spans of paragraphs and captions (transient too) are struct fields the
+    # Arrow schema does not name: ``Table.from_pylist`` leaves them out.
     return d
 
 

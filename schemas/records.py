@@ -52,6 +52,10 @@ class Paragraph:
     text: str
     html_id: Optional[str] = None
     ref_spans: list[RefSpan] = field(default_factory=list)
+    # Transient (not published): (start, end) of every citation element (LaTeXML
+    # ``cite.ltx_cite``, resolved or not) in ``text``. The linking stage reads them: a
+    # figure mention inside a citation, or followed by "of"/"in" and one, names another work.
+    citation_spans: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -94,6 +98,7 @@ class Subfigure:
     images: list[Image] = field(default_factory=list)
     caption_source: str = "html"  # "html" | "none" | "split_parent" (linking stage)
     caption_ref_spans: list[RefSpan] = field(default_factory=list)  # other figures named in the caption
+    caption_citation_spans: list[tuple[int, int]] = field(default_factory=list)  # transient, as Paragraph's
 
 
 @dataclass
@@ -109,6 +114,7 @@ class Figure:
     section_id: Optional[str] = None
     is_teaser: bool = False
     caption_ref_spans: list[RefSpan] = field(default_factory=list)  # other figures named in the caption
+    caption_citation_spans: list[tuple[int, int]] = field(default_factory=list)  # transient, as Paragraph's
 
 
 @dataclass
@@ -120,6 +126,7 @@ class Table:
     caption: str
     section_id: Optional[str] = None
     caption_ref_spans: list[RefSpan] = field(default_factory=list)
+    caption_citation_spans: list[tuple[int, int]] = field(default_factory=list)  # transient, as Paragraph's
 
 
 @dataclass

@@ -21,6 +21,11 @@ from sciga.schemas.arrow import SCHEMAS
 # Record fields that never reach a shard (the stage that fills them says what they are for).
 TRANSIENT = {
     "Paper": {"figure_labels", "rejected_mentions"},
+    # citation elements in a text, read by the linking stage (other works' figures)
+    "Paragraph": {"citation_spans"},
+    "Figure": {"caption_citation_spans"},
+    "Subfigure": {"caption_citation_spans"},
+    "Table": {"caption_citation_spans"},
     "FigureRow": {"image_bytes", "image_path", "image_uri", "image_sha256", "image_size"},
 }
 # The figures config stores the image as the `datasets` Image struct, made from two record fields.

@@ -20,19 +20,23 @@ Guards against false positives, each from a real pattern:
 - a bare panel letter must be attached to the number ("3b"; "Figure 3 a model" is an
   article) and list continuations must keep letters increasing ("Fig. 3a, b" but not
   "Fig. 3b, a simple ...");
-- a figure of another work is not ours: a mention followed by "of"/"in"/"from" plus a
+- a figure of another work is not ours: a mention inside a citation element (a natbib
+  note, "(see figure 3 of Kim et al., 2021)"), or followed by "of"/"in"/"from" plus a
   citation ("Fig. 2 of [12]", "Figure 4 in (Saharia et al., 2022)", "Fig. 3 in Smith et
   al. (2019)"), an author ("Smith's paper"), a citation key LaTeXML could not resolve
-  ("figure 1 of smith2018", "Zhu2022CVPR") or an unresolved reference (``LABEL:``, "??"),
-  or preceded by "their"/"its" ("their Figure 4"), is returned with ``foreign=True`` and
-  never linked (the linking stage counts it as a rejected candidate);
+  ("figure 1 of smith2018", "Zhu2022CVPR", "lee_robust_2019", "Author:2019:title") or an
+  unresolved reference (``LABEL:``, "??"), or preceded by "their"/"its" ("their Figure
+  4"), is returned with ``foreign=True`` and never linked (the linking stage counts it as
+  a rejected candidate). What follows the preposition decides, and this paper's own parts
+  come first: "of the main manuscript", "in Section 3", "in the appendix", "in the
+  supplement" keep the link;
 - "Extended Data Fig. 2" / "Supplementary Figure 3" are marked ``qualified`` (their numbers
   are a separate sequence; the resolver only accepts them as S-numbers).
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -62,20 +66,39 @@ _SEP_RE = re.compile(r"(?:\s*,\s*(?:(?:and|&|or)\s+)?|\s+(?:and|&|or|as\s+well\s
 _RANGE_RE = re.compile(r"\s*(?:[" + _DASHES + r"]|\s+to\s+)\s*")
 _PANEL_ONLY_BARE_RE = re.compile(r"(?P<a>[a-zA-Z])(?![A-Za-z0-9'])")
 
-# "Figure 4 in (Saharia et al., 2022)", "Fig. 2 of [12]", "Figure 3 of Smith et al.", "of their paper",
-# "Figure 1 of another paper" (a link into another paper's HTML is not kept by the parser),
-# "Figure 2 of Smith's paper", "figure 1 of smith2018" / "of Zhu2022CVPR" (a \cite key LaTeXML
-# could not resolve is printed as the bare key), "Figure 1 of LABEL:smith18" / "of ??"
-# (unresolved; "Figure 5 in LABEL:sec:appendix" is this paper's appendix, not another work).
-_FOREIGN_RE = re.compile(
-    r"\s+(?:in|of|from)\s+(?:\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
-    r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work)|"
-    r"[A-Z][\w\-']+(?:\s+and\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4})|"
-    r"[A-Z][\w\-]*['\u2019]s\s|\?\?|"
-    # an unresolved reference, unless its label names a part of this paper ("LABEL:sec:app")
-    r"LABEL:(?!(?:s|ss|sub|subsec|sec|sect|section|app|appx|appendix|ch|chap|chapter|part|fig|figure|tab|table|"
-    r"eq|eqn|alg|lst|thm|lem|def)[:._\-])|"
-    r"[A-Za-z][A-Za-z\-]*(?:19|20)\d\d[A-Za-z0-9]*\b|[A-Za-z]+[:_][A-Za-z]*\d{2,4}\w*)"
+# Another work's figure is decided from what follows "of" / "in" / "from" after the mention.
+# This paper's own parts keep the link: "of the main manuscript", "in Section 3", "in the
+# appendix", "in the supplement", "of this paper", an unresolved label of one of its parts
+# ("in LABEL:sec:appendix"). They are checked first, so no key-like word below can take them.
+_PREP_RE = re.compile(r"\s+(?:in|of|from)(?=[\s\]])\s*")
+_OWN_PART_RE = re.compile(
+    r"(?:(?:this|our|the\s+(?:present|current))\s+(?:paper|work|article|study|manuscript|submission|letter|report|thesis)\b|"
+    r"the\s+main\s+(?:paper|text|manuscript|body|article|submission|document)\b|"
+    r"the\s+(?:supplement(?:ary|al)?|appendix|appendices|SI)\b(?:\s+(?:material|materials|information|document|file|section))?|"
+    r"(?:Sections?|Sects?\.|Secs?\.|\u00a7|Appendix|Appendices|Apps?\.|Supplement(?:ary|al)?|Suppl?\.|Supp\.|SI|Chapters?|Chap\.|"
+    r"Parts?)\s*(?:[A-Z]\b|\d|[IVX]+\b|(?:material|materials|information|section|note|text)\b)|"
+    r"LABEL:(?:s|ss|sub|subsec|sec|sect|section|app|appx|appendix|ch|chap|chapter|part|fig|figure|tab|table|"
+    r"eq|eqn|alg|lst|thm|lem|def)[:._\-][^\s,;()\[\]]*)",
+    re.I,
+)
+# ...anything else that reads as a citation names another work: a bracket or parenthesis
+# ("of [12]", "in (Saharia et al., 2022)"), the close of a natbib note printed raw when
+# \citep is unknown ("[see figure 3 of][]key"), an author ("Smith et al.", "Smith and Jones
+# (2019)", "Planck Collaboration III 2020", "Smith's paper"), "their paper", "another
+# paper" (a link into another paper's HTML is not kept by the parser), an unresolved
+# reference ("LABEL:smith18", "??"), or a citation key LaTeXML printed because it could not
+# resolve it: a word with an underscore or a colon inside (Zotero / Better BibTeX
+# "lee_robust_2019", "Author:2019:title", INSPIRE "ATLAS:2008xda", "cv:sr:kim16-vdsr") or
+# with a year inside ("Zhu2022CVPR", "kimNeuralFieldsSurvey2021", "author-title-2019",
+# "Wagner2009-CVPR"; not "mid-2020").
+_CITATION_LIKE_RE = re.compile(
+    r"(?:\]|\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
+    r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work|study)|"
+    r"[A-Z][\w\-']+(?:\s+(?:and|&)\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4})|"
+    r"(?:[A-Z][\w\-']+\s+){1,3}(?:[IVXLC]+\s+)?\(?(?:19|20)\d\d\b|"
+    r"[A-Z][\w\-]*['\u2019]s\s|\?\?|LABEL:|"
+    r"[A-Za-z][\w\-]*[_:][\w\-:]*[A-Za-z0-9]|"
+    r"(?!(?:mid|pre|post|early|late|end|circa)-)[A-Za-z][A-Za-z\-]*(?:19|20)\d\d[\w\-]*)"
 )
 # "their Figure 4", "its Fig. 2": a possessive right before the keyword.
 _FOREIGN_BEFORE_RE = re.compile(r"(?<![A-Za-z])(?:their|its)\s+$", re.I)
@@ -212,16 +235,43 @@ def _is_plural(keyword: str) -> bool:
     return k.endswith("s")
 
 
-def is_foreign(text: str, start: int, end: int) -> bool:
-    """Does the mention ``text[start:end]`` name a figure of another work?"""
-    return bool(_FOREIGN_RE.match(text, end) or _FOREIGN_BEFORE_RE.search(text, max(0, start - 8), start))
+def _starts_citation(citations: Sequence[tuple[int, int]], text: str, pos: int) -> bool:
+    """Does a citation element begin at ``pos`` (spaces aside)?"""
+    return any(pos <= s and not text[pos:s].strip() for s, _ in citations)
 
 
-def find_expressions(text: str, foreign: bool = False) -> Iterator[Expression]:
+def _names_other_work(text: str, pos: int, citations: Sequence[tuple[int, int]]) -> bool:
+    """Does the text at ``pos``, right after "of" / "in" / "from", name another work?"""
+    if _starts_citation(citations, text, pos):
+        return True
+    own = _OWN_PART_RE.match(text, pos)
+    if own:
+        # "the appendix of [12]" is another work's appendix
+        m = _PREP_RE.match(text, own.end())
+        return bool(m) and _names_other_work(text, m.end(), citations)
+    return bool(_CITATION_LIKE_RE.match(text, pos))
+
+
+def is_foreign(text: str, start: int, end: int, citations: Sequence[tuple[int, int]] = ()) -> bool:
+    """Does the mention ``text[start:end]`` name a figure of another work? It does when it
+    sits inside a citation element (``citations``: (start, end) spans in ``text``, e.g. a
+    natbib note "see figure 3 of"), when "of" / "in" / "from" and a citation follow it, or
+    when a possessive ("their", "its") precedes it."""
+    if any(s <= start < e for s, e in citations):
+        return True
+    if _FOREIGN_BEFORE_RE.search(text, max(0, start - 8), start):
+        return True
+    m = _PREP_RE.match(text, end)
+    return bool(m) and _names_other_work(text, m.end(), citations)
+
+
+def find_expressions(text: str, foreign: bool = False,
+                     citations: Sequence[tuple[int, int]] = ()) -> Iterator[Expression]:
     """Every typed figure-mention expression in ``text`` (tokens must be masked by the
     caller when the text holds <MATH>/<TAG> blocks: see ``mask_tokens``). Mentions of
     another work's figures are left out, or with ``foreign=True`` returned marked
-    ``Expression.foreign`` (so a caller can count them)."""
+    ``Expression.foreign`` (so a caller can count them). ``citations`` are the spans of
+    the text's citation elements, where the parser kept them."""
     pos = 0
     n = len(text)
     while pos < n:
@@ -233,7 +283,7 @@ def find_expressions(text: str, foreign: bool = False) -> Iterator[Expression]:
             pos = m.end()
             continue
         pos = expr.end
-        if is_foreign(text, expr.start, expr.end):
+        if is_foreign(text, expr.start, expr.end, citations):
             if foreign:
                 yield replace(expr, foreign=True)
             continue

@@ -23,14 +23,15 @@ Spans that name several figures or panels:
   ("Figure 5a,b,c" -> F5, panels a, b, c).
 
 A reference to the float whose caption is being read (``self_id``) is never a span. Typed
-mentions of another work's figure ("Figure 1 of [12]", "their Figure 4") are never spans;
-those that name one of this paper's figure numbers are counted in ``stats["other_work"]``.
+mentions of another work's figure ("Figure 1 of [12]", "their Figure 4", a mention inside
+a citation element, whose spans the parser kept in ``citations``) are never spans; those
+that name one of this paper's figure numbers are counted in ``stats["other_work"]``.
 """
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
@@ -119,7 +120,8 @@ def _range_between(index: FigureIndex, a: str, b: str) -> list[str]:
 
 def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
               figure_labels: Optional[Mapping[str, str]] = None, self_id: Optional[str] = None,
-              stats: Optional[MutableMapping[str, int]] = None) -> list[RefSpan]:
+              stats: Optional[MutableMapping[str, int]] = None,
+              citations: Sequence[tuple[int, int]] = ()) -> list[RefSpan]:
     masked = mask_tokens(text)
     out: list[RefSpan] = []
     taken = _Taken()
@@ -178,7 +180,7 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
             taken.add(start, m.end())
 
     # 3. typed mentions not already covered.
-    for expr in find_expressions(masked, foreign=True):
+    for expr in find_expressions(masked, foreign=True, citations=citations):
         items = [it for it in expr.items if not taken.overlaps(it.start, it.end)]
         if expr.foreign:
             named = {it.number for it in items if index.figure(it.number, expr.qualified) is not None}

@@ -11,7 +11,8 @@ In order:
    each figure span gets the bounds of the sentence that holds it. Titles are one sentence.
 
 Typed mentions of another work's figures that name one of this paper's figure numbers
-("Figure 1 of [12]", "their Figure 4") are not linked; their count is left on the paper
+("Figure 1 of [12]", "their Figure 4", "(see figure 3 of Kim et al., 2021)" inside a
+citation, whose spans the parser kept) are not linked; their count is left on the paper
 (``Paper.rejected_mentions["other_work"]``, transient) for the build's stats.
 
 The mentions config is then a plain projection of the linked paper (``mentions.py``), so a
@@ -35,23 +36,24 @@ _KEYWORD_HINT = re.compile(r"fig", re.I)
 
 
 def _texts(paper: Paper):
-    """(owner, text attribute, spans attribute, self id, kind) of every linkable text."""
+    """(owner, text attribute, spans attribute, self id, kind, citation spans) of every
+    linkable text."""
     for sec in paper.sections:
         for para in sec.paragraphs:
-            yield para, "text", "ref_spans", None, "paragraph"
+            yield para, "text", "ref_spans", None, "paragraph", para.citation_spans
         if sec.title:
-            yield sec, "title", "title_ref_spans", None, "title"
+            yield sec, "title", "title_ref_spans", None, "title", ()
     for fig in paper.figures:
         if fig.caption:
-            yield fig, "caption", "caption_ref_spans", fig.id, "caption"
+            yield fig, "caption", "caption_ref_spans", fig.id, "caption", fig.caption_citation_spans
         for sub in fig.subfigures:
             if sub.caption and sub.caption_source == "html":
-                yield sub, "caption", "caption_ref_spans", sub.id, "caption"
+                yield sub, "caption", "caption_ref_spans", sub.id, "caption", sub.caption_citation_spans
             elif sub.caption_ref_spans:
                 sub.caption_ref_spans = []  # split subcaptions repeat the parent's text
     for tab in paper.tables:
         if tab.caption:
-            yield tab, "caption", "caption_ref_spans", tab.id, "caption"
+            yield tab, "caption", "caption_ref_spans", tab.id, "caption", tab.caption_citation_spans
 
 
 def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
@@ -66,12 +68,12 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
     index = FigureIndex(paper)
     rejected: dict[str, int] = {}
     to_segment: list[tuple[str, list[RefSpan]]] = []
-    for owner, text_attr, spans_attr, self_id, kind in _texts(paper):
+    for owner, text_attr, spans_attr, self_id, kind, citations in _texts(paper):
         text = getattr(owner, text_attr)
         old = getattr(owner, spans_attr)
         if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
             continue  # no anchor and no keyword: nothing to find (most paragraphs)
-        spans = link_text(text, old, index, labels, self_id, stats=rejected)
+        spans = link_text(text, old, index, labels, self_id, stats=rejected, citations=citations)
         setattr(owner, spans_attr, spans)
         fig_spans = [s for s in spans if FIGURE_ID_RE.match(s.ref_id)]
         if not fig_spans:

@@ -77,13 +77,16 @@ class Caption:
     label: Optional[str]  # tag as printed, e.g. "Figure 3:"
     number: Optional[str]
     anchors: list = field(default_factory=list)  # a.ltx_ref met in the caption (text spans)
+    citations: list = field(default_factory=list)  # (start, end) of citation elements in the text
 
 
 def read_caption(el) -> Caption:
     tb = TextBuilder()
     anchors: list = []
-    render_into(el, tb, RenderOptions(skip_floats=False, anchors=anchors))
+    citations: list = []
+    render_into(el, tb, RenderOptions(skip_floats=False, anchors=anchors, citations=citations))
     text = tb.text()
+    citations = [(a, min(b, len(text))) for a, b in citations]
     label = number = None
     for sub in el.iter():
         if isinstance(sub.tag, str) and "ltx_tag" in classes(sub):
@@ -94,7 +97,7 @@ def read_caption(el) -> Caption:
         number = m.group(1) if m else None
         if number is None and label.startswith("("):
             number = None
-    return Caption(element=el, text=text, label=label, number=number, anchors=anchors)
+    return Caption(element=el, text=text, label=label, number=number, anchors=anchors, citations=citations)
 
 
 def nearest_float(el, stop):
@@ -220,6 +223,7 @@ def _subfigure(sub_el, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
         caption=cap.text if own_text else "",
         images=_graphic_images(graphics, ctx),
         caption_source="html" if own_text else "none",
+        caption_citation_spans=cap.citations if own_text else [],
     )
     if cap and cap.anchors:
         ctx.caption_anchors.append((sub, cap.anchors))
@@ -352,7 +356,8 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
         if fig_el.get("id"):
             ctx.by_html_id.setdefault(fig_el.get("id"), []).append(tid)
         table = Table(id=tid, html_id=fig_el.get("id"), index=idx, number=cap.number if cap else None,
-                      caption=cap.text if cap else "", section_id=section_id)
+                      caption=cap.text if cap else "", section_id=section_id,
+                      caption_citation_spans=cap.citations if cap else [])
         ctx.tables.append(table)
         if cap and cap.anchors:
             ctx.caption_anchors.append((table, cap.anchors))
@@ -408,6 +413,7 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
             subfigures=subfigures,
             section_id=section_id,
             is_teaser=teaser,
+            caption_citation_spans=cap.citations if cap else [],
         )
         ctx.figures.append(figure)
         if cap and cap.anchors:

@@ -150,12 +150,13 @@ class DocumentWalker:
             if sub is not el and nearest_float(sub, el) is None:
                 self._float(sub, sec)
         anchors: list = []
+        citations: list = []
         tb = TextBuilder()
-        render_into(el, tb, RenderOptions(anchors=anchors))
+        render_into(el, tb, RenderOptions(anchors=anchors, citations=citations))
         text = tb.text()
         if not text:
             return
-        para = Paragraph(text=text, html_id=el.get("id"))
+        para = Paragraph(text=text, html_id=el.get("id"), citation_spans=[(a, min(b, len(text))) for a, b in citations])
         self.result.pending.append(_Pending(el, sec, para, anchors))
 
 

@@ -86,6 +86,7 @@ class RenderOptions:
     tags: bool = True  # ltx_tag as <TAG>; False keeps them as plain text
     math: bool = True  # math as <MATH>; False: alttext as plain text
     anchors: Optional[list] = field(default=None)  # collect Anchor objects when a list
+    citations: Optional[list] = field(default=None)  # collect (start, end) of citation elements when a list
 
 
 def math_alttext(el) -> str:
@@ -192,17 +193,16 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
         return
     if tag == "a" and opts.anchors is not None and not in_ref and c and "ltx_ref" in c.split():
         href = el.get("href") or ""
-        start = tb.length
-        _render_children(el, tb, opts, in_note, in_tag, True)
-        end = tb.length
-        # Normalization may have put a separating space at either edge: trim it off.
-        if end > start:
-            if _char_at(tb, start) == " ":
-                start += 1
-            if end > start and _char_at(tb, end - 1) == " ":
-                end -= 1
+        start, end = _rendered_span(el, tb, opts, in_note, in_tag, True)
         if href and end > start:
             opts.anchors.append(Anchor(href=href, title=el.get("title"), start=start, end=end))
+        return
+    if tag == "cite" and opts.citations is not None:
+        # A citation, resolved ("Smith et al., 2019", "[12]") or not (the raw key), with a
+        # natbib note inside it ("see figure 3 of ..."): the linking stage needs its span.
+        start, end = _rendered_span(el, tb, opts, in_note, in_tag, in_ref)
+        if end > start:
+            opts.citations.append((start, end))
         return
     block = tag in _BLOCK_TAGS
     if block:
@@ -219,6 +219,20 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
             add(child.tail)
     if block:
         tb.boundary()
+
+
+def _rendered_span(el, tb: TextBuilder, opts, in_note, in_tag, in_ref) -> tuple[int, int]:
+    """Render ``el``'s content and return the offsets it took, without the separating
+    space normalization may have put at either edge."""
+    start = tb.length
+    _render_children(el, tb, opts, in_note, in_tag, in_ref)
+    end = tb.length
+    if end > start:
+        if _char_at(tb, start) == " ":
+            start += 1
+        if end > start and _char_at(tb, end - 1) == " ":
+            end -= 1
+    return start, end
 
 
 def _char_at(tb: TextBuilder, pos: int) -> str:
