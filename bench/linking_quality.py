@@ -14,7 +14,10 @@ Printed, per page and in total:
   paragraph, surface, figure id and panels all match;
 - the same for the baseline measured in the same run: the ``a.ltx_ref`` anchors alone (what
   an extractor that follows only hyperlinks gets), and the recall ratio linking / baseline;
-- figures whose panel count or subcaption labels differ from the facts;
+- panel precision and recall: a panel counts as right when its figure, its place among
+  the figure's panels and its label all match the facts (a row container taken for one
+  panel, or a panel without the label printed for it, is wrong), and the figures whose
+  panel count or subcaption labels differ from the facts;
 - other works' figure mentions rejected (found / expected).
 
 A report, not a gate: the exit status is 0 whenever the pages could be read.
@@ -72,6 +75,15 @@ def pr(tp: int, fp: int, fn: int) -> tuple[float, float]:
     return p, r
 
 
+def panel_keys(counts: dict, labels: dict) -> Counter:
+    """(figure, place, label) per panel; a figure without labels has None for each."""
+    out: Counter = Counter()
+    for fig, n in counts.items():
+        labs = labels.get(fig) or []
+        out.update((fig, k, labs[k - 1] if k <= len(labs) else None) for k in range(1, n + 1))
+    return out
+
+
 def evaluate_page(key: str, fact: dict) -> dict:
     path = page_file(fact["source"])
     paper = parse_latexml_html(path.read_bytes(), None, input_uri=str(path), fallback_id=key)
@@ -96,7 +108,10 @@ def evaluate_page(key: str, fact: dict) -> dict:
     sub_wrong = sorted(k for k in set(subs) | set(fact["subfigures"]) if subs.get(k) != fact["subfigures"].get(k))
     label_wrong = sorted(k for k in set(labels) | set(fact["subcaption_labels"])
                          if labels.get(k) != fact["subcaption_labels"].get(k))
+    panels_found = panel_keys(subs, {f.id[len(paper.id) + 1:]: [s.label for s in f.subfigures] for f in paper.figures})
+    panels_truth = panel_keys(fact["subfigures"], fact["subcaption_labels"])
     return {"page": key, "link": score(found, truth), "link_target": score(target(found), target(truth)),
+            "panel": score(panels_found, panels_truth),
             "anchors": score(base, target(truth)),
             "missed": sorted((truth - found).elements()), "extra": sorted((found - truth).elements()),
             "figures": len(subs), "panels": sum(subs.values()), "panels_expected": sum(fact["subfigures"].values()),
@@ -106,10 +121,10 @@ def evaluate_page(key: str, fact: dict) -> dict:
 
 def render(results: list[dict]) -> str:
     head = ("| page | mentions (facts) | linking P | linking R | linking R (figure only) | anchors-only P (figure only) "
-            "| anchors-only R (figure only) | panels (facts) | figures with wrong panels / labels "
+            "| anchors-only R (figure only) | panels (facts) | panel P | panel R | figures with wrong panels / labels "
             "| other works' rejected (facts) |")
-    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
-    tot = {"link": [0, 0, 0], "link_target": [0, 0, 0], "anchors": [0, 0, 0]}
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    tot = {"link": [0, 0, 0], "link_target": [0, 0, 0], "anchors": [0, 0, 0], "panel": [0, 0, 0]}
     panels = panels_exp = rej = rej_exp = 0
     for r in results:
         for k in tot:
@@ -117,10 +132,12 @@ def render(results: list[dict]) -> str:
         lp, lr = pr(*r["link"])
         _, tr = pr(*r["link_target"])
         bp, br = pr(*r["anchors"])
+        pp, prr = pr(*r["panel"])
         n = r["link"][0] + r["link"][2]
         wrong = ", ".join(r["panel_count_wrong"] + [f"{x} (labels)" for x in r["label_wrong"]]) or "-"
         lines.append(f"| {r['page']} | {n} | {lp:.3f} | {lr:.3f} | {tr:.3f} | {bp:.3f} | {br:.3f} "
-                     f"| {r['panels']} ({r['panels_expected']}) | {wrong} | {r['rejected']} ({r['rejected_expected']}) |")
+                     f"| {r['panels']} ({r['panels_expected']}) | {pp:.3f} | {prr:.3f} | {wrong} "
+                     f"| {r['rejected']} ({r['rejected_expected']}) |")
         panels += r["panels"]
         panels_exp += r["panels_expected"]
         rej += r["rejected"]
@@ -128,13 +145,15 @@ def render(results: list[dict]) -> str:
     lp, lr = pr(*tot["link"])
     _, tr = pr(*tot["link_target"])
     bp, br = pr(*tot["anchors"])
+    pp, prr = pr(*tot["panel"])
     n = tot["link"][0] + tot["link"][2]
     lines.append(f"| **all {len(results)} pages** | {n} | **{lp:.3f}** | **{lr:.3f}** | {tr:.3f} | {bp:.3f} | {br:.3f} "
-                 f"| {panels} ({panels_exp}) | | {rej} ({rej_exp}) |")
+                 f"| {panels} ({panels_exp}) | **{pp:.3f}** | **{prr:.3f}** | | {rej} ({rej_exp}) |")
     lines.append("")
     lines.append(f"Recall (paragraph + figure), linking / anchors only: {tr / br if br else float('inf'):.2f}x "
                  f"({tot['link_target'][0]} vs {tot['anchors'][0]} of {n} hand-checked mentions). Linking P/R also "
-                 "require the surface a reader sees and the panel names.")
+                 "require the surface a reader sees and the panel names; a panel is right when its figure, place and "
+                 "label match.")
     diffs = [(r["page"], "missed", m) for r in results for m in r["missed"]] + \
             [(r["page"], "extra", m) for r in results for m in r["extra"]]
     if diffs:

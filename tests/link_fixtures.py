@@ -39,7 +39,7 @@ CORPUS_PAGES = {
 # LaTeXML 0.8.7 pages made from TeX written for the tests (tests/pages/, SOURCES.md there):
 # the hard cases of panels, other works' figures and multi-figure spans.
 TEST_PAGES_DIR = ROOT / "tests" / "pages" / "html"
-TEST_PAGES = ("panels", "foreign", "foreign_natbib", "multi")
+TEST_PAGES = ("panels", "foreign", "foreign_natbib", "multi", "layout_rows", "foreign_keys", "foreign_raw")
 
 
 def page_path(key: str) -> Path:

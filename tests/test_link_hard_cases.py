@@ -198,7 +198,7 @@ def test_panels_are_a_column_of_the_mentions_config_and_ref_spans():
     assert got == [["b", "c"], ["a", "b", "c"], ["b", "c"]]
 
 
-@pytest.mark.parametrize("key", ["panels", "foreign", "foreign_natbib", "multi"])
+@pytest.mark.parametrize("key", ["panels", "foreign", "foreign_natbib", "multi", "layout_rows", "foreign_keys", "foreign_raw"])
 def test_test_pages_are_latexml_output(key):
     head = page_path(key).read_text(encoding="utf-8")[:2000]
     assert "LaTeXML" in page_path(key).read_text(encoding="utf-8")[-2000:] and "<html" in head

@@ -26,9 +26,10 @@ for name in "${names[@]}"; do
 import sys
 from PIL import Image, ImageDraw
 for k, (name, size) in enumerate([("plot_a", (240, 160)), ("plot_b", (240, 160)), ("plot_c", (240, 160)),
-                                  ("plot_d", (240, 160)), ("strip_a", (480, 120)), ("strip_b", (480, 120))]):
+                                  ("plot_d", (240, 160)), ("strip_a", (480, 120)), ("strip_b", (480, 120))]
+                                 + [(f"panel_{c}", (160, 120)) for c in "abcdefgh"]):
     im = Image.new("RGB", size, "white")
-    ImageDraw.Draw(im).rectangle([10, 10, size[0] - 10, size[1] - 10], outline=(40 * k, 80, 160), width=3)
+    ImageDraw.Draw(im).rectangle([10, 10, size[0] - 10, size[1] - 10], outline=((40 * k) % 256, 80, 160), width=3)
     im.save(f"{sys.argv[1]}/{name}.png", optimize=True)
 PY
   (cd "$work/$name" && latexmlc --preload='[ids]latexml.sty' --format=html5 --nodefaultresources --timestamp=0 \

@@ -243,16 +243,41 @@ def _is_layout_row(el) -> bool:
     return len(graphics) >= 2
 
 
-def _row_items(row_el) -> list:
-    """What a row container holds, in document order: graphics and nested figures; a
+def _captioned_row(el) -> Optional[list]:
+    """[(graphic, Caption)] when a nested figure holds several graphics and as many distinct
+    captions: LaTeXML 0.8.7 prints the ``\\subcaptionbox``es of a ``subfigure`` as
+    captions of that subfigure (each repeated), the images beside them. Paired in order."""
+    caps, subs = _direct(el)
+    if subs or len(caps) < 2:
+        return None
+    seen: set = set()
+    uniq: list[Caption] = []
+    for c in caps:
+        cap = read_caption(c)
+        if (cap.label, cap.text) not in seen:
+            seen.add((cap.label, cap.text))
+            uniq.append(cap)
+    graphics: list = []
+    collect_graphics(el, graphics, skip_subfigures=True)
+    if len(uniq) < 2 or len(uniq) != len(graphics):
+        return None
+    return list(zip(graphics, uniq))
+
+
+def _row_entries(row_el) -> list:
+    """What a row container holds, in document order, as (element, kind, row, caption):
+    graphics, nested figures, and the captioned graphics of a nested captioned row; a
     nested row container is opened in turn."""
     _, subs = _direct(row_el)
     out: list = []
     for el, kind in _units(row_el, subs):
-        if kind == "subfigure" and _is_layout_row(el):
-            out.extend(_row_items(el))
+        pairs = _captioned_row(el) if kind == "subfigure" else None
+        if pairs:
+            out.extend((g, "captioned", el, cap) for g, cap in pairs)
+        elif kind == "subfigure" and _is_layout_row(el):
+            out.extend(_row_entries(el))
         else:
-            out.append((el, kind))
+            out.append((el, kind, row_el, None))
     return out
 
 
@@ -266,29 +291,49 @@ def _graphic_panel(graphic, label: Optional[PanelLabel], fig_id: str, k: int, ct
                      caption_source="html" if own_text else "none")
 
 
+def _captioned_panel(graphic, cap: Caption, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
+    """One graphic of a captioned row as a panel with its caption."""
+    own_text = has_caption_text(cap.text)
+    sub = Subfigure(id=ids.subfigure_id(fig_id, k), html_id=graphic.get("id"), label=cap.label,
+                    caption=cap.text if own_text else "", images=[image_from_element(graphic, ctx.base_url)],
+                    caption_source="html" if own_text else "none",
+                    caption_citation_spans=cap.citations if own_text else [])
+    if own_text and cap.anchors:
+        ctx.caption_anchors.append((sub, cap.anchors))
+    return sub
+
+
 def _panels(fig_el, group: list, fig_id: str, ctx: FloatContext) -> tuple[list[Subfigure], list[Image]]:
     """The panels of a figure (and all its images) from its units in document order.
 
     A panel is an image with its own label, or a nested figure that is one panel (a
     captioned subfigure, or one with a single image). Caption-less nested figures holding
-    several images are row containers, layout rather than panels, when the images in them
-    carry their own printed labels (two at least): then every image in the rows is a
-    panel ("(a) Input", ..., "(h) Ours" in three rows are eight panels). A lone row
-    container (dd3d: one ``\\subfloat`` around three plots) is opened the same way,
+    several images are row containers, layout rather than panels, when what they hold
+    carries its own labels (two labelled images or captioned panels at least): then every
+    image in the rows is a panel ("(a) Input", ..., "(h) Ours" in three rows are eight
+    panels) and a nested captioned figure in a row stays one. A nested figure holding
+    several images and as many captions (``\\subcaptionbox``es) is such a row too. A lone
+    row container (dd3d: one ``\\subfloat`` around three plots) is opened the same way,
     labels or not. Otherwise each nested figure stays one panel, as LaTeXML drew it.
     Several graphics without nested figures (a tabular or minipage grid) are one panel
     each, labelled where a label is printed for them."""
-    entries: list = []  # (element, "graphic" | "subfigure", the row it sits in or None)
+    entries: list = []  # (element, "graphic" | "subfigure" | "captioned", its row or None, Caption or None)
     for el, kind in group:
-        if kind == "subfigure" and _is_layout_row(el):
-            entries.extend((sub, kind_, el) for sub, kind_ in _row_items(el))
+        pairs = _captioned_row(el) if kind == "subfigure" else None
+        if pairs:
+            entries.extend((g, "captioned", el, cap) for g, cap in pairs)
+        elif kind == "subfigure" and _is_layout_row(el):
+            entries.extend(_row_entries(el))
         else:
-            entries.append((el, kind, None))
-    graphics = [el for el, kind, _ in entries if kind == "graphic"]
+            entries.append((el, kind, None, None))
+    graphics = [el for el, kind, _, _ in entries if kind == "graphic"]
     labels = dict(zip(graphics, printed_labels(fig_el, graphics)))
-    rows = list(dict.fromkeys(row for _, _, row in entries if row is not None))
-    labelled_in_rows = sum(1 for el, kind, row in entries if row is not None and kind == "graphic" and labels[el])
-    lone_row = len(rows) == 1 and all(row is not None for _, _, row in entries)
+    rows = list(dict.fromkeys(row for _, _, row, _ in entries if row is not None))
+    labelled_in_rows = sum(
+        1 for el, kind, row, _ in entries
+        if row is not None and (kind == "captioned" or (kind == "graphic" and labels[el])
+                                or (kind == "subfigure" and _direct(el)[0])))
+    lone_row = len(rows) == 1 and all(row is not None for _, _, row, _ in entries)
     subfigures: list[Subfigure] = []
     images: list[Image] = []
     if not any(kind == "subfigure" for _, kind in group):
@@ -314,11 +359,14 @@ def _panels(fig_el, group: list, fig_id: str, ctx: FloatContext) -> tuple[list[S
         # The row is layout: an anchor to its element names the whole figure.
         if row.get("id"):
             ctx.by_html_id.setdefault(row.get("id"), []).append(fig_id)
-    for el, kind, row in entries:
+    for el, kind, row, cap in entries:
+        k = len(subfigures) + 1
         if kind == "subfigure":
-            sf = _subfigure(el, fig_id, len(subfigures) + 1, ctx)
+            sf = _subfigure(el, fig_id, k, ctx)
+        elif kind == "captioned":
+            sf = _captioned_panel(el, cap, fig_id, k, ctx)
         elif row is not None or labels[el]:
-            sf = _graphic_panel(el, labels[el], fig_id, len(subfigures) + 1, ctx)
+            sf = _graphic_panel(el, labels[el], fig_id, k, ctx)
         else:
             images.append(image_from_element(el, ctx.base_url))  # an unlabelled graphic beside the rows
             continue
