@@ -5,10 +5,14 @@ Constructs handled (all seen in LaTeXML 0.8.x and oxide output):
 - subfigures: 0.8.7 subcaption/subfig child figures (``S4.F4.sf1`` with a ``(a)`` caption),
   0.8.8 flex panels (``figure.ltx_figure_panel``, ``S3.F6.1``, often uncaptioned);
 - several graphics and no subfigure elements (a tabular or minipage grid): each graphic
-  becomes an uncaptioned panel, as LaTeXML 0.8.8 itself would emit panels; the same for
-  one lone subfigure element that holds several graphics and no caption text (a
-  ``\subfloat`` wrapping a row of plots); a subcaption that is only its tag ("(a)") is no
-  caption (the label stays);
+  becomes a panel, as LaTeXML 0.8.8 itself would emit panels, with the label printed for
+  it ("(a) Input" under the image, or in the table row below: ``panel_labels.py``) as its
+  label and subcaption; the same for one lone subfigure element that holds several
+  graphics and no caption text (a ``\subfloat`` wrapping a row of plots); a subcaption
+  that is only its tag ("(a)") is no caption (the label stays);
+- layout rows: caption-less subfigure elements that hold several images with their own
+  printed labels (or captioned panels, or ``\subcaptionbox`` captions LaTeXML 0.8.7 put on
+  the holder) are row containers, not panels: each image in them is a panel;
 - one element holding several numbered captions (two minipages in one ``figure``): split
   into one Figure per caption, graphics grouped by the caption that shares their
   container, else by order;
@@ -264,20 +268,24 @@ def _captioned_row(el) -> Optional[list]:
     return list(zip(graphics, uniq))
 
 
+def _unit_entries(el, kind: str, row) -> list:
+    """A unit of a figure or row as (element, kind, row, caption) entries: the captioned
+    graphics of a captioned row, the entries of a row container, else the unit itself."""
+    pairs = _captioned_row(el) if kind == "subfigure" else None
+    if pairs:
+        return [(g, "captioned", el, cap) for g, cap in pairs]
+    if kind == "subfigure" and _is_layout_row(el):
+        return _row_entries(el)
+    return [(el, kind, row, None)]
+
+
 def _row_entries(row_el) -> list:
-    """What a row container holds, in document order, as (element, kind, row, caption):
-    graphics, nested figures, and the captioned graphics of a nested captioned row; a
-    nested row container is opened in turn."""
+    """What a row container holds, in document order: graphics, nested figures, and the
+    captioned graphics of a nested captioned row; a nested row container is opened too."""
     _, subs = _direct(row_el)
     out: list = []
     for el, kind in _units(row_el, subs):
-        pairs = _captioned_row(el) if kind == "subfigure" else None
-        if pairs:
-            out.extend((g, "captioned", el, cap) for g, cap in pairs)
-        elif kind == "subfigure" and _is_layout_row(el):
-            out.extend(_row_entries(el))
-        else:
-            out.append((el, kind, row_el, None))
+        out.extend(_unit_entries(el, kind, row_el))
     return out
 
 
@@ -319,13 +327,7 @@ def _panels(fig_el, group: list, fig_id: str, ctx: FloatContext) -> tuple[list[S
     each, labelled where a label is printed for them."""
     entries: list = []  # (element, "graphic" | "subfigure" | "captioned", its row or None, Caption or None)
     for el, kind in group:
-        pairs = _captioned_row(el) if kind == "subfigure" else None
-        if pairs:
-            entries.extend((g, "captioned", el, cap) for g, cap in pairs)
-        elif kind == "subfigure" and _is_layout_row(el):
-            entries.extend(_row_entries(el))
-        else:
-            entries.append((el, kind, None, None))
+        entries.extend(_unit_entries(el, kind, None))
     graphics = [el for el, kind, _, _ in entries if kind == "graphic"]
     labels = dict(zip(graphics, printed_labels(fig_el, graphics)))
     rows = list(dict.fromkeys(row for _, _, row, _ in entries if row is not None))
