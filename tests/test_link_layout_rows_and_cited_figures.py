@@ -208,6 +208,7 @@ def test_raw_citation_commands_without_a_citation_element():
     ("as Figure 3 in March 2020 shows", False),  # a date, not an author and a year
     ("Figure 2 in Smith 2019", True),
     ("Figure 2 of May et al. (2019)", True),  # an author named May
+    ("as in Figure 3 of Ref. 12", True),
 ])
 def test_what_follows_the_preposition_decides(text, foreign):
     (expr,) = find_expressions(text, foreign=True)

@@ -90,13 +90,13 @@ _OWN_PART_RE = re.compile(
 # resolve it: a word with an underscore or a colon inside (Zotero / Better BibTeX
 # "lee_robust_2019", "Author:2019:title", INSPIRE "ATLAS:2008xda", "cv:sr:kim16-vdsr") or
 # with a year inside ("Zhu2022CVPR", "kimNeuralFieldsSurvey2021", "author-title-2019",
-# "Wagner2009-CVPR"; not "mid-2020"), but not a date ("in March 2020").
-# "Figure 3 in March 2020" is a date, not an author and a year.
+# "Wagner2009-CVPR"; not "mid-2020"). "Figure 3 in March 2020" is a date, not an author
+# and a year.
 _MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
           r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec|Spring|Summer|Fall|Autumn|Winter)\.?\s+"
           r"(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d")
 _CITATION_LIKE_RE = re.compile(
-    r"(?:\]|\(|\[|ref\b|refs\b|reference|the\s+(?:original|cited)\b|their\b|"
+    r"(?:\]|\(|\[|[Rr]efs?\b|[Rr]eference|the\s+(?:original|cited)\b|their\b|"
     r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work|study)|"
     r"(?!" + _MONTH + r")[A-Z][\w\-']+(?:\s+(?:and|&)\s+[A-Z][\w\-']+)?\s+(?:et\s+al|\(|\[|\d{4})|"
     r"(?!" + _MONTH + r")(?:[A-Z][\w\-']+\s+){1,3}(?:[IVXLC]+\s+)?\(?(?:19|20)\d\d\b|"
