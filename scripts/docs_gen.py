@@ -124,6 +124,8 @@ def _flag(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
 
 def _default(action: argparse.Action, help_text: str) -> str:
     d = action.default
+    if not action.option_strings:
+        return ""  # a positional argument: always given
     if action.required:
         return "required"
     if d is None or d is False or d == [] or d is argparse.SUPPRESS or action.nargs == 0 or "default" in help_text:

@@ -349,6 +349,26 @@ def test_a_command_without_a_section_gets_one():
         docs_gen.command_reference("nosuch")
 
 
+def test_a_new_command_appears_in_the_reference_by_itself(monkeypatch):
+    """A command another change adds to ``COMMANDS`` (say `sciga show`) is in the generated
+    CLI page, with its flags, without anyone editing the docs."""
+    import types
+
+    from sciga.pipelines import cli
+
+    module = types.ModuleType("fake_show")
+    module.add_arguments = lambda p: (p.add_argument("id", metavar="ID", help="the paper to show"),
+                                      p.add_argument("--build", metavar="OUT", help="the build folder"))
+    module.run = lambda args, rest: 0
+    monkeypatch.setitem(sys.modules, "fake_show", module)
+    monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + (cli.Command("show", "fake_show", "one paper's record"),))
+    monkeypatch.setattr(docs_gen, "_PARSER_CACHE", {})
+    page = docs_gen.expand_markers(docs_gen.cli_page((DOCS / "reference" / "cli.md").read_text(encoding="utf-8")))
+    section = page.split("## `sciga show`", 1)[1]
+    assert "one paper's record." in section and "| `--build OUT` |" in section and "the build folder" in section
+    assert "[`sciga show`](#sciga-show)" in page  # listed with the other commands
+
+
 def test_cli_page_has_a_section_per_command():
     """Hand-written examples sit under each command's heading (a new command still appears,
     appended, but should get examples)."""
