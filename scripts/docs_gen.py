@@ -13,7 +13,8 @@ parts are made from the real objects every time the site is built and cannot dri
 - ``dead-letters``: every dead-letter reason, from ``schemas/dead_letters.py``;
 - ``code-map``: the packages and modules of the tree with their docstrings, and the import
   layers of pyproject.toml;
-- ``readme``: the repository's README.md, its links made relative to the site.
+- ``readme``: the repository's README.md, its links made relative to the site;
+- ``version [builder|schema]``: `sciga --version`'s line, or one of its numbers.
 
 Plain functions, importable by the tests (tests/test_docs.py) without MkDocs.
 """
@@ -447,7 +448,20 @@ def readme_for_site(arg: str | None = None) -> str:
     return re.sub(r"\]\(docs/", "](", text)
 
 
+def versions(arg: str | None = None) -> str:
+    """``sciga --version``'s line, or one of its numbers (``builder``, ``schema``)."""
+    from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+
+    if arg is None:
+        return f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})"
+    found = {"builder": BUILDER_VERSION, "schema": SCHEMA_VERSION}
+    if arg not in found:
+        raise DocsError(f"unknown argument {arg!r} of sciga:version (builder, schema, or none)")
+    return found[arg]
+
+
 MARKERS = {
+    "version": versions,
     "cli": lambda arg: command_reference(arg) if arg else global_options(),
     "data": lambda arg: data_reference(),
     "gate": gate_reference,

@@ -392,6 +392,13 @@ def test_gate_expectation_counts_are_generated():
     assert not literal, literal
 
 
+def test_version_marker_is_what_sciga_version_prints():
+    from conftest import run_cli
+
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == docs_gen.expand_markers("<!-- sciga:version -->")
+
+
 def test_stale_repository_paths_are_found():
     from importlib.util import module_from_spec, spec_from_file_location
 
