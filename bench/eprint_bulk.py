@@ -19,7 +19,7 @@ With ``--s3`` the same runs read the tars from moto's S3 server on 127.0.0.1 (s3
 that both sides pay a network hop; the moto server shares this machine's cores.
 
 Run:  python bench/eprint_bulk.py [--tars 3] [--tar-mb 200] [--fraction 0.4] [--repeat 3] [--s3]
-Prints a Markdown table; the README keeps the measured one.
+Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ each, 1,000 per page as arXiv sends them). Measured in the same run:
    20 ms. Bounded memory: the large harvest's peak is about the small one's.
 
 Run:  python bench/oai_pmh.py [--records 150000] [--small 15000] [--parse-pages 30] [--category cs.CV,cs.CL]
-Prints a Markdown table; the README keeps the measured one.
+Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
 from __future__ import annotations
 

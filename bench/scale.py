@@ -12,7 +12,7 @@ Corpora (distinct ids, made in --workdir, reused between runs):
   raster figures, ~--image-kb each), replicated, figure files hard-linked per paper;
 - text: copies of the real pages in ../shared/corpus/html and latexml, each with its own id.
 
-    python bench/scale.py                      # the README table (about an hour here)
+    python bench/scale.py                      # the table in docs/explanation/benchmarks.md (about an hour here)
     python bench/scale.py --quick              # minutes: small sizes, same columns
     python bench/scale.py --image-sizes 200 2000 --text-sizes 2000 20000 --incremental 2000
 

@@ -13,7 +13,7 @@ arXiv asks for one request every 3 s per host).
    plus the time to open a cache (journal load) with that many records.
 
 Run:  python bench/sources.py [--repeat 3] [--papers 200000]
-Prints a Markdown table; the README keeps the measured one.
+Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
 from __future__ import annotations
 

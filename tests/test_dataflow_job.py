@@ -34,7 +34,7 @@ STAGES = ["Inputs", "NonEmpty", "Spread", "Plan", "Parse", "RecoverFromTex", "Li
 
 
 def dataflow_flags(bucket: str, *extra: str) -> list[str]:
-    """The Beam flags of the README's Dataflow command."""
+    """The Beam flags of the Dataflow command in docs/how-to/google-cloud.md."""
     return ["--runner", "DataflowRunner", "--project", "sciga-test", "--region", "us-central1",
             "--temp_location", f"gs://{bucket}/tmp", "--setup_file", str(ROOT / "setup.py"),
             "--sdk_container_image", WORKER_IMAGE, "--machine_type", "n1-standard-8",

@@ -312,7 +312,7 @@ class _Planner:
         conv = self.rows.get(("html", "LaTeXML from the e-print"))
         if conv:
             self.plan.notes.append(f"{conv.papers:,} pages are to be converted with LaTeXML during the build "
-                                   "(CPU time: see the LaTeXML benchmark in the README)")
+                                   "(CPU time: see the LaTeXML benchmark in docs/explanation/benchmarks.md)")
         self.plan.papers = None if self.unknown else self.papers
 
 
