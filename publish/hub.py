@@ -223,7 +223,11 @@ def build_card(out_dir: str, notes: list, write: bool = True, text: Optional[str
 
 
 def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, private: bool = False,
-            endpoint: Optional[str] = None, gate_options: Optional[dict] = None, changelog: bool = True) -> PublishResult:
+            endpoint: Optional[str] = None, gate_options: Optional[dict] = None, changelog: bool = True,
+            gate_result=None, changes=None) -> PublishResult:
+    """``gate_result``: the gate's result on this very build, when the caller just ran it
+    (`sciga update`); ``changes``: the changelog against the previous version, when the
+    caller computed it (``publish/changelog.py``)."""
     from huggingface_hub import CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
@@ -241,7 +245,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
                            f"to {repo_id.split('/')[0]}.")
 
     # 1. The gate, before anything talks to the Hub.
-    gate = run_gate(out_dir, **(gate_options or {}))
+    gate = gate_result if gate_result is not None else run_gate(out_dir, **(gate_options or {}))
     if not gate.success:
         raise GateFailed(gate)
     log.info("quality gate passed (%d expectations)", len(gate.checks))
@@ -262,7 +266,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
         at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None
         remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
-        card, extra = _card_and_changes(out_dir, repo_id, version, tags, endpoint, result) if changelog \
+        card, extra = _card_and_changes(out_dir, repo_id, version, tags, endpoint, result, changes) if changelog \
             else (None, {})
     except Exception as e:
         if not isinstance(e, HfHubHTTPError) and not _is_network_error(e):
@@ -340,8 +344,28 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
     return result
 
 
+def repo_tags(repo_id: str, endpoint: Optional[str] = None) -> dict:
+    """tag -> commit of the dataset repo's tags; empty when the repo does not exist yet.
+    PublishError (one sentence) when the Hub cannot be read."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    api = HfApi(endpoint=endpoint)
+    try:
+        refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+    except RepositoryNotFoundError:
+        return {}
+    except HfHubHTTPError as e:
+        raise _hub_error(e, "reading the repo", repo_id) from None
+    except Exception as e:
+        if _is_network_error(e):
+            raise _unreachable(api, e) from None
+        raise
+    return {t.name: t.target_commit for t in refs.tags}
+
+
 def _card_and_changes(out_dir: str, repo_id: str, version: str, tags: dict, endpoint: Optional[str],
-                      result: PublishResult) -> tuple[Optional[str], dict]:
+                      result: PublishResult, changes=None) -> tuple[Optional[str], dict]:
     """The card text (None: the build's own card) and the changelog files of this version,
     against the previous version on the Hub. Data identical to the previous version's: its
     card as it is (the new version is then only a tag on the same files)."""
@@ -353,7 +377,8 @@ def _card_and_changes(out_dir: str, repo_id: str, version: str, tags: dict, endp
         return None, {}
     result.previous = previous
     log.info("comparing the build with %s on %s for the changelog", previous, repo_id)
-    changes = changelog_against(out_dir, repo_id, previous, version, endpoint)
+    if changes is None or (changes.previous, changes.version) != (previous, version):
+        changes = changelog_against(out_dir, repo_id, previous, version, endpoint)
     result.changes = changes.summary
     if changes.empty:
         from sciga.transforms.common.storage import hub_filesystem
