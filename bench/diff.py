@@ -7,7 +7,7 @@ against baselines measured in the same run on the same shards.
 The builds are synthetic shards, not real builds: bench/gate.py's generator (papers shaped
 like the sample's: 4 sections, 5 figures of which one has 3 subfigures, 8 mentions, a 32x32
 PNG per figure row), written with the project's own shard writer and manifest. A real
-20,000-paper `sciga build` takes ~15 minutes on this machine (bench/scale.py); the diff
+20,000-paper `sciga build` takes ~13 minutes on this machine (bench/scale.py); the diff
 only reads shards, so the shards are what matters. NEW is OLD with 1% of the papers changed
 (a title, a caption, a subcaption, an image, a mention: 0.2% each), 1% added and 0.5%
 removed; papers are written in generation order, so every shard of NEW differs from OLD's
