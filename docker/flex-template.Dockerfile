@@ -27,10 +27,10 @@ COPY training ./training
 COPY explore ./explore
 COPY publish ./publish
 COPY samples ./samples
-COPY docker/flex-template/metadata.json ./docker/flex-template/metadata.json
-COPY docker/flex-template/launch.py ./launch.py
+COPY docker/flex-template/metadata.json docker/flex-template/launch.py ./
 RUN pip install ".[dataflow,publish]" \
- && python -c "from sciga.pipelines.flex_template import build_argv; print(build_argv(['--input=gs://b/p', '--output=gs://b/o']))"
+ && python -c "from sciga.pipelines.flex_template import build_argv, load_metadata; \
+print(build_argv(['--input=gs://b/p', '--output=gs://b/o'], load_metadata('/template/metadata.json')))"
 
 # The same image runs `sciga update` (harvest, fetch, build on Dataflow, validate, publish)
 # as a Cloud Run job: override the entry point with `sciga` (see the README's monthly update).

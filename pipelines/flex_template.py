@@ -28,18 +28,12 @@ TEMPLATE_DIR = os.path.join("docker", "flex-template")
 LIST_PARAMETERS = ("input", "tex_input")  # comma-separated: several --input / --tex-input values
 
 
-def repo_file(*parts: str) -> str:
-    """A file of the checkout (the launcher image keeps the same layout under /template)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for root in (here, os.path.dirname(here)):
-        path = os.path.join(root, *parts)
-        if os.path.exists(path):
-            return path
-    return os.path.join(here, *parts)
-
-
 def load_metadata(path: Optional[str] = None) -> dict:
-    with open(path or repo_file(TEMPLATE_DIR, "metadata.json"), encoding="utf-8") as f:
+    """The template's metadata: ``path``, else ``docker/flex-template/metadata.json`` of the
+    checkout (the launcher image keeps it beside ``launch.py``, which passes its path)."""
+    if path is None:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), TEMPLATE_DIR, "metadata.json")
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -87,12 +81,12 @@ def build_argv(argv: Sequence[str], metadata: Optional[dict] = None) -> list[str
     return build + beam
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Optional[Sequence[str]] = None, metadata_path: Optional[str] = None) -> int:
     """The launcher: `sciga build` with the template's parameters (returns once the job is
     submitted)."""
     from sciga.pipelines.cli import main as sciga
 
-    return sciga(["build", *build_argv(sys.argv[1:] if argv is None else argv)])
+    return sciga(["build", *build_argv(sys.argv[1:] if argv is None else argv, load_metadata(metadata_path))])
 
 
 def template_spec(image: str, metadata: Optional[dict] = None, *, worker_image: Optional[str] = None,

@@ -202,9 +202,10 @@ def test_the_launcher_image_agrees_with_setup_py_and_the_worker_image():
     assert f"{m.group(1)}.{m.group(2)}" == f"{sys.version_info.major}.{sys.version_info.minor}"
     assert re.search(r"beam_python" + m.group(1) + r"\." + m.group(2) + r"_sdk", worker), "same Python as the workers"
     py_file = re.search(r"FLEX_TEMPLATE_PYTHON_PY_FILE=(\S+)", text).group(1)
-    assert re.search(rf"^COPY docker/flex-template/launch\.py \./{re.escape(py_file.split('/')[-1])}$", text, re.M)
+    # launch.py finds metadata.json beside itself: both are copied into the work dir it runs from.
     assert py_file == "/template/launch.py" and re.search(r"^WORKDIR /template$", text, re.M)
-    assert "COPY docker/flex-template/metadata.json ./docker/flex-template/metadata.json" in text
+    assert re.search(r"^COPY docker/flex-template/metadata\.json docker/flex-template/launch\.py \./$", text, re.M)
+    assert "load_metadata('/template/metadata.json')" in text
     (install,) = re.findall(r'pip install "\.\[([a-z,]+)\]"', text)
     assert "dataflow" in install.split(",")
     top = ast.literal_eval(re.search(r"^TOP_LEVEL = (\[.*\])$", (ROOT / "setup.py").read_text(), re.M).group(1))
