@@ -272,13 +272,15 @@ def hub(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)  # training code may have set TRANSFORMERS_OFFLINE
     yield server
     server.stop()
 
 
 def hub_env(hub, tmp_path) -> dict:
+    # Offline mode off whatever this process holds (training code sets TRANSFORMERS_OFFLINE).
     return {"HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "hf_home_sub"), "HF_HUB_DISABLE_XET": "1",
-            "HF_HUB_DISABLE_TELEMETRY": "1"}
+            "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}
 
 
 def publish(build, version, hub, *extra):

@@ -69,7 +69,9 @@ class World:
         self.oai.__exit__(*exc)
 
     def env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SCIGA_"))}
+        # Without HF_* / TRANSFORMERS_* of this process (training code sets TRANSFORMERS_OFFLINE,
+        # which huggingface_hub reads as offline mode) and SCIGA_* endpoints.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SCIGA_", "TRANSFORMERS_"))}
         env.update(PYTHONPATH=str(ROOT), HF_TOKEN=TOKEN, HF_HOME=str(self.tmp / "hf_home"), HF_HUB_DISABLE_XET="1",
                    HF_HUB_DISABLE_TELEMETRY="1")
         return env
@@ -238,7 +240,7 @@ def test_first_run_mistakes_are_one_sentence(tmp_path):
         (["--cache", str(tmp_path / "c"), "--category", "cs", "--input", "x"], "--input is not a flag of `sciga update`"),
         (["--cache", "gs://bucket/cache", "--category", "cs"], "must be a local folder"),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
     env.update(PYTHONPATH=str(ROOT), HF_HOME=str(tmp_path / "hf"))
     for args, needle in cases:
         r = subprocess.run([sys.executable, "-m", "sciga", "update", str(out), *args, "--dry-run"], cwd=ROOT, env=env,
