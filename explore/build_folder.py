@@ -16,3 +16,29 @@ def check_is_build(out: str) -> None:
     if not fs.isdir(posixpath.join(root, "data")) and not fs.exists(posixpath.join(root, "manifest.json")):
         raise FileNotFoundError(f"{out} is not a build folder (no data/ and no manifest.json); "
                                 "give the --output folder of `sciga build`.")
+
+
+def built_papers(out: str) -> tuple[dict, set]:
+    """(paper id -> (version, updated) of every ``papers`` row, ids of the ``dead_letter``
+    rows) of the build in ``out``; empty when there is no build there yet. Reads three
+    narrow columns."""
+    from sciga.transforms.common.storage import duckdb_connect
+
+    fs, root = fsspec.core.url_to_fs(out)
+    globs = {c: posixpath.join(out.rstrip("/"), "data", c, "*.parquet") for c in ("papers", "dead_letter")}
+    present = {c: bool(fs.glob(posixpath.join(root, "data", c, "*.parquet"))) for c in globs}
+    con = duckdb_connect(*globs.values())
+    try:
+        papers = {} if not present["papers"] else {
+            pid: (version, updated) for pid, version, updated in
+            con.execute(f"SELECT id, version, updated FROM read_parquet({_literal(globs['papers'])})").fetchall()}
+        dead = set() if not present["dead_letter"] else {
+            pid for (pid,) in con.execute(f"SELECT DISTINCT paper_id FROM read_parquet({_literal(globs['dead_letter'])}) "
+                                          "WHERE paper_id IS NOT NULL").fetchall()}
+    finally:
+        con.close()
+    return papers, dead
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -77,6 +77,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     run.add_argument("--rebuild", action="store_true",
                      help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
                           "since the last build into OUTPUT are reused, and a killed build resumes")
+    run.add_argument("--finalize-in-job", action="store_true",
+                     help="the job itself moves the shards into place and writes manifest.json and the card when its "
+                          "last part is written (a Dataflow Flex Template, or a job submitted without waiting); by "
+                          "default the launcher does, once the job has finished")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
                      help="when stderr is not a terminal, print a progress line this often (default: %(default)s)")
@@ -108,6 +112,7 @@ class BuildOptions:
     quiet: bool = False
     verbose: bool = False
     progress_interval: float = 10.0
+    finalize_in_job: bool = False
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
 
 
@@ -126,7 +131,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
     prepare_source_args(args)
     recorded = {k: v for k, v in sorted(vars(args).items())
                 if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags",
-                             "verbose", "quiet", "progress_interval")}
+                             "verbose", "quiet", "progress_interval", "finalize_in_job")}
     return BuildOptions(
         output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
         parse=ParseOptions(max_page_bytes=args.max_page_mb * 1024 * 1024, source=args.source, metadata_dir=args.metadata),
@@ -135,6 +140,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         figures_per_shard=args.figures_per_shard, no_images=args.no_images, html_from=args.html_from,
         eprints_bulk=args.eprints_bulk, latexml=latexml_options_from_args(args), workers=args.workers,
         rebuild=args.rebuild, quiet=args.quiet, progress_interval=args.progress_interval, recorded=recorded,
+        finalize_in_job=bool(vars(args).get("finalize_in_job")),
         verbose=bool(vars(args).get("verbose")),  # the global -v of the `sciga` parser, not a build flag
     )
 
@@ -260,6 +266,66 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
             | "Write" >> WriteBuild(write))
 
 
+# ------------------------------------------------------------------ finalizing
+
+@dataclass(frozen=True)
+class Finalize:
+    """What turning the written parts into the build needs: picklable, so that it runs in
+    the launcher after the job, or as the job's last step (``--finalize-in-job``)."""
+
+    out_dir: str
+    staging: str  # OUT/.staging/<run>, removed at the end
+    parts_root: str
+    store_root: str
+    n_inputs: int
+    inputs_hash: str
+    recorded: dict
+    ga_entries_uri: Optional[str] = None
+    run: dict = field(default_factory=dict)  # runner, workers, started_unix
+
+
+def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
+    """Move the parts into ``OUT/data``, prune the result store, write manifest.json and the
+    dataset card; remove the run's staging folder. Returns the counts and the manifest."""
+    from sciga.explore.dataset_card import write_dataset_card
+    from sciga.transforms.common.result_store import ResultStore
+    from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
+
+    infos = read_part_infos(f.parts_root)
+    files = finalize_parts(f.out_dir, infos)
+    counts = mf.counts_from_parts(infos)
+    counts.inputs = f.n_inputs
+    pruned = ResultStore(f.store_root).prune(live_keys(infos))
+    if f.ga_entries_uri:
+        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
+    run = dict(f.run)
+    started = run.pop("started_unix", None)
+    if started is not None:
+        run["seconds"] = round(time.time() - started, 3)
+    run.update(finished_unix=int(time.time()), results_pruned=pruned,
+               shard_parts_written=sum(1 for i in infos if i.get("path") and not i.get("reused")),
+               shard_parts_reused=sum(1 for i in infos if i.get("reused")))
+    manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
+    fs, staging = fsspec.core.url_to_fs(f.staging)
+    if fs.exists(staging):
+        fs.rm(staging, recursive=True)
+    write_dataset_card(f.out_dir)  # README.md with configs and features: the folder loads with `datasets`
+    return counts, manifest
+
+
+def _finalize_after_parts(_written: int, f: Finalize) -> None:
+    finalize_build(f)
+
+
+def finalize_in_job(parts, f: Finalize):
+    """The job's last step: once every part is written (the count of part infos waits for
+    all of them), one worker finalizes the build."""
+    import apache_beam as beam
+
+    return (parts | "PartsWritten" >> beam.combiners.Count.Globally()
+            | "Finalize" >> beam.Map(_finalize_after_parts, f))
+
+
 # ------------------------------------------------------------------ running it
 
 def check_sentencizer(name: str) -> None:
@@ -310,7 +376,7 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
     return bulk
 
 
-def _warn_unmatched_ga(vision, out_dir: str) -> None:
+def _warn_unmatched_ga(ga_entries_uri: str, out_dir: str) -> None:
     """GA-manifest rows whose paper is not in the build (a typo, or a paper that failed)."""
     import pyarrow.parquet as pq
 
@@ -322,7 +388,7 @@ def _warn_unmatched_ga(vision, out_dir: str) -> None:
     for path in shard_files(out_dir, "papers"):
         with fs.open(path, "rb") as f:
             built.update(pq.read_table(f, columns=["id"]).column("id").to_pylist())
-    missing = sorted(set(GAIndex(vision.ga_entries_uri).entries()) - built)
+    missing = sorted(set(GAIndex(ga_entries_uri).entries()) - built)
     for pid in missing[:20]:
         log.warning("GA manifest names %s, which is not among the built papers; its GA is not used", pid)
     if len(missing) > 20:
@@ -334,10 +400,9 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
     from sciga.transforms.common.progress import ProgressMonitor
-    from sciga.transforms.common.result_store import ResultStore, store_root
+    from sciga.transforms.common.result_store import store_root
     from sciga.transforms.sources.local_files import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
-    from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
     from sciga.transforms.write.layout import layout_for
 
     t0 = time.time()
@@ -387,17 +452,26 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+    workers = options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers
+    fin = Finalize(out_dir=out_dir, staging=staging, parts_root=parts_root, store_root=sroot, n_inputs=len(inputs),
+                   inputs_hash=input_list_hash(inputs), recorded=opts.recorded, ga_entries_uri=vision.ga_entries_uri,
+                   run={"runner": runner, "workers": workers, "started_unix": t0})
     with ScopedTempDir() as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
                                 quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
-                build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
-                               store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args,
-                               tex=tex, pages=pages, previous_parts=prev_uri)
+                parts = build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout,
+                                       fingerprint=fingerprint, store_root=sroot, parts_root=parts_root,
+                                       progress_dir=progress_dir, fetch_args=args, tex=tex, pages=pages,
+                                       previous_parts=prev_uri)
+                if opts.finalize_in_job:
+                    finalize_in_job(parts, fin)
 
     outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
+    if opts.finalize_in_job:
+        outcome = dataclasses.replace(outcome, finalizes_itself=True)
     if not outcome.completed:
         # A dry run, a template, a job still running (or stopped): no part files to finalize,
         # and the result store is left as it is. A dry run leaves nothing behind; the others
@@ -406,26 +480,12 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
             fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
         return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
                            seconds=time.time() - t0, outcome=outcome)
-    infos = read_part_infos(parts_root)
-    files = finalize_parts(out_dir, infos)
-    counts = mf.counts_from_parts(infos)
-    counts.inputs = len(inputs)
-    pruned = ResultStore(sroot).prune(live_keys(infos))
-    if vision.ga_entries_uri:
-        _warn_unmatched_ga(vision, out_dir)
-    seconds = time.time() - t0
-    manifest = mf.write_manifest(
-        out_dir, counts, files, input_list_hash(inputs), opts.recorded,
-        run={"runner": runner, "workers": options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers,
-             "seconds": round(seconds, 3), "finished_unix": int(time.time()), "results_pruned": pruned,
-             "shard_parts_written": sum(1 for i in infos if i.get("path") and not i.get("reused")),
-             "shard_parts_reused": sum(1 for i in infos if i.get("reused"))},
-    )
-    fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
-    from sciga.explore.dataset_card import write_dataset_card
-
-    write_dataset_card(out_dir)  # README.md with configs and features: the folder loads with `datasets`
-    return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=seconds)
+    if opts.finalize_in_job:  # the job did it: read what it wrote
+        manifest = mf.read_manifest(out_dir)
+        counts = mf.counts_from_manifest(manifest)
+    else:
+        counts, manifest = finalize_build(fin)
+    return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
 
 
 add_build_arguments = add_arguments  # the name tests and scripts know

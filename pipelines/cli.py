@@ -31,7 +31,11 @@ COMMANDS = (
     Command("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
     Command("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
     Command("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
+    Command("diff", "sciga.pipelines.diff", "what changed between two builds or published versions: papers added, "
+            "removed and changed (which fields), rows, schema, dead letters; --json, --markdown"),
     Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
+    Command("update", "sciga.pipelines.update", "harvest, fetch, build, validate and publish the next version of a "
+            "dataset from its saved corpus definition; nothing when nothing is new", beam_flags=True),
     Command("train", "sciga.pipelines.train", "training jobs: medical-filter, ga-bc, abs2fig, abs2fig-cap"),
     Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
             "(SciGA Tables 2/3)"),

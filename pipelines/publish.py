@@ -16,6 +16,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--version", required=True, metavar="vX.Y.Z", help="the version; becomes a git tag on the Hub")
     ap.add_argument("--dry-run", action="store_true", help="run the gate and show the plan; send nothing")
     ap.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    ap.add_argument("--no-changelog", dest="changelog", action="store_false",
+                    help="do not compare with the previous version: no changelog in the card, no changes/ files")
     ap.add_argument("--endpoint", metavar="URL", default=None,
                     help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
     add_gate_arguments(ap)
@@ -30,7 +32,8 @@ def run(args, rest=None) -> int:
                     "max_pixels": args.max_image_pixels, "image_workers": args.image_workers}
     try:
         result = publish(args.out, args.repo_id, args.version, dry_run=args.dry_run, private=args.private,
-                         endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None, gate_options=gate_options)
+                         endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None, gate_options=gate_options,
+                         changelog=args.changelog)
     except GateFailed as e:
         print(summary_text(e.result), file=sys.stderr)
         print(f"sciga publish: {e}. Fix the build (see `sciga validate {args.out}`) and publish again.", file=sys.stderr)

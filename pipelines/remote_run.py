@@ -87,6 +87,7 @@ class RunOutcome:
     console_url: Optional[str] = None
     job: object = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
     staging: Optional[str] = None  # OUT/.staging/<run>: the input list (and GA manifest) the job reads
+    finalizes_itself: bool = False  # --finalize-in-job: the job writes the shards, manifest and card
 
     @property
     def failed(self) -> bool:
@@ -97,6 +98,8 @@ class RunOutcome:
         flag = {"template": "--template_location", "running": "--no_wait_until_finish"}.get(self.kind, "")
         rerun = (f"run the same `sciga build` command again without {flag} to write the shards: it reuses every "
                  "paper the job stored, so only the shard writing runs again")
+        if self.finalizes_itself:
+            rerun = "nothing is left to do: its last step moves the shards into place and writes manifest.json and the card"
         if self.kind == "dry_run":
             n = len(self.job.proto_pipeline.components.transforms) if self.job is not None else 0
             name = f" {self.job_name}" if self.job_name else ""

@@ -82,6 +82,8 @@ class PublishResult:
     created_repo: bool = False
     upload_bytes: int = 0
     notes: list = field(default_factory=list)
+    previous: Optional[str] = None  # the version the changelog compares with
+    changes: Optional[str] = None  # the changelog's one-line summary
 
     def summary(self) -> str:
         lines = [f"sciga publish {self.repo_id} {self.version}: {self.status}"]
@@ -91,6 +93,8 @@ class PublishResult:
             f": {', '.join(self.added[:6])}{' ...' if len(self.added) > 6 else ''}" if self.added else ""))
         lines.append(f"  delete    {len(self.deleted):>4} files" + (f": {', '.join(self.deleted[:6])}" if self.deleted else ""))
         lines.append(f"  unchanged {len(self.unchanged):>4} files")
+        if self.changes:
+            lines.append(f"  changes   {self.changes}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -110,8 +114,9 @@ def _file_hashes(fs, path: str) -> tuple[int, str, str]:
     return n, sha.hexdigest(), git.hexdigest()
 
 
-def local_files(out_dir: str, manifest: dict, card: str) -> dict:
-    """path in repo -> LocalFile: every shard the manifest lists, plus the card."""
+def local_files(out_dir: str, manifest: dict, card: str, extra: Optional[dict] = None) -> dict:
+    """path in repo -> LocalFile: every shard the manifest lists, the card, and ``extra``
+    (path in repo -> bytes: the changelog files)."""
     fs, root = fsspec.core.url_to_fs(out_dir)
     files = {}
     for config in CONFIGS:
@@ -120,8 +125,8 @@ def local_files(out_dir: str, manifest: dict, card: str) -> dict:
             size, sha, git = _file_hashes(fs, local)
             source = local if "://" not in out_dir else RemoteFile(fs.unstrip_protocol(local))
             files[e["path"]] = LocalFile(e["path"], source, size, sha, git)
-    data = card.encode("utf-8")
-    files[CARD] = LocalFile(CARD, data, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
+    for path, data in sorted({CARD: card.encode("utf-8"), **(extra or {})}.items()):
+        files[path] = LocalFile(path, data, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
     return files
 
 
@@ -192,14 +197,14 @@ def _commit_texts(manifest: dict, version: str, gate: dict) -> tuple[str, str]:
     return title, desc
 
 
-def build_card(out_dir: str, notes: list, write: bool = True) -> str:
+def build_card(out_dir: str, notes: list, write: bool = True, text: Optional[str] = None) -> str:
     """The build's card text, written to OUT/README.md first when missing or stale (a build
     made before the build wrote cards, or a folder changed since). A folder that cannot be
     written (read-only bucket) still publishes the same text, with a note. A dry run
     (``write=False``) only says what it would write."""
     from sciga.explore.dataset_card import card_path, dataset_card_text
 
-    text = dataset_card_text(out_dir)
+    text = dataset_card_text(out_dir) if text is None else text
     fs, p = fsspec.core.url_to_fs(card_path(out_dir))
     try:
         current = fs.cat_file(p) if fs.exists(p) else None
@@ -218,7 +223,11 @@ def build_card(out_dir: str, notes: list, write: bool = True) -> str:
 
 
 def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, private: bool = False,
-            endpoint: Optional[str] = None, gate_options: Optional[dict] = None) -> PublishResult:
+            endpoint: Optional[str] = None, gate_options: Optional[dict] = None, changelog: bool = True,
+            gate_result=None, changes=None) -> PublishResult:
+    """``gate_result``: the gate's result on this very build, when the caller just ran it
+    (`sciga update`); ``changes``: the changelog against the previous version, when the
+    caller computed it (``publish/changelog.py``)."""
     from huggingface_hub import CommitOperationDelete, HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
@@ -236,20 +245,17 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
                            f"to {repo_id.split('/')[0]}.")
 
     # 1. The gate, before anything talks to the Hub.
-    gate = run_gate(out_dir, **(gate_options or {}))
+    gate = gate_result if gate_result is not None else run_gate(out_dir, **(gate_options or {}))
     if not gate.success:
         raise GateFailed(gate)
     log.info("quality gate passed (%d expectations)", len(gate.checks))
 
-    # 2. The files this version consists of.
+    # 2. What the Hub has: refs, and the files at the version's tag (if any) and at main;
+    # then the files this version consists of (the card says what changed since the
+    # previous version, and the full diff goes into the same commit).
     manifest = read_manifest(out_dir)
     result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
-    card = build_card(out_dir, result.notes, write=not dry_run)
-    local = local_files(out_dir, manifest, card)
-
     api = HfApi(endpoint=endpoint)
-
-    # 3. What the Hub has: refs, and the files at the version's tag (if any) and at main.
     try:
         try:
             refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
@@ -260,16 +266,21 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
         at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None
         remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
+        card, extra = _card_and_changes(out_dir, repo_id, version, tags, endpoint, result, changes) if changelog \
+            else (None, {})
     except Exception as e:
         if not isinstance(e, HfHubHTTPError) and not _is_network_error(e):
             raise
         problem = _hub_error(e, "reading the repo", repo_id) if isinstance(e, HfHubHTTPError) else _unreachable(api, e)
         if dry_run:
             result.notes.append(f"remote state unknown: {problem}")
+            local = local_files(out_dir, manifest, build_card(out_dir, result.notes, write=False))
             result.added = sorted(local)
             result.upload_bytes = sum(f.size for f in local.values())
             return result
         raise problem from None
+    card = build_card(out_dir, result.notes, write=not dry_run, text=card)
+    local = local_files(out_dir, manifest, card, extra)
 
     if at_tag is not None:
         add, delete, unchanged = diff(local, at_tag)
@@ -331,6 +342,50 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         raise PublishError(f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused.") from None
     result.commit = commit
     return result
+
+
+def repo_tags(repo_id: str, endpoint: Optional[str] = None) -> dict:
+    """tag -> commit of the dataset repo's tags; empty when the repo does not exist yet.
+    PublishError (one sentence) when the Hub cannot be read."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    api = HfApi(endpoint=endpoint)
+    try:
+        refs = api.list_repo_refs(repo_id, repo_type=REPO_TYPE)
+    except RepositoryNotFoundError:
+        return {}
+    except HfHubHTTPError as e:
+        raise _hub_error(e, "reading the repo", repo_id) from None
+    except Exception as e:
+        if _is_network_error(e):
+            raise _unreachable(api, e) from None
+        raise
+    return {t.name: t.target_commit for t in refs.tags}
+
+
+def _card_and_changes(out_dir: str, repo_id: str, version: str, tags: dict, endpoint: Optional[str],
+                      result: PublishResult, changes=None) -> tuple[Optional[str], dict]:
+    """The card text (None: the build's own card) and the changelog files of this version,
+    against the previous version on the Hub. Data identical to the previous version's: its
+    card as it is (the new version is then only a tag on the same files)."""
+    from sciga.explore.dataset_card import dataset_card_text
+    from sciga.publish.changelog import card_with_changes, changelog_against, previous_version
+
+    previous = previous_version(tags, version)
+    if previous is None:
+        return None, {}
+    result.previous = previous
+    log.info("comparing the build with %s on %s for the changelog", previous, repo_id)
+    if changes is None or (changes.previous, changes.version) != (previous, version):
+        changes = changelog_against(out_dir, repo_id, previous, version, endpoint)
+    result.changes = changes.summary
+    if changes.empty:
+        from sciga.transforms.common.storage import hub_filesystem
+
+        card = hub_filesystem(endpoint).cat_file(f"datasets/{repo_id}@{tags[previous]}/{CARD}")
+        return card.decode("utf-8"), {}
+    return card_with_changes(dataset_card_text(out_dir), changes.section), changes.files
 
 
 def _additions(api, repo_id: str, local: dict, add: list) -> list:

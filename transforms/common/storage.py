@@ -47,9 +47,10 @@ def bucket_of(url: str) -> Optional[str]:
     return rest.lstrip("/").split("/", 1)[0] or None
 
 
-def hub_filesystem():
+def hub_filesystem(endpoint: Optional[str] = None):
     """huggingface_hub's fsspec filesystem, with the one method DuckDB asks for that it lacks
-    for repo paths (``modified``, used to cache file metadata)."""
+    for repo paths (``modified``, used to cache file metadata). ``endpoint``: another Hub than
+    ``HF_ENDPOINT`` (a fresh instance, not fsspec's cached one)."""
     from datetime import datetime, timezone
 
     from huggingface_hub import HfFileSystem
@@ -59,7 +60,7 @@ def hub_filesystem():
             # Files at a revision never change; DuckDB only compares this value between reads.
             return datetime.fromtimestamp(0, tz=timezone.utc)
 
-    return HubFiles()
+    return HubFiles(endpoint=endpoint, skip_instance_cache=True) if endpoint else HubFiles()
 
 
 def filesystem(protocol: str):

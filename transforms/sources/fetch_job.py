@@ -54,6 +54,9 @@ class FetchOptions:
     retry_failed: bool = False
     max_eprint_bytes: int = 512 << 20
     progress: bool = True
+    # Papers whose HTML and e-print are re-checked (conditional requests) though cached, their
+    # metadata being kept: a new version came (`sciga update`).
+    refresh_ids: frozenset = frozenset()
 
 
 @dataclass
@@ -336,11 +339,12 @@ def run_fetch_job(opts: FetchOptions) -> FetchSummary:
                 part_done(pid)
                 continue
             try:
+                refresh = opts.refresh or pid in opts.refresh_ids
                 if part == "html":
-                    o = fx.fetch_html_part(cache, http, endpoints, pid, versions.get(pid), refresh=opts.refresh,
+                    o = fx.fetch_html_part(cache, http, endpoints, pid, versions.get(pid), refresh=refresh,
                                            retry_failed=opts.retry_failed, dump_index=dump_index)
                 else:
-                    o = fx.fetch_source_part(cache, http, endpoints, pid, versions.get(pid), refresh=opts.refresh,
+                    o = fx.fetch_source_part(cache, http, endpoints, pid, versions.get(pid), refresh=refresh,
                                              retry_failed=opts.retry_failed, max_bytes=opts.max_eprint_bytes)
             except Exception as e:  # noqa: BLE001 - one paper never stops the run
                 log.warning("unexpected error fetching %s %s: %r", part, pid, e)

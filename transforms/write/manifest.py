@@ -148,6 +148,18 @@ def counts_from_parts(parts: list[dict]) -> BuildCounts:
     return c
 
 
+def counts_from_manifest(manifest: dict) -> BuildCounts:
+    """The counts a manifest holds (a build finalized by its job, read back by the launcher)."""
+    c = manifest.get("counts") or {}
+    inc = manifest.get("incremental") or {}
+    return BuildCounts(
+        inputs=(manifest.get("inputs") or {}).get("count", 0), papers=c.get("papers", 0), figures=c.get("figures", 0),
+        subfigures=c.get("subfigures", 0), teasers=c.get("teasers", 0), mentions=c.get("mentions", 0),
+        dead_letter=c.get("dead_letter", 0), images_embedded=c.get("images_embedded", 0),
+        dead_letter_by_type=dict(manifest.get("dead_letter_by_type") or {}), dead_letter_parts=c.get("dead_letter_parts", 0),
+        reused=inc.get("reused", 0), recomputed=inc.get("recomputed", 0), stats=dict(manifest.get("stats") or {}))
+
+
 def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: str, options: dict,
                    run: Optional[dict] = None) -> dict:
     manifest = {
