@@ -21,7 +21,7 @@ from sciga.schemas.arrow import SCHEMAS
 # Record fields that never reach a shard (the stage that fills them says what they are for).
 TRANSIENT = {
     "Paper": {"figure_labels", "rejected_mentions"},
-    "FigureRow": {"image_bytes", "image_path", "image_uri", "image_sha256", "image_size"},
+    "FigureRow": {"image_bytes", "image_path", "image_sha256", "image_size"},
 }
 # The figures config stores the image as the `datasets` Image struct, made from two record fields.
 STRUCT_FROM_FIELDS = {("FigureRow", "image"): ("image_bytes", "image_path")}
