@@ -31,6 +31,7 @@ from typing import Optional
 
 import fsspec
 
+from sciga.pipelines.arg_types import positive_float, positive_int
 from sciga.pipelines.local_run import (
     PAPERS_PER_WORKER_START,
     LeanMemory,
@@ -42,6 +43,7 @@ from sciga.pipelines.local_run import (
     local_runner,
     pipeline_options,
 )
+from sciga.pipelines.paths import check_output_folder
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
 from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
@@ -60,10 +62,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sample", action="store_true", help="build the embedded sample corpus (adds it to --input)")
     ap.add_argument("--metadata", default=None, metavar="DIR",
                     help="folder of <stem>.meta.json metadata sidecars (default: beside each page)")
-    ap.add_argument("--max-page-mb", type=int, default=128, help="pages above this size are dead-lettered")
-    ap.add_argument("--max-image-mb", type=int, default=64, help="image files above this size are not embedded")
-    ap.add_argument("--papers-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["papers"])
-    ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"],
+    ap.add_argument("--max-page-mb", type=positive_float, default=128, metavar="MB",
+                    help="pages above this size are dead-lettered (default %(default)s)")
+    ap.add_argument("--max-image-mb", type=positive_int, default=64, metavar="MB",
+                    help="image files above this size are not embedded (default %(default)s)")
+    ap.add_argument("--papers-per-shard", type=positive_int, default=DEFAULT_ROWS_PER_SHARD["papers"], metavar="N",
+                    help="most papers in one papers shard (default: %(default)s)")
+    ap.add_argument("--figures-per-shard", type=positive_int, metavar="N", default=DEFAULT_ROWS_PER_SHARD["figures"],
                     help="most figure rows in one figures shard (default: %(default)s)")
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
@@ -71,14 +76,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
     run = ap.add_argument_group("running the build")
-    run.add_argument("--workers", type=int, default=None, metavar="N",
+    run.add_argument("--workers", type=positive_int, default=None, metavar="N",
                      help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
                           f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process")
     run.add_argument("--rebuild", action="store_true",
                      help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
                           "since the last build into OUTPUT are reused, and a killed build resumes")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+    run.add_argument("--progress-interval", type=positive_float, default=10.0, metavar="SECONDS",
                      help="when stderr is not a terminal, print a progress line this often (default: %(default)s)")
     add_vision_arguments(ap)
     add_source_build_arguments(ap)
@@ -129,7 +134,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
                              "verbose", "quiet", "progress_interval")}
     return BuildOptions(
         output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
-        parse=ParseOptions(max_page_bytes=args.max_page_mb * 1024 * 1024, source=args.source, metadata_dir=args.metadata),
+        parse=ParseOptions(max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata),
         tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
         vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
         figures_per_shard=args.figures_per_shard, no_images=args.no_images, html_from=args.html_from,
@@ -342,6 +347,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     t0 = time.time()
     opts = build_options_from_args(args)
+    check_output_folder(opts.output, "--output")
     check_sentencizer(opts.link.sentencizer)
     # Buckets exist and may be used; a remote runner is handed no local path (workers cannot see it).
     check_build_locations(args, opts.specs, runner_of(beam_args))

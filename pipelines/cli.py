@@ -38,6 +38,15 @@ COMMANDS = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: ``sciga build: argument --workers: 0 is not allowed;
+    give 1 or more; see `sciga build --help`.`` (not the usage block, which for `sciga build`
+    is a screen long and buries the one line that matters)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
+
+
 def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
     """The full parser, from ``COMMANDS``. Given the command line, a heavy command's options
     are only defined when it is the command, so that `sciga sql`, `validate`, `fetch`...
@@ -47,19 +56,79 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
+    ap = Parser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
     ap.add_argument("--version", action="version", version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
                     help="print the builder and data schema versions and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    ap.command_parsers = {}
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help)
+        ap.command_parsers[c.name] = p
         if c.heavy and argv is not None and command != c.name:
             continue  # not this command: its options are not needed to parse the line
         module = importlib.import_module(c.module)
         module.add_arguments(p)
-        p.set_defaults(func=module.run, beam_flags=c.beam_flags)
+        p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module)
     return ap
+
+
+def _beam_parser() -> argparse.ArgumentParser:
+    """A parser of every flag Apache Beam's pipeline options know (``--runner``, ``--project``,
+    ...), collected the way Beam itself collects them (``PipelineOptions.get_all_options``)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    classes: dict = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)  # Beam's own hook for its flags
+    return parser
+
+
+def beam_flag_names() -> list[str]:
+    return [o for a in _beam_parser()._actions for o in a.option_strings]
+
+
+def unknown_arguments(rest: Sequence[str], beam: bool) -> list[str]:
+    """The arguments nobody will read: for a command that hands unknown flags to Beam, those
+    that no Beam pipeline options class knows either (Beam would drop them silently)."""
+    if not rest or not beam:
+        return list(rest)
+    return _beam_parser().parse_known_args(list(rest))[1]
+
+
+def _suggest(flag: str, own: Sequence[str], beam: Sequence[str]) -> Optional[str]:
+    import difflib
+
+    name = flag.split("=", 1)[0]
+    for pool in (own, beam):
+        close = difflib.get_close_matches(name, [f for f in pool if f.startswith("--")], n=1, cutoff=0.6)
+        if close:
+            return close[0]
+    return None
+
+
+def unknown_arguments_sentence(command: str, unknown: Sequence[str], own: Sequence[str], beam: bool) -> str:
+    """One sentence for arguments nobody reads, each flag with the closest known one."""
+    beam_names = beam_flag_names() if beam else []
+    shown, i = [], 0
+    while i < len(unknown):
+        arg = unknown[i]
+        if arg.startswith("-"):
+            hint = _suggest(arg, own, beam_names)
+            shown.append(arg.split("=", 1)[0] + (f" (did you mean {hint}?)" if hint else ""))
+            # its value, if it had one, is not a second mistake
+            if "=" not in arg and i + 1 < len(unknown) and not unknown[i + 1].startswith("-"):
+                i += 1
+        else:
+            shown.append(repr(arg))
+        i += 1
+    noun, it = ("argument", "it") if len(shown) == 1 else ("arguments", "them")
+    who = (f"neither `sciga {command}` nor Apache Beam's pipeline options know {it}" if beam
+           else f"`sciga {command}` does not know {it}")
+    return f"unknown {noun} {', '.join(shown)}: {who}; see `sciga {command} --help`."
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -74,8 +143,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         ap.print_help()
         return 2
-    if rest and not getattr(args, "beam_flags", False):
-        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    beam = bool(getattr(args, "beam_flags", False))
+    unknown = unknown_arguments(rest, beam)
+    if unknown:
+        own = [o for a in ap.command_parsers[args.command]._actions for o in a.option_strings]
+        print(f"sciga {args.command}: {unknown_arguments_sentence(args.command, unknown, own, beam)}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args, rest) or 0)
     except UserError as e:
@@ -85,16 +158,65 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"sciga {args.command}: interrupted", file=sys.stderr)
+        print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_stdout()
     except Exception as e:
         from sciga.transforms.common.storage import StorageError, storage_error_message
 
-        msg = str(e) if isinstance(e, StorageError) else storage_error_message(e)
+        msg = str(e) if isinstance(e, StorageError) else (storage_error_message(e) or _path_error_sentence(e))
         if msg is None:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)
         return 2
+
+
+def interrupted_sentence(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves behind and how to go on: a command module may say it
+    (``interrupted(args) -> str``), else the plain fact."""
+    import importlib
+
+    module = importlib.import_module(args.module)
+    say = getattr(module, "interrupted", None)
+    if say is not None:
+        try:
+            return say(args)
+        except Exception:  # noqa: BLE001 - counting what was kept must not hide the interruption
+            pass
+    return "interrupted."
+
+
+def _path_error_sentence(e: BaseException) -> Optional[str]:
+    """An operating-system error about a path the user gave (a file where a folder belongs,
+    a folder that may not be written) as one sentence; None for anything else."""
+    import errno
+
+    if not isinstance(e, OSError) or not e.filename:
+        return None
+    path = e.filename
+    if e.errno == errno.ENOTDIR:
+        return f"{path}: a part of this path is a file, not a folder; give a folder path."
+    if e.errno == errno.EISDIR:
+        return f"{path} is a folder where a file was expected; give a file path."
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{path} may not be written or read ({e.strerror}); give a path you can write to, or change its permissions."
+    if e.errno == errno.ENOSPC:
+        return f"no space left to write {path}; free some space or give another path."
+    return None
+
+
+def _closed_stdout() -> int:
+    """The reader of our output went away (``sciga sql ... | head``): not an error of ours.
+    Point stdout at /dev/null so that the interpreter's final flush does not complain."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 if __name__ == "__main__":
