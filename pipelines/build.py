@@ -32,6 +32,7 @@ from typing import Optional
 import fsspec
 
 from sciga.pipelines.arg_types import positive_float, positive_int
+from sciga.pipelines.cli_logging import notices_off
 from sciga.pipelines.local_run import (
     PAPERS_PER_WORKER_START,
     LeanMemory,
@@ -368,7 +369,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     clean_stale_staging(out_dir, run_id)
     staging = posixpath.join(out_dir, ".staging", run_id)
     try:
-        vision = resolve_vision(opts.vision, staging)
+        with notices_off(opts.quiet):  # --quiet: no notice about options (the medical filter's stage 1 only)
+            vision = resolve_vision(opts.vision, staging)
     except VisionConfigError as e:
         raise SystemExit(f"sciga build: {e}") from None
     fingerprint = results_fingerprint(opts, vision)
@@ -397,7 +399,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
-                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
+                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream,
+                                workers=options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout, fingerprint=fingerprint,
                                store_root=sroot, parts_root=parts_root, progress_dir=progress_dir, fetch_args=args,
@@ -440,9 +443,29 @@ add_build_arguments = add_arguments  # the name tests and scripts know
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
     """`sciga build`: the build, then its one-screen summary (or, when the runner did not run
     the job to completion, which job or template it made)."""
+    import sys
+
+    from sciga.pipelines.build_report import dead_letter_lines, nothing_kept_sentence
+
     result = run_build(args, rest)
     if result.outcome is not None and not result.outcome.completed:
         print(result.outcome.message(result.out_dir))
         return 1 if result.outcome.failed else 0
-    print(mf.summary_text(result.counts, result.out_dir, result.seconds))
+    # took: from the start of the command (imports and Beam's start-up included), not of the pipeline
+    started = getattr(args, "started", None)
+    print(mf.summary_text(result.counts, result.out_dir, time.time() - started if started else result.seconds))
+    if result.counts.dead_letter:
+        print("\n".join(dead_letter_lines(result.out_dir)))
+    if not result.counts.papers and result.counts.inputs:
+        print(f"sciga build: {nothing_kept_sentence(result.counts.inputs, result.counts.dead_letter, result.out_dir)}",
+              file=sys.stderr)
+
+        return 1
     return 0 if result.counts.reconciled else 1
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What `sciga` prints after Ctrl-C during a build."""
+    from sciga.pipelines.build_report import interrupted_sentence
+
+    return interrupted_sentence(args.output.rstrip("/") or args.output)

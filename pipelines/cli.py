@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -135,6 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from sciga.pipelines.cli_logging import configure_logging
     from sciga.transforms.common.errors import UserError
 
+    started = process_started() if argv is None else time.time()
     argv = list(sys.argv[1:] if argv is None else argv)
     configure_logging()  # before make_parser imports any library that logs on import
     ap = make_parser(argv)
@@ -149,6 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         own = [o for a in ap.command_parsers[args.command]._actions for o in a.option_strings]
         print(f"sciga {args.command}: {unknown_arguments_sentence(args.command, unknown, own, beam)}", file=sys.stderr)
         return 2
+    args.started = started
     try:
         return int(args.func(args, rest) or 0)
     except UserError as e:
@@ -163,6 +166,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         return _closed_stdout()
     except Exception as e:
+        if was_interrupted(e):  # Beam re-raises a worker's KeyboardInterrupt as RuntimeError("KeyboardInterrupt [...]")
+            print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
+            return 130
         from sciga.transforms.common.storage import StorageError, storage_error_message
 
         msg = str(e) if isinstance(e, StorageError) else (storage_error_message(e) or _path_error_sentence(e))
@@ -170,6 +176,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)
         return 2
+
+
+def was_interrupted(e: BaseException) -> bool:
+    """Ctrl-C, possibly wrapped on its way out of a pipeline."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def process_started() -> float:
+    """When this process started, as wall-clock time (Linux ``/proc``; elsewhere: now), so that
+    a command's "took" includes the interpreter's and the libraries' start-up."""
+    import os
+
+    try:
+        with open("/proc/self/stat") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        start_ticks = int(after_name[19])  # field 22 of stat: start time in clock ticks since boot
+        return time.time() - (uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.time()
 
 
 def interrupted_sentence(args: argparse.Namespace) -> str:
