@@ -153,7 +153,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     args.started = started
     try:
-        return int(args.func(args, rest) or 0)
+        code = int(args.func(args, rest) or 0)
+        sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
+        return code
     except UserError as e:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2

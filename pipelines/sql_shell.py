@@ -195,6 +195,10 @@ def run(args, rest=None) -> int:
 
 
 def _run_query(con: duckdb.DuckDBPyConnection, args) -> int:
+    if args.view and args.view not in view_names(con):
+        from sciga.transforms.common.errors import UserError
+
+        raise UserError(f"--view {args.view} is not a view of this build; the views are {', '.join(view_names(con))}.")
     query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
     fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
     if fmt not in FORMATS:
