@@ -32,6 +32,8 @@ COMMANDS = (
     Command("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
     Command("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
     Command("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
+    Command("show", "sciga.pipelines.show", "one paper's record: its papers row, figures with their panels and image "
+            "status, mentions, dead letters (text or --json)"),
     Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
     Command("train", "sciga.pipelines.train", "training jobs: medical-filter, ga-bc, abs2fig, abs2fig-cap"),
     Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
