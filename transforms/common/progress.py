@@ -136,11 +136,12 @@ def progress_line(t: dict, total: int, groups: int, elapsed: float, *, workers: 
     span = elapsed - t_first
 
     def per_second(field: str) -> float:
-        if span > 0:
+        if span > 0 and t.get("inputs", 0) > first.get("inputs", 0):
             return (t.get(field, 0) - first.get(field, 0)) / span
-        return t.get(field, 0) / elapsed if elapsed > 0 else 0.0  # one reading so far: the plain average
+        return t.get(field, 0) / elapsed if elapsed > 0 else 0.0  # no second reading yet: the plain average
 
-    rate = per_second("inputs") if span > 0 else 0.0  # for the ETA: only once measured after start-up
+    # for the ETA: only once measured after start-up
+    rate = per_second("inputs") if span > 0 and done > first.get("inputs", 0) else 0.0
     parts = [f"inputs {done}/{total}", f"{per_second('inputs'):.1f} papers/s", f"{per_second('images'):.0f} images/s"]
     if t.get("reused"):
         parts.insert(1, f"reused {t['reused']}")
