@@ -91,7 +91,8 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                     counts.images_embedded += n - _null_count(pf, "image.bytes")
                     if "image_status" in pf.schema_arrow.names:
                         for st in pf.read(columns=["image_status"]).column("image_status").to_pylist():
-                            counts.image_status[st] = counts.image_status.get(st, 0) + 1
+                            if st is not None:  # a shard written by hand may leave it empty
+                                counts.image_status[st] = counts.image_status.get(st, 0) + 1
                 elif config == "papers" and n:
                     t = pf.read(columns=["teaser"])
                     counts.teasers += sum(len(x or []) for x in t.column("teaser").to_pylist())
