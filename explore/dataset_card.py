@@ -119,10 +119,10 @@ def _number(v, fmt: str = ".2f") -> str:
 
 def images_section(image_status: list) -> str:
     """How many figures rows have their image, and why the others have none."""
-    from sciga.schemas.images import BY_DESIGN, EMBEDDED, IMAGE_STATUSES, ON_REQUEST, counts_as_missing
+    from sciga.schemas.images import BY_DESIGN, EMBEDDED, IMAGE_STATUSES, counts_as_missing
 
     by = dict(image_status)
-    expected = sum(n for s, n in by.items() if s not in BY_DESIGN and s not in ON_REQUEST)
+    expected = sum(n for s, n in by.items() if s not in BY_DESIGN)
     missing = sum(n for s, n in by.items() if counts_as_missing(s))
     if not by:
         return "This build has no figures rows."

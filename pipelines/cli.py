@@ -103,14 +103,18 @@ def unknown_arguments(rest: Sequence[str], beam: bool) -> list[str]:
 
 
 def _suggest(flag: str, own: Sequence[str], beam: Sequence[str]) -> Optional[str]:
+    """The known flag closest to ``flag`` (sciga's first when equally close), or None."""
     import difflib
 
     name = flag.split("=", 1)[0]
+    best, best_score = None, 0.6
     for pool in (own, beam):
-        close = difflib.get_close_matches(name, [f for f in pool if f.startswith("--")], n=1, cutoff=0.6)
-        if close:
-            return close[0]
-    return None
+        for known in pool:
+            if known.startswith("--"):
+                score = difflib.SequenceMatcher(None, name, known).ratio()
+                if score > best_score:
+                    best, best_score = known, score
+    return best
 
 
 def unknown_arguments_sentence(command: str, unknown: Sequence[str], own: Sequence[str], beam: bool) -> str:

@@ -58,9 +58,10 @@ IMAGE_STATUSES: dict[str, str] = {
 }
 
 # Rows that carry no image by design, not by a problem: left out of "figures without an
-# image" and of the gate's missing-image rate.
+# image" and of the gate's missing-image rate (numerator and denominator).
 BY_DESIGN = frozenset({IN_SUBFIGURES})
-# Rows whose image was left out on request (--no-images): not a problem of the inputs either.
+# Rows whose image was found but left out on request (--no-images): rows that should have
+# an image, and do; not missing.
 ON_REQUEST = frozenset({NO_IMAGES_FLAG})
 
 # ImageDecodeError kinds (transforms/vision/decode.py) -> status

@@ -89,13 +89,13 @@ def _why_no_queries(args, what: str) -> str:
 def _missing_images_of(args, in_split_ids: set) -> tuple[int, int, str]:
     """(figures rows without an image, rows that should have one, "not_found 91, svg_only 4")
     over the papers of the split."""
-    from sciga.schemas.images import BY_DESIGN, ON_REQUEST, counts_as_missing
+    from sciga.schemas.images import BY_DESIGN, counts_as_missing
     from sciga.training.data import iter_rows
 
     by: dict = {}
     for r in iter_rows(args.data, "figures", ["paper_id", "image_status"]):
         st = r.get("image_status")
-        if r.get("paper_id") in in_split_ids and st is not None and st not in BY_DESIGN and st not in ON_REQUEST:
+        if r.get("paper_id") in in_split_ids and st is not None and st not in BY_DESIGN:
             by[st] = by.get(st, 0) + 1
     missing = {k: v for k, v in by.items() if counts_as_missing(k)}
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))

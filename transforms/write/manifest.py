@@ -211,7 +211,7 @@ def image_lines(counts: BuildCounts) -> list[str]:
     if not counts.image_status:
         return []
     missing = counts.without_image
-    expected = sum(v for k, v in counts.image_status.items() if k not in BY_DESIGN and k not in ON_REQUEST)
+    expected = sum(v for k, v in counts.image_status.items() if k not in BY_DESIGN)
     n = sum(missing.values())
     line = f"  figures without an image: {n} of {expected}"
     if missing:
