@@ -132,7 +132,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
     prepare_source_args(args)
     recorded = {k: v for k, v in sorted(vars(args).items())
                 if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags",
-                             "verbose", "quiet", "progress_interval")}
+                             "verbose", "quiet", "progress_interval", "module", "started")}  # not build options
     return BuildOptions(
         output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
         parse=ParseOptions(max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata),

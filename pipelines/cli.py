@@ -90,8 +90,16 @@ def _beam_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def flag_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The long flags a parser knows, from its usage line (argparse's public face: every
+    flag that is not hidden is in it, argument groups included)."""
+    import re
+
+    return sorted(set(re.findall(r"(?<![\w-])--[A-Za-z0-9][\w-]*", parser.format_usage())))
+
+
 def beam_flag_names() -> list[str]:
-    return [o for a in _beam_parser()._actions for o in a.option_strings]
+    return flag_names(_beam_parser())
 
 
 def unknown_arguments(rest: Sequence[str], beam: bool) -> list[str]:
@@ -154,7 +162,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     beam = bool(getattr(args, "beam_flags", False))
     unknown = unknown_arguments(rest, beam)
     if unknown:
-        own = [o for a in ap.command_parsers[args.command]._actions for o in a.option_strings]
+        own = flag_names(ap.command_parsers[args.command])
         print(f"sciga {args.command}: {unknown_arguments_sentence(args.command, unknown, own, beam)}", file=sys.stderr)
         return 2
     args.started = started

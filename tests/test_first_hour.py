@@ -467,6 +467,8 @@ def test_build_progress_took_quiet_and_log(tmp_path):
     took = float(re.search(r"took +([\d.]+)s", r.stdout).group(1))
     assert took >= wall - 1.0, (took, wall)
     assert (tmp_path / "o" / ".sciga" / "logs" / "build.log").is_file()
+    options = json.loads((tmp_path / "o" / "manifest.json").read_text())["options"]
+    assert "started" not in options and "module" not in options, "run facts of the CLI are no build options"
 
 
 def test_show_prints_one_papers_record(builds):
