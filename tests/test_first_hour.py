@@ -460,12 +460,19 @@ def test_build_progress_took_quiet_and_log(tmp_path):
     done = progress_line({"inputs": 180, "groups": 2, "parts": 3, "parts_done": 1}, 180, 4, 30.0)
     assert "writing shards: 1 files written" in done and "groups" not in done
 
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.monotonic()
-    r = sciga("build", "--sample", "--output", str(tmp_path / "o"), "--workers", "1", "--quiet")
-    wall = time.monotonic() - t0
-    assert r.returncode == 0 and r.stderr == "", r.stderr
-    took = float(re.search(r"took +([\d.]+)s", r.stdout).group(1))
-    assert took >= wall - 1.0, (took, wall)
+    p = subprocess.Popen([sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "o"), "--workers",
+                          "1", "--quiet"], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    took = None
+    for line in p.stdout:
+        if line.strip().startswith("took "):  # the moment the summary says how long the command took
+            took, until_now = float(re.search(r"took +([\d.]+)s", line).group(1)), time.monotonic() - t0
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and err == "", err
+    # From the start of the process (Python and Beam's start-up included), not of the pipeline.
+    assert took >= until_now - 0.5, (took, until_now)
     assert (tmp_path / "o" / ".sciga" / "logs" / "build.log").is_file()
     options = json.loads((tmp_path / "o" / "manifest.json").read_text())["options"]
     assert "started" not in options and "module" not in options, "run facts of the CLI are no build options"
