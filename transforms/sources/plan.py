@@ -12,6 +12,7 @@ fixed from the number of inputs before the pipeline starts.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -135,9 +136,10 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
         return pages
     # A paper is known by its id: a sidecar or TeX folder elsewhere than the paper's page still has that page.
     keys = page_keys(pages)
-    metas_by_id = {m: _meta_id(m) for m in metas}
-    sources = [t for t in tex_sources(specs) if not (id_keys(source_paper_id(t)[0]) & {_meta_key(k) for k in
-                                                                                       metas_by_id.values()})]
+    metas_by_id = {m: _meta_id(m) for m in metas if m not in beside or html_from == "latexml"}
+    meta_keys = {_meta_key(k) for k in metas_by_id.values()}
+    sources = [t for t in tex_sources(specs, skip=keys if html_from == "auto" else ())
+               if not (id_keys(source_paper_id(t)[0]) & meta_keys)]
     if html_from == "auto":
         convert = [m for m in metas if m not in beside and not (id_keys(metas_by_id[m]) & keys)]
         convert += [t for t in sources if not (id_keys(source_paper_id(t)[0]) & keys)]
@@ -150,8 +152,15 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
 
 
 def _meta_id(meta_uri: str) -> Optional[str]:
+    """The paper a sidecar is for: an arXiv id in its file name is taken as it is (a fetch
+    cache names sidecars after their paper; at corpus scale reading each costs minutes on a
+    bucket), else the id written inside it."""
+    from sciga.schemas import ids
     from sciga.transforms.sources.pages_from_eprints import meta_paper_id
 
+    named, _ = ids.paper_id_from_filename(posixpath.basename(meta_uri)[: -len(META_SUFFIX)])
+    if named:
+        return named
     try:
         with fsspec.open(meta_uri, "rb") as f:
             return meta_paper_id(meta_uri, f.read())

@@ -74,9 +74,12 @@ def _one_eprint(names: list[str]) -> bool:
     return len(names) == 1 and names[0].lower().endswith(EPRINT_SUFFIXES)
 
 
-def tex_sources(specs: Sequence[str]) -> list[str]:
+def tex_sources(specs: Sequence[str], skip: Iterable[str] = ()) -> list[str]:
     """The TeX sources (folders and e-print files) the ``--input`` folders hold, sorted. A
-    folder that holds pages is a folder of pages (its ``source/`` is that page's), not a source."""
+    folder that holds pages is a folder of pages (its ``source/`` is that page's), not a source.
+    Folders named like an id in ``skip`` (papers that have a page) are not looked into: a
+    folder of a hundred thousand paper folders costs one listing per paper without a page."""
+    skip = set(skip)
     found: set[str] = set()
     for spec in specs:
         if "::" in spec or any(ch in spec for ch in "*?["):
@@ -98,7 +101,7 @@ def tex_sources(specs: Sequence[str]) -> list[str]:
             continue
         for e in entries:
             name = posixpath.basename(e["name"].rstrip("/"))
-            if name.startswith(".") or name.lower() in NOT_A_PAPER:
+            if name.startswith(".") or name.lower() in NOT_A_PAPER or source_stem(name) in skip:
                 continue
             if e.get("type") == "directory":
                 try:
