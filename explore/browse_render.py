@@ -251,6 +251,9 @@ def figure_badges(row: dict) -> str:
             b.append(_badge(f"{key.split('_')[1]}: {row[key]}"))
     if row.get("subcaption_source"):
         b.append(_badge("subcaption: " + row["subcaption_source"]))
+    status = row.get("image_status")
+    if status and status not in ("embedded", "in_subfigures"):
+        b.append(_badge("image: " + status, "error" if status != "no_images_flag" else ""))
     if row.get("image_error"):
         b.append(_badge(row["image_error"], "error"))
     return "".join(b)

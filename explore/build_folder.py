@@ -1,9 +1,13 @@
 """Is this folder a build? One check every command that reads a build runs first."""
 from __future__ import annotations
 
+import os
 import posixpath
+from pathlib import Path
 
 import fsspec
+
+SAMPLE_BUILD = "out/sample"  # where the README's `sciga build --sample --output out/sample` puts it
 
 
 def check_is_build(out: str) -> None:
@@ -42,3 +46,19 @@ def built_papers(out: str) -> tuple[dict, set]:
 
 def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def notebook_build(env: str = "SCIGA_BUILD", default: str = SAMPLE_BUILD) -> str:
+    """The build a notebook reads: ``$SCIGA_BUILD``, else ``out/sample`` found from the working
+    folder upwards (a notebook runs in ``notebooks/``, the README builds ``out/sample`` in the
+    repository root). FileNotFoundError, saying what to do, when there is none."""
+    given = os.environ.get(env)
+    if given:
+        return given
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        candidate = folder / default
+        if (candidate / "manifest.json").is_file() or (candidate / "data").is_dir():
+            return str(candidate)
+    raise FileNotFoundError(f"no build at {default} in {here} or a folder above it: run `sciga build --sample --output "
+                            f"{default}` in the repository root, or set {env} to a build folder.")

@@ -30,7 +30,8 @@ CONFIG_DOC = {
     "papers": "one row per paper, nested like SciGA's Listing 1: metadata, sections (with paragraphs and "
               "S2ORC-style figure ref spans), figures with subfigures, tables, teaser, graphical abstract, provenance",
     "figures": "one row per figure or subfigure image, with the image itself (`struct<bytes, path>`, the `datasets` "
-               "Image convention), caption, subcaption, parent id, medical filter, GA/teaser role",
+               "Image convention; null without bytes, `image_status` says why), caption, subcaption, parent id, "
+               "medical filter, GA/teaser role",
     "mentions": "one row per inline reference to a figure: paper, figure (subfigure when named), section, paragraph, "
                 "character span, surface text",
     "dead_letter": "one row per input that failed a stage: paper id, stage, error type, message, input URI",
@@ -64,8 +65,8 @@ def shard_facts(out_dir: str, manifest: dict) -> dict:
 def card_metadata(facts: dict, papers: int) -> dict:
     configs, infos = [], []
     for config in CONFIGS:
-        if not facts[config]["rows"]:
-            continue  # `datasets` cannot load a split with no rows; the (empty) shard is still uploaded
+        # Every config is declared, an empty one too: it exists (an empty dead_letter is the
+        # good news), it streams as zero rows, and its features say what a row would hold.
         entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
         if config == "papers":
             entry["default"] = True
@@ -102,7 +103,36 @@ def _facts_sql(con: duckdb.DuckDBPyConnection) -> dict:
                            "count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
         "id_sources": rows("SELECT coalesce(provenance.id_source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
         "dead_letter": rows("SELECT error_type, count(*) FROM dead_letter GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "image_status": rows("SELECT coalesce(image_status, 'unknown'), count(*) FROM figures GROUP BY ALL ORDER BY 2 DESC, 1"),
     }
+
+
+def _number(v, fmt: str = ".2f") -> str:
+    """A statistic for the card; empty for a missing value (None, NaN, pandas NA: a build
+    with no papers has statistics of nothing)."""
+    import pandas as pd
+
+    if v is None or pd.isna(v):
+        return ""
+    return format(v, fmt) if fmt else str(int(v))
+
+
+def images_section(image_status: list) -> str:
+    """How many figures rows have their image, and why the others have none."""
+    from sciga.schemas.images import BY_DESIGN, EMBEDDED, IMAGE_STATUSES, counts_as_missing
+
+    by = dict(image_status)
+    expected = sum(n for s, n in by.items() if s not in BY_DESIGN)
+    missing = sum(n for s, n in by.items() if counts_as_missing(s))
+    if not by:
+        return "This build has no figures rows."
+    lines = [f"{by.get(EMBEDDED, 0)} figures rows have their image embedded (`image` decodes to PIL); "
+             f"**figures without an image: {missing} of {expected}**"
+             + (f" ({100.0 * missing / expected:.0f}%)" if expected else "") + ". A row without image bytes has "
+             "`image = null`; `image_status` says why and `image_uri` where the file was or was looked for.", "",
+             _table(["image_status", "rows", "meaning"],
+                    [(s, n, IMAGE_STATUSES.get(s, "(not a known status)")) for s, n in image_status])]
+    return "\n".join(lines)
 
 
 def _table(header: list[str], rows: list) -> str:
@@ -130,20 +160,21 @@ def render_card(out_dir: str, manifest: dict) -> str:
 
     per = stats.per_category
     overall = per[per["category"] == OVERALL]
-    stat_rows = [(r.label, r.n, f"{r.mean:.2f}" if r.mean == r.mean else "", f"{r.std:.2f}" if r.std == r.std else "",
-                  "" if r.max != r.max else int(r.max)) for r in overall.itertuples()]
+    stat_rows = [(r.label, r.n, _number(r.mean), _number(r.std), _number(r.max, "")) for r in overall.itertuples()]
     cats = sorted(set(per["category"]) - {OVERALL})
     cat_rows = []
     for c in cats:
         part = per[per["category"] == c].set_index("metric")
         cat_rows.append([c, int(part.loc["title_tokens", "n"])] + [
-            f"{part.loc[m, 'mean']:.1f}" if m in part.index else ""
+            _number(part.loc[m, "mean"], ".1f") if m in part.index else ""
             for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
-    ga_rows = [(r.ga_type, r.papers, f"{r.percent_of_papers:.1f}", "" if r.percent_of_gas is None or r.percent_of_gas != r.percent_of_gas
-                else f"{r.percent_of_gas:.1f}") for r in stats.ga_types.itertuples()]
+    ga_rows = [(r.ga_type, r.papers, _number(r.percent_of_papers, ".1f"), _number(r.percent_of_gas, ".1f"))
+               for r in stats.ga_types.itertuples()]
     empty = [c for c in CONFIGS if not facts[c]["rows"]]
-    empty_note = (f"\n\nConfigs without rows in this build ({', '.join(empty)}) keep their typed, empty shard for SQL "
-                  "readers but are not declared in `configs:` (`datasets` cannot load an empty split).") if empty else ""
+    empty_note = (f"\n\nConfigs without rows in this build ({', '.join(empty)}) are declared with their features and "
+                  "a typed, empty shard: they stream as zero rows (`streaming=True`), SQL reads them as empty "
+                  "tables; `datasets` refuses to load an empty split without streaming "
+                  "(`Instruction \"train\" corresponds to no data`).") if empty else ""
     inputs = manifest.get("inputs") or {}
     shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
                    for c in CONFIGS for e in facts[c]["files"]]
@@ -182,6 +213,10 @@ SELECT count(*) FROM 'hf://datasets/ORG/NAME@vX.Y.Z/data/figures/*.parquet';
 
 `sciga sql path/to/build "SELECT count(*) FROM figures"` registers every config and task view;
 `sciga browse path/to/build` writes a static HTML report of papers, figures and mentions.
+
+## Images
+
+{images_section(extra["image_status"])}
 
 ## Statistics
 
@@ -296,12 +331,14 @@ def card_key(manifest: dict) -> str:
 
 def gate_summary(result) -> dict:
     return {"expectations": len(result.checks), "passed": len(result.checks) - len(result.failed),
-            "max_dead_letter_rate": result.options["max_dead_letter_rate"], "image_check": result.options["image_check"]}
+            "max_dead_letter_rate": result.options["max_dead_letter_rate"], "image_check": result.options["image_check"],
+            "max_missing_image_rate": result.options.get("max_missing_image_rate")}
 
 
 def gate_sentence(summary: dict) -> str:
     return (f"quality gate: {summary['passed']} of {summary['expectations']} Great Expectations expectations met "
-            f"(dead-letter rate at most {summary['max_dead_letter_rate']}, image check {summary['image_check']})")
+            f"(dead-letter rate at most {summary['max_dead_letter_rate']}, missing-image rate at most "
+            f"{summary.get('max_missing_image_rate')}, image check {summary['image_check']})")
 
 
 def read_front_matter(card: str) -> dict:

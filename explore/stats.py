@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # pandas is imported where it is used: the CLI parser imports this module
     import pandas as pd
@@ -107,6 +107,32 @@ def stats_queries() -> dict[str, str]:
     }
 
 
+# The box plots: quartiles as the box, the 5th and 95th percentiles as the whiskers (counts
+# are never negative, unlike mean - std, and a few long papers do not stretch the axis).
+WHISKERS = (0.05, 0.95)
+
+
+def distribution_query() -> str:
+    """Per metric and category (and overall): n, whiskers, quartiles, median, from DuckDB's
+    quantiles (values that occur: counts stay whole numbers), so the plots need no per-paper
+    values in memory."""
+    lo, hi = WHISKERS
+
+    def q(value: str) -> str:
+        return (f"count({value}) AS n, quantile_disc({value}, {lo}) AS whislo, quantile_disc({value}, 0.25) AS q1, "
+                f"quantile_disc({value}, 0.5) AS med, quantile_disc({value}, 0.75) AS q3, "
+                f"quantile_disc({value}, {hi}) AS whishi")
+
+    parts = []
+    for metric, _ in PAPER_METRICS:
+        parts.append(f"SELECT '{metric}' AS metric, category, {q(metric)} FROM paper_stats GROUP BY category")
+        parts.append(f"SELECT '{metric}', '{OVERALL}', {q(metric)} FROM paper_stats")
+    captions = "(SELECT category, unnest(caption_token_list) AS caption_tokens FROM paper_stats)"
+    parts.append(f"SELECT '{CAPTION_METRIC[0]}', category, {q('caption_tokens')} FROM {captions} GROUP BY category")
+    parts.append(f"SELECT '{CAPTION_METRIC[0]}', '{OVERALL}', {q('caption_tokens')} FROM {captions}")
+    return "\nUNION ALL ".join(parts)
+
+
 @dataclass
 class Stats:
     per_category: pd.DataFrame  # metric, label, category, n, mean, std, min, median, max
@@ -114,6 +140,8 @@ class Stats:
     ga_types_by_category: pd.DataFrame
     papers: int
     level: str
+    # metric, category, n, whislo, q1, med, q3, whishi (the box plots)
+    distributions: Optional[pd.DataFrame] = None
 
 
 def compute_stats(con, level: str = "group") -> Stats:
@@ -135,7 +163,11 @@ def compute_stats(con, level: str = "group") -> Stats:
     type_order = {"Original": 0, "Reused": 1, "Modified": 2, "untyped": 3, "no GA": 4}
     ga = ga.sort_values("ga_type", key=lambda s: s.map(lambda t: type_order.get(t, 9))).reset_index(drop=True)
     by_cat = con.execute(q["ga_types_by_category"]).df().sort_values(["category", "ga_type"]).reset_index(drop=True)
-    return Stats(per_category=per, ga_types=ga, ga_types_by_category=by_cat, papers=papers, level=level)
+    dist = con.execute(distribution_query()).df()
+    dist["_o"] = (dist["category"] == OVERALL).astype(int)
+    dist = dist.sort_values(["metric", "_o", "category"]).drop(columns=["_o"]).reset_index(drop=True)
+    return Stats(per_category=per, ga_types=ga, ga_types_by_category=by_cat, papers=papers, level=level,
+                 distributions=dist)
 
 
 def _num(v, digits: int = 2) -> str:
@@ -181,16 +213,25 @@ def plot(stats: Stats, folder: str) -> list[str]:
     metrics = [("title_tokens", "(a) title tokens"), ("abstract_tokens", "(b) abstract tokens"),
                ("fulltext_tokens", "(c) full-text tokens"), ("caption_tokens", "(d) caption tokens"),
                ("figures", "(e) figures per paper"), ("subfigures", "(f) subfigures per paper")]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7))
+    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
+    dist = stats.distributions
     for ax, (metric, title) in zip(axes.flat, metrics):
-        part = stats.per_category[stats.per_category["metric"] == metric]
-        cats = list(part["category"])
-        colors = ["#555555" if c == OVERALL else "#4c72b0" for c in cats]
-        ax.bar(range(len(cats)), part["mean"].fillna(0), yerr=part["std"].fillna(0), color=colors, capsize=3)
-        ax.set_xticks(range(len(cats)))
-        ax.set_xticklabels(cats, rotation=45, ha="right", fontsize=8)
+        part = dist[(dist["metric"] == metric) & (dist["n"] > 0)]
+        boxes = [{"label": f"{r.category}\nn={r.n}", "whislo": r.whislo, "q1": r.q1, "med": r.med, "q3": r.q3,
+                  "whishi": r.whishi, "fliers": []} for r in part.itertuples()]
+        if boxes:
+            drawn = ax.bxp(boxes, showfliers=False, patch_artist=True, widths=0.6)
+            for box, r in zip(drawn["boxes"], part.itertuples()):
+                box.set_facecolor("#bbbbbb" if r.category == OVERALL else "#9db4d8")
+            ax.tick_params(axis="x", labelrotation=45 if len(boxes) > 5 else 0, labelsize=7)
+            ax.margins(y=0.06)
+            ax.set_ylim(bottom=0)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(title, fontsize=10)
-    fig.suptitle("Mean and standard deviation per top-level arXiv category (grey: all papers)", fontsize=11)
+    lo, hi = WHISKERS
+    fig.suptitle(f"Per top-level arXiv category (grey: all papers): box = quartiles, line = median, whiskers = "
+                 f"{lo:.0%} to {hi:.0%}; n under each category", fontsize=10)
     fig.tight_layout()
     paths.append(posixpath.join(folder, "by_category.png"))
     _save_png(fig, paths[-1])
@@ -234,7 +275,8 @@ def write_stats(out: str, output: str | None = None, level: str = "group", plots
         f.write(md)
     written.append(posixpath.join(folder, "stats.md"))
     for name, df in (("per_category.csv", stats.per_category), ("ga_types.csv", stats.ga_types),
-                     ("ga_types_by_category.csv", stats.ga_types_by_category)):
+                     ("ga_types_by_category.csv", stats.ga_types_by_category),
+                     ("distributions.csv", stats.distributions)):
         with fs.open(posixpath.join(root, name), "w", encoding="utf-8", newline="") as f:
             df.to_csv(f, index=False, float_format="%.4f")
         written.append(posixpath.join(folder, name))

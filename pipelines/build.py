@@ -31,6 +31,8 @@ from typing import Optional
 
 import fsspec
 
+from sciga.pipelines.arg_types import positive_float, positive_int
+from sciga.pipelines.cli_logging import notices_off
 from sciga.pipelines.local_run import (
     PAPERS_PER_WORKER_START,
     LeanMemory,
@@ -42,6 +44,7 @@ from sciga.pipelines.local_run import (
     local_runner,
     pipeline_options,
 )
+from sciga.pipelines.paths import check_output_folder
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
 from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
@@ -60,10 +63,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sample", action="store_true", help="build the embedded sample corpus (adds it to --input)")
     ap.add_argument("--metadata", default=None, metavar="DIR",
                     help="folder of <stem>.meta.json metadata sidecars (default: beside each page)")
-    ap.add_argument("--max-page-mb", type=int, default=128, help="pages above this size are dead-lettered")
-    ap.add_argument("--max-image-mb", type=int, default=64, help="image files above this size are not embedded")
-    ap.add_argument("--papers-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["papers"])
-    ap.add_argument("--figures-per-shard", type=int, default=DEFAULT_ROWS_PER_SHARD["figures"],
+    ap.add_argument("--max-page-mb", type=positive_float, default=128, metavar="MB",
+                    help="pages above this size are dead-lettered (default %(default)s)")
+    ap.add_argument("--max-image-mb", type=positive_int, default=64, metavar="MB",
+                    help="image files above this size are not embedded (default %(default)s)")
+    ap.add_argument("--papers-per-shard", type=positive_int, default=DEFAULT_ROWS_PER_SHARD["papers"], metavar="N",
+                    help="most papers in one papers shard (default: %(default)s)")
+    ap.add_argument("--figures-per-shard", type=positive_int, metavar="N", default=DEFAULT_ROWS_PER_SHARD["figures"],
                     help="most figure rows in one figures shard (default: %(default)s)")
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
@@ -71,7 +77,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
                          "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
     run = ap.add_argument_group("running the build")
-    run.add_argument("--workers", type=int, default=None, metavar="N",
+    run.add_argument("--workers", type=positive_int, default=None, metavar="N",
                      help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
                           f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process")
     run.add_argument("--rebuild", action="store_true",
@@ -82,7 +88,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                           "last part is written (a Dataflow Flex Template, or a job submitted without waiting); by "
                           "default the launcher does, once the job has finished")
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    run.add_argument("--progress-interval", type=float, default=10.0, metavar="SECONDS",
+    run.add_argument("--progress-interval", type=positive_float, default=10.0, metavar="SECONDS",
                      help="when stderr is not a terminal, print a progress line this often (default: %(default)s)")
     add_vision_arguments(ap)
     add_source_build_arguments(ap)
@@ -131,10 +137,10 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
     prepare_source_args(args)
     recorded = {k: v for k, v in sorted(vars(args).items())
                 if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags",
-                             "verbose", "quiet", "progress_interval", "finalize_in_job")}
+                             "verbose", "quiet", "progress_interval", "finalize_in_job", "module", "started")}  # not build options
     return BuildOptions(
         output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
-        parse=ParseOptions(max_page_bytes=args.max_page_mb * 1024 * 1024, source=args.source, metadata_dir=args.metadata),
+        parse=ParseOptions(max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata),
         tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
         vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
         figures_per_shard=args.figures_per_shard, no_images=args.no_images, html_from=args.html_from,
@@ -407,6 +413,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
 
     t0 = time.time()
     opts = build_options_from_args(args)
+    check_output_folder(opts.output, "--output")
     check_sentencizer(opts.link.sentencizer)
     # Buckets exist and may be used; a remote runner is handed no local path (workers cannot see it).
     check_build_locations(args, opts.specs, runner_of(beam_args))
@@ -427,7 +434,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     clean_stale_staging(out_dir, run_id)
     staging = posixpath.join(out_dir, ".staging", run_id)
     try:
-        vision = resolve_vision(opts.vision, staging)
+        with notices_off(opts.quiet):  # --quiet: no notice about options (the medical filter's stage 1 only)
+            vision = resolve_vision(opts.vision, staging)
     except VisionConfigError as e:
         raise SystemExit(f"sciga build: {e}") from None
     fingerprint = results_fingerprint(opts, vision)
@@ -460,7 +468,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
-                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream):
+                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream,
+                                workers=options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 parts = build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout,
                                        fingerprint=fingerprint, store_root=sroot, parts_root=parts_root,
@@ -494,9 +503,29 @@ add_build_arguments = add_arguments  # the name tests and scripts know
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
     """`sciga build`: the build, then its one-screen summary (or, when the runner did not run
     the job to completion, which job or template it made)."""
+    import sys
+
+    from sciga.pipelines.build_report import dead_letter_lines, nothing_kept_sentence
+
     result = run_build(args, rest)
     if result.outcome is not None and not result.outcome.completed:
         print(result.outcome.message(result.out_dir))
         return 1 if result.outcome.failed else 0
-    print(mf.summary_text(result.counts, result.out_dir, result.seconds))
+    # took: from the start of the command (imports and Beam's start-up included), not of the pipeline
+    started = getattr(args, "started", None)
+    print(mf.summary_text(result.counts, result.out_dir, time.time() - started if started else result.seconds))
+    if result.counts.dead_letter:
+        print("\n".join(dead_letter_lines(result.out_dir)))
+    if not result.counts.papers and result.counts.inputs:
+        print(f"sciga build: {nothing_kept_sentence(result.counts.inputs, result.counts.dead_letter, result.out_dir)}",
+              file=sys.stderr)
+
+        return 1
     return 0 if result.counts.reconciled else 1
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What `sciga` prints after Ctrl-C during a build."""
+    from sciga.pipelines.build_report import interrupted_sentence
+
+    return interrupted_sentence(args.output.rstrip("/") or args.output)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -33,6 +34,8 @@ COMMANDS = (
     Command("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
     Command("diff", "sciga.pipelines.diff", "what changed between two builds or published versions: papers added, "
             "removed and changed (which fields), rows, schema, dead letters; --json, --markdown"),
+    Command("show", "sciga.pipelines.show", "one paper's record: its papers row, figures with their panels and image "
+            "status, mentions, dead letters (text or --json)"),
     Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
     Command("update", "sciga.pipelines.update", "harvest, fetch, build, validate and publish the next version of a "
             "dataset from its saved corpus definition; nothing when nothing is new", beam_flags=True),
@@ -40,6 +43,15 @@ COMMANDS = (
     Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
             "(SciGA Tables 2/3)"),
 )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: ``sciga build: argument --workers: 0 is not allowed;
+    give 1 or more; see `sciga build --help`.`` (not the usage block, which for `sciga build`
+    is a screen long and buries the one line that matters)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
 
 
 def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
@@ -51,25 +63,98 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    ap = argparse.ArgumentParser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
+    ap = Parser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
     ap.add_argument("--version", action="version", version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
                     help="print the builder and data schema versions and exit")
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    ap.command_parsers = {}
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help)
+        ap.command_parsers[c.name] = p
         if c.heavy and argv is not None and command != c.name:
             continue  # not this command: its options are not needed to parse the line
         module = importlib.import_module(c.module)
         module.add_arguments(p)
-        p.set_defaults(func=module.run, beam_flags=c.beam_flags)
+        p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module)
     return ap
+
+
+def _beam_parser() -> argparse.ArgumentParser:
+    """A parser of every flag Apache Beam's pipeline options know (``--runner``, ``--project``,
+    ...), collected the way Beam itself collects them (``PipelineOptions.get_all_options``)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    parser = argparse.ArgumentParser(allow_abbrev=False, add_help=False)
+    classes: dict = {}
+    for cls in PipelineOptions.__subclasses__():
+        classes.setdefault(str(cls), cls)
+    for cls in classes.values():
+        cls._add_argparse_args(parser)  # Beam's own hook for its flags
+    return parser
+
+
+def flag_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The long flags a parser knows, from its usage line (argparse's public face: every
+    flag that is not hidden is in it, argument groups included)."""
+    import re
+
+    return sorted(set(re.findall(r"(?<![\w-])--[A-Za-z0-9][\w-]*", parser.format_usage())))
+
+
+def beam_flag_names() -> list[str]:
+    return flag_names(_beam_parser())
+
+
+def unknown_arguments(rest: Sequence[str], beam: bool) -> list[str]:
+    """The arguments nobody will read: for a command that hands unknown flags to Beam, those
+    that no Beam pipeline options class knows either (Beam would drop them silently)."""
+    if not rest or not beam:
+        return list(rest)
+    return _beam_parser().parse_known_args(list(rest))[1]
+
+
+def _suggest(flag: str, own: Sequence[str], beam: Sequence[str]) -> Optional[str]:
+    """The known flag closest to ``flag`` (sciga's first when equally close), or None."""
+    import difflib
+
+    name = flag.split("=", 1)[0]
+    best, best_score = None, 0.6
+    for pool in (own, beam):
+        for known in pool:
+            if known.startswith("--"):
+                score = difflib.SequenceMatcher(None, name, known).ratio()
+                if score > best_score:
+                    best, best_score = known, score
+    return best
+
+
+def unknown_arguments_sentence(command: str, unknown: Sequence[str], own: Sequence[str], beam: bool) -> str:
+    """One sentence for arguments nobody reads, each flag with the closest known one."""
+    beam_names = beam_flag_names() if beam else []
+    shown, i = [], 0
+    while i < len(unknown):
+        arg = unknown[i]
+        if arg.startswith("-"):
+            hint = _suggest(arg, own, beam_names)
+            shown.append(arg.split("=", 1)[0] + (f" (did you mean {hint}?)" if hint else ""))
+            # its value, if it had one, is not a second mistake
+            if "=" not in arg and i + 1 < len(unknown) and not unknown[i + 1].startswith("-"):
+                i += 1
+        else:
+            shown.append(repr(arg))
+        i += 1
+    noun, it = ("argument", "it") if len(shown) == 1 else ("arguments", "them")
+    who = (f"neither `sciga {command}` nor Apache Beam's pipeline options know {it}" if beam
+           else f"`sciga {command}` does not know {it}")
+    return f"unknown {noun} {', '.join(shown)}: {who}; see `sciga {command} --help`."
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from sciga.pipelines.cli_logging import configure_logging
     from sciga.transforms.common.errors import UserError
 
+    started = process_started() if argv is None else time.time()
     argv = list(sys.argv[1:] if argv is None else argv)
     configure_logging()  # before make_parser imports any library that logs on import
     ap = make_parser(argv)
@@ -78,10 +163,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not getattr(args, "func", None):
         ap.print_help()
         return 2
-    if rest and not getattr(args, "beam_flags", False):
-        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    beam = bool(getattr(args, "beam_flags", False))
+    unknown = unknown_arguments(rest, beam)
+    if unknown:
+        own = flag_names(ap.command_parsers[args.command])
+        print(f"sciga {args.command}: {unknown_arguments_sentence(args.command, unknown, own, beam)}", file=sys.stderr)
+        return 2
+    args.started = started
     try:
-        return int(args.func(args, rest) or 0)
+        code = int(args.func(args, rest) or 0)
+        sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
+        return code
     except UserError as e:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2
@@ -89,16 +181,95 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"sciga {args.command}: interrupted", file=sys.stderr)
+        print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _closed_stdout()
     except Exception as e:
+        if was_interrupted(e):  # Beam re-raises a worker's KeyboardInterrupt as RuntimeError("KeyboardInterrupt [...]")
+            print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
+            return 130
         from sciga.transforms.common.storage import StorageError, storage_error_message
 
-        msg = str(e) if isinstance(e, StorageError) else storage_error_message(e)
+        msg = str(e) if isinstance(e, StorageError) else (storage_error_message(e) or _path_error_sentence(e))
         if msg is None:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)
         return 2
+
+
+def was_interrupted(e: BaseException) -> bool:
+    """Ctrl-C, possibly wrapped on its way out of a pipeline."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt"):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def process_started() -> float:
+    """When this process started, as wall-clock time (Linux ``/proc``; elsewhere: now), so that
+    a command's "took" includes the interpreter's and the libraries' start-up."""
+    import os
+
+    try:
+        with open("/proc/self/stat") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        start_ticks = int(after_name[19])  # field 22 of stat: start time in clock ticks since boot
+        return time.time() - (uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
+def interrupted_sentence(args: argparse.Namespace) -> str:
+    """What Ctrl-C leaves behind and how to go on: a command module may say it
+    (``interrupted(args) -> str``), else the plain fact."""
+    import importlib
+
+    module = importlib.import_module(args.module)
+    say = getattr(module, "interrupted", None)
+    if say is not None:
+        try:
+            return say(args)
+        except Exception:  # noqa: BLE001 - counting what was kept must not hide the interruption
+            pass
+    return "interrupted."
+
+
+def _path_error_sentence(e: BaseException) -> Optional[str]:
+    """An operating-system error about a path the user gave (a file where a folder belongs,
+    a folder that may not be written) as one sentence; None for anything else."""
+    import errno
+
+    if not isinstance(e, OSError) or not e.filename:
+        return None
+    path = e.filename
+    if e.errno == errno.ENOTDIR:
+        return f"{path}: a part of this path is a file, not a folder; give a folder path."
+    if e.errno == errno.EISDIR:
+        return f"{path} is a folder where a file was expected; give a file path."
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return f"{path} may not be written or read ({e.strerror}); give a path you can write to, or change its permissions."
+    if e.errno == errno.ENOSPC:
+        return f"no space left to write {path}; free some space or give another path."
+    return None
+
+
+def _closed_stdout() -> int:
+    """The reader of our output went away (``sciga sql ... | head``): not an error of ours.
+    Point stdout at /dev/null so that the interpreter's final flush does not complain."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ the user's data included.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 
 FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -26,9 +27,17 @@ KNOWN_NOISE = (
 )
 
 
+# Ctrl-C in a one-worker build: Beam logs the worker's KeyboardInterrupt with its traceback
+# (``_LOGGER.exception(exn)``) before re-raising it; the `sciga` command says what was kept
+# and how to resume, in one sentence.
+INTERRUPT_NOISE = ("apache_beam.runners.common",)
+
+
 class DropKnownNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.msg if isinstance(record.msg, str) else ""
+        if record.name in INTERRUPT_NOISE and str(record.msg).startswith("KeyboardInterrupt"):
+            return False
         return not any(record.name == name and msg.startswith(prefix) for name, prefix in KNOWN_NOISE)
 
 
@@ -41,7 +50,25 @@ def configure_logging(verbose: bool = False) -> None:
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     # A logger's filters see the records logged on that logger itself, which is where these
     # libraries log (``logging.warning(...)`` is the root logger).
-    for name in sorted({name for name, _ in KNOWN_NOISE}):
+    for name in sorted({name for name, _ in KNOWN_NOISE} | set(INTERRUPT_NOISE)):
         logger = logging.getLogger(None if name == "root" else name)
         if not any(isinstance(f, DropKnownNoise) for f in logger.filters):
             logger.addFilter(DropKnownNoise())
+
+
+@contextlib.contextmanager
+def notices_off(enabled: bool, names: tuple = ("sciga",)):
+    """With ``enabled`` (``--quiet``), warnings of our own loggers are not shown for the block:
+    use it around steps whose warnings are notices about the options chosen, not about the
+    user's data. Errors still show."""
+    if not enabled:
+        yield
+        return
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for n, level in saved.items():
+            logging.getLogger(n).setLevel(level)

@@ -36,6 +36,10 @@ def run(args: argparse.Namespace, rest=None) -> int:
     from sciga.training.options import EvalOptions, options_from
     from sciga.training.results import RESULTS_MD
 
+    if args.split == "train":
+        print(f"sciga evaluate {args.method}: warning: --split train scores the papers the models are trained on "
+              "(a trained model has seen them), so the numbers overstate what it does on new papers; report "
+              "--split test (or val).", file=sys.stderr)
     try:
         row = evaluate(args.method, options_from(EvalOptions, args))
     except NothingToEvaluate as e:

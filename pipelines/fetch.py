@@ -15,6 +15,9 @@ import os
 import sys
 import time
 
+from sciga.pipelines.arg_types import positive_float, positive_int
+from sciga.pipelines.paths import check_output_folder
+
 log = logging.getLogger("sciga.fetch")
 
 
@@ -26,7 +29,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                       help="arXiv API search query, e.g. 'cat:cs.CV AND submittedDate:[202101010000 TO 202403312359]'")
     what.add_argument("--ids", nargs="+", default=[], metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)")
     what.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line (# comments allowed)")
-    what.add_argument("--max-results", type=int, default=None, metavar="N", help="stop a --query after N results (default: all)")
+    what.add_argument("--max-results", type=positive_int, default=None, metavar="N", help="stop a --query after N results (default: all)")
     what.add_argument("--cached-metadata", action="store_true",
                       help="the papers whose metadata is already in --output (e.g. from --metadata-snapshot or --oai-pmh), "
                            "narrowed by --category / --from / --until: fetch their other --parts")
@@ -67,16 +70,16 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     plan.add_argument("--html-from", default="ar5iv", choices=("ar5iv", "latexml", "auto"),
                       help="--plan: pages the cache and --html-dump lack come over HTTP (ar5iv, default) or are converted "
                            "from the e-print by the build (latexml, auto)")
-    plan.add_argument("--bandwidth", type=float, default=100.0, metavar="MBIT",
+    plan.add_argument("--bandwidth", type=positive_float, default=100.0, metavar="MBIT",
                       help="--plan: download speed assumed for the wall time (default 100 Mbit/s)")
     ap.add_argument("--output", required=True, metavar="CACHE", help="cache folder (created; rerun to resume)")
     ap.add_argument("--parts", default="meta,html,source", help="comma list of meta, html, source (default all three)")
     ap.add_argument("--html-dump", action="append", default=[], metavar="ZIP",
                     help="ar5iv dump zip(s): take pages from them instead of over HTTP when they hold the paper")
-    ap.add_argument("--page-size", type=int, default=100, help="arXiv API results per request (max 2000)")
+    ap.add_argument("--page-size", type=positive_int, default=100, help="arXiv API results per request (max 2000)")
     ap.add_argument("--refresh", action="store_true", help="re-check cached parts with conditional requests (ETag / Last-Modified)")
     ap.add_argument("--retry-failed", action="store_true", help="retry parts that failed permanently before (404, failed conversion)")
-    ap.add_argument("--max-eprint-mb", type=int, default=512, help="e-prints above this size are not downloaded")
+    ap.add_argument("--max-eprint-mb", type=positive_int, default=512, help="e-prints above this size are not downloaded")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar (the final summary is still printed)")
     add_endpoint_arguments(ap)
 
@@ -105,6 +108,7 @@ def run_fetch(args: argparse.Namespace):
     mode = _check_corpus_flags(args, raw_ids)
     if mode == "plan":
         return run_plan(args, raw_ids)
+    check_output_folder(args.output, "--output")
     if mode == "snapshot":
         return run_snapshot_import(args)
     if mode == "oai":

@@ -88,15 +88,20 @@ def restore_environ(saved: dict[str, Optional[str]]) -> None:
 class WorkerOutput:
     """Local worker processes write Beam's start-up chatter straight to file descriptor 2.
     While the pipeline runs, fd 2 goes to ``<out>/.sciga/logs/build.log`` instead, and the
-    progress line keeps the real stderr; ``--verbose`` leaves everything where it was."""
+    progress line keeps the real stderr; ``--verbose`` leaves everything where it was. A
+    build in this process alone (one worker) has no worker output: its log records go to
+    build.log as well as to stderr, so the file is there after every local build."""
 
     def __init__(self, log_path: Optional[str], enabled: bool):
         self.log_path = log_path
         self.enabled = enabled and log_path is not None
         self.stream = sys.stderr
+        self._handler = None
 
     def __enter__(self):
         if not self.enabled:
+            if self.log_path is not None:
+                self._handler = _log_file_handler(self.log_path)
             return self
         sys.stderr.flush()
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
@@ -108,6 +113,9 @@ class WorkerOutput:
 
     def __exit__(self, exc_type, exc, tb):
         if not self.enabled:
+            if self._handler is not None:
+                logging.getLogger().removeHandler(self._handler)
+                self._handler.close()
             return False
         sys.stderr.flush()
         os.dup2(self._saved, 2)
@@ -117,6 +125,21 @@ class WorkerOutput:
         if exc_type is not None and exc_type is not KeyboardInterrupt:
             print(f"sciga build: the pipeline failed; worker output is in {self.log_path}", file=sys.stderr)
         return False
+
+
+def _log_file_handler(path: str) -> logging.Handler:
+    """The root logger's records, from now on, also appended to ``path`` (with a first line
+    saying which run they belong to)."""
+    import time
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.stream.write(f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and errors "
+                         "(everything with -v)\n")
+    handler.flush()
+    logging.getLogger().addHandler(handler)
+    return handler
 
 
 class ScopedTempDir:

@@ -29,7 +29,8 @@ def run(args, rest=None) -> int:
     from sciga.quality.report import summary_text
 
     gate_options = {"max_dead_letter_rate": args.max_dead_letter_rate, "image_check": args.image_check,
-                    "max_pixels": args.max_image_pixels, "image_workers": args.image_workers}
+                    "max_pixels": args.max_image_pixels, "image_workers": args.image_workers,
+                    "max_missing_image_rate": args.max_missing_image_rate}
     try:
         result = publish(args.out, args.repo_id, args.version, dry_run=args.dry_run, private=args.private,
                          endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None, gate_options=gate_options,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import posixpath
 
+from sciga.pipelines.arg_types import non_negative_float, non_negative_int, positive_float, positive_int, unit_interval
 from sciga.transforms.sources.endpoints import (
     DEFAULT_ARXIV_API_URL,
     DEFAULT_EPRINT_BASE_URL,
@@ -25,13 +26,13 @@ def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
                    help="folder of TeX sources by paper (<stem>/ or <stem>.tar.gz); sources beside a page "
                         "(<stem>.src.tar.gz, source/) are always used; repeatable")
     g.add_argument("--no-tex", action="store_true", help="do not use TeX sources to recover lost or blank figures")
-    g.add_argument("--tex-match-threshold", type=float, default=0.8, metavar="J",
+    g.add_argument("--tex-match-threshold", type=unit_interval, default=0.8, metavar="J",
                    help="caption token Jaccard needed to match a TeX figure to an HTML figure without a number (default 0.8)")
-    g.add_argument("--tex-number-min-jaccard", type=float, default=0.3, metavar="J",
+    g.add_argument("--tex-number-min-jaccard", type=unit_interval, default=0.3, metavar="J",
                    help="caption overlap still required when the figure numbers agree (default 0.3)")
-    g.add_argument("--rasterize-dpi", type=int, default=150, help="resolution for PDF / EPS figures (default 150)")
-    g.add_argument("--rasterize-max-side", type=int, default=2048, help="longest side of a rasterized PDF figure, pixels")
-    g.add_argument("--rasterize-timeout", type=float, default=60.0, help="seconds per PDF / EPS figure (default 60)")
+    g.add_argument("--rasterize-dpi", type=positive_int, default=150, help="resolution for PDF / EPS figures (default 150)")
+    g.add_argument("--rasterize-max-side", type=positive_int, default=2048, help="longest side of a rasterized PDF figure, pixels")
+    g.add_argument("--rasterize-timeout", type=positive_float, default=60.0, help="seconds per PDF / EPS figure (default 60)")
     g.add_argument("--ids", nargs="+", default=[], metavar="ID",
                    help="fetch these arXiv ids inside the pipeline (metadata, HTML, e-print) and build them")
     g.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line, for --ids")
@@ -43,11 +44,11 @@ def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--html-from", choices=("ar5iv", "latexml", "auto"), default="ar5iv",
                    help="where pages come from: ar5iv (the pages in --input, default), latexml (convert the e-print of "
                         "every paper with metadata), auto (the page when there is one, else convert the e-print)")
-    g.add_argument("--latexml-timeout", type=float, default=300.0, metavar="SECONDS",
+    g.add_argument("--latexml-timeout", type=positive_float, default=300.0, metavar="SECONDS",
                    help="time limit of one LaTeXML conversion (default %(default)s)")
-    g.add_argument("--latexml-max-memory-gb", type=float, default=4.0, metavar="GB",
+    g.add_argument("--latexml-max-memory-gb", type=positive_float, default=4.0, metavar="GB",
                    help="memory limit of one LaTeXML conversion (default %(default)s)")
-    g.add_argument("--fetch-workers", type=int, default=1,
+    g.add_argument("--fetch-workers", type=positive_int, default=1,
                    help="parallel fetchers for --ids; each keeps the per-host rate limit, so >1 only for mirrors (default 1)")
     add_endpoint_arguments(g)
 
@@ -93,12 +94,12 @@ def add_endpoint_arguments(ap) -> None:
                          f"default {DEFAULT_HTML_BASE_URL}; https://arxiv.org/html/ also works)")
     ap.add_argument("--eprint-base-url", default=None, metavar="URL",
                     help=f"base URL of TeX e-prints, id appended (env {ENV['eprint_base_url']}; default {DEFAULT_EPRINT_BASE_URL})")
-    ap.add_argument("--rate-limit", type=float, default=None, metavar="SECONDS",
+    ap.add_argument("--rate-limit", type=non_negative_float, default=None, metavar="SECONDS",
                     help=f"seconds between requests to one host (env {ENV['rate_limit']}; default {DEFAULT_RATE_LIMIT:g}; "
                          "arxiv.org hosts never go below 3)")
-    ap.add_argument("--max-retries", type=int, default=4, help="retries per request on 429 / 5xx / resets / timeouts (default 4)")
-    ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for a response before retrying (default 60)")
-    ap.add_argument("--retry-backoff", type=float, default=1.0, metavar="SECONDS",
+    ap.add_argument("--max-retries", type=non_negative_int, default=4, help="retries per request on 429 / 5xx / resets / timeouts (default 4)")
+    ap.add_argument("--timeout", type=positive_float, default=60.0, help="seconds to wait for a response before retrying (default 60)")
+    ap.add_argument("--retry-backoff", type=non_negative_float, default=1.0, metavar="SECONDS",
                     help="first backoff delay; doubles per retry, capped at 60 s (a Retry-After header wins)")
 
 

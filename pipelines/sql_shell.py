@@ -18,6 +18,8 @@ from typing import Optional, TextIO
 
 import duckdb
 
+from sciga.pipelines.arg_types import positive_int
+
 FORMATS = ("table", "csv", "json", "parquet")
 COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet, COMPRESSION zstd"}
 
@@ -30,7 +32,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--format", choices=FORMATS, default=None,
                     help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)")
     ap.add_argument("--output", metavar="FILE", help="write the result here instead of standard output")
-    ap.add_argument("--max-rows", type=int, default=40, help="rows shown by the table format (default 40)")
+    ap.add_argument("--max-rows", type=positive_int, default=40, help="rows shown by the table format (default 40)")
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="a task view parameter, e.g. --view method_diagrams --param min_ratio=1.2 "
                          "(or VIEW.NAME=VALUE); repeatable. --list-params shows them")
@@ -193,6 +195,10 @@ def run(args, rest=None) -> int:
 
 
 def _run_query(con: duckdb.DuckDBPyConnection, args) -> int:
+    if args.view and args.view not in view_names(con):
+        from sciga.transforms.common.errors import UserError
+
+        raise UserError(f"--view {args.view} is not a view of this build; the views are {', '.join(view_names(con))}.")
     query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
     fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
     if fmt not in FORMATS:

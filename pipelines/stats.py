@@ -13,8 +13,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args, rest=None) -> int:
-    from sciga.explore.stats import write_stats
+    import posixpath
 
+    from sciga.explore.build_folder import check_is_build
+    from sciga.explore.stats import write_stats
+    from sciga.pipelines.paths import check_output_folder
+
+    check_is_build(args.out)
+    if args.output:
+        check_output_folder(args.output, "--output")
+    else:
+        check_output_folder(posixpath.join(args.out.rstrip("/"), "stats"), "the stats folder",
+                            advice="give --output DIR where you can write")
     md, written = write_stats(args.out, args.output, args.level, plots=not args.no_plots)
     print(md)
     print("written: " + ", ".join(written))

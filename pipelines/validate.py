@@ -12,22 +12,26 @@ import sys
 
 import fsspec
 
-from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, IMAGE_CHECKS
+from sciga.pipelines.arg_types import positive_int, rate
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE, IMAGE_CHECKS
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 REPORT_DIR = "quality"
 
 
 def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--max-dead-letter-rate", type=float, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
+    ap.add_argument("--max-dead-letter-rate", type=rate, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
                     help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
+    ap.add_argument("--max-missing-image-rate", type=rate, default=DEFAULT_MAX_MISSING_IMAGE_RATE, metavar="R",
+                    help="fail when figures rows without an image / rows that should have one exceeds R (default "
+                         f"{DEFAULT_MAX_MISSING_IMAGE_RATE}; figures made of panels and --no-images builds do not count)")
     ap.add_argument("--image-check", choices=IMAGE_CHECKS, default="decode",
                     help="decode every embedded image (default), only read headers and structure, or skip images")
-    ap.add_argument("--max-image-pixels", type=int, default=None, metavar="N",
+    ap.add_argument("--max-image-pixels", type=positive_int, default=None, metavar="N",
                     help="images with more pixels than N fail the gate without being decoded (default: the "
                          "--max-image-pixels the build was made with, from manifest.json; else "
                          f"{DEFAULT_MAX_PIXELS:,})")
-    ap.add_argument("--image-workers", type=int, default=os.cpu_count() or 1, metavar="N",
+    ap.add_argument("--image-workers", type=positive_int, default=os.cpu_count() or 1, metavar="N",
                     help="processes decoding images (default: one per core)")
 
 
@@ -44,8 +48,23 @@ def gate_from_args(args):
     from sciga.quality.gate import run_gate
 
     check_is_build(args.out)
+    check_report_target(args.out, getattr(args, "report", None))
     return run_gate(args.out, max_dead_letter_rate=args.max_dead_letter_rate, image_check=args.image_check,
-                    max_pixels=args.max_image_pixels, image_workers=args.image_workers)
+                    max_pixels=args.max_image_pixels, image_workers=args.image_workers,
+                    max_missing_image_rate=args.max_missing_image_rate)
+
+
+def check_report_target(out: str, report: str | None) -> None:
+    """Before the gate runs: the report can be written (one sentence when it cannot)."""
+    from sciga.pipelines.paths import check_output_file, check_output_folder
+
+    if report and posixpath.splitext(report)[1] in (".md", ".html", ".json"):
+        check_output_file(report, "--report")
+    elif report:
+        check_output_folder(report, "--report")
+    else:
+        check_output_folder(posixpath.join(out.rstrip("/"), REPORT_DIR), "the report folder",
+                            advice="give --report PATH (a folder, or a .md / .html / .json file) where you can write")
 
 
 def write_reports(result, out: str, report: str | None) -> list[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from sciga.pipelines.arg_types import non_negative_int, positive_float, positive_int
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT
 from sciga.transforms.vision.ga_match import GAThresholds
@@ -17,13 +18,13 @@ from sciga.transforms.vision.options import VisionOptions
 
 def add_vision_arguments(ap: argparse.ArgumentParser) -> None:
     g = ap.add_argument_group("vision (images, medical filter, graphical abstracts)")
-    g.add_argument("--max-image-pixels", type=int, default=DEFAULT_MAX_PIXELS,
+    g.add_argument("--max-image-pixels", type=positive_int, default=DEFAULT_MAX_PIXELS,
                    help="images whose header claims more pixels are recorded as decompression bombs (default: %(default)s)")
     g.add_argument("--medical-keywords", metavar="FILE", default=None,
                    help="keyword list for stage 1 of the medical filter (default: MedICaT Appendix B)")
     g.add_argument("--medical-weights", metavar="PATH_OR_HF_REPO", default=None,
                    help="DocFigure classifier written by `sciga train medical-filter` (local/gs:// path, or a HF repo in the local cache)")
-    g.add_argument("--medical-top-k", type=int, default=DEFAULT_TOP_K, metavar="K",
+    g.add_argument("--medical-top-k", type=positive_int, default=DEFAULT_TOP_K, metavar="K",
                    help="a figure is medical when 'Medical' is among the classifier's top K labels (default: %(default)s)")
     g.add_argument("--medical-classify", choices=("keyword-hits", "all"), default="keyword-hits",
                    help="run the classifier on figures with keyword hits (MedICaT) or on all figures")
@@ -31,11 +32,11 @@ def add_vision_arguments(ap: argparse.ArgumentParser) -> None:
                    help="graphical abstracts: CSV with columns arxiv_id,path[,source,caption]; path local or http(s) URL")
     g.add_argument("--ga-embedding-weights", metavar="PATH_OR_HF_REPO", default=None,
                    help="CNN checkpoint whose pooled features add embedding similarity to GA typing (optional)")
-    g.add_argument("--ga-max-mb", type=int, default=DEFAULT_MAX_GA_BYTES // (1 << 20), help="size limit of one GA image")
-    g.add_argument("--ga-timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for a GA URL")
+    g.add_argument("--ga-max-mb", type=positive_int, default=DEFAULT_MAX_GA_BYTES // (1 << 20), help="size limit of one GA image")
+    g.add_argument("--ga-timeout", type=positive_float, default=DEFAULT_TIMEOUT, help="seconds to wait for a GA URL")
     d = GAThresholds()
     g.add_argument("--ga-reused-ncc", type=float, default=d.reused_ncc, help="whole-image NCC for a Reused GA (default: %(default)s)")
-    g.add_argument("--ga-reused-phash-bits", type=int, default=d.reused_phash_bits, help="pHash distance for a Reused GA (default: %(default)s)")
+    g.add_argument("--ga-reused-phash-bits", type=non_negative_int, default=d.reused_phash_bits, help="pHash distance for a Reused GA (default: %(default)s)")
     g.add_argument("--ga-part-ncc", type=float, default=d.part_ncc, help="tile NCC for a GA component (default: %(default)s)")
     g.add_argument("--ga-crop-reused-area", type=float, default=d.crop_reused_area,
                    help="a crop keeping this share of a figure's area is Reused, not Modified (default: %(default)s)")
@@ -44,16 +45,16 @@ def add_vision_arguments(ap: argparse.ArgumentParser) -> None:
     g.add_argument("--ga-soft-ncc", type=float, default=d.soft_ncc,
                    help="pixel NCC an embedding match needs beside it (default: %(default)s)")
     g.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the vision models run (cuda falls back to cpu)")
-    g.add_argument("--vision-batch-size", type=int, default=32, help="largest RunInference batch (default: %(default)s)")
-    g.add_argument("--vision-min-batch-size", type=int, default=1, help="smallest RunInference batch (default: %(default)s)")
+    g.add_argument("--vision-batch-size", type=positive_int, default=32, help="largest RunInference batch (default: %(default)s)")
+    g.add_argument("--vision-min-batch-size", type=positive_int, default=1, help="smallest RunInference batch (default: %(default)s)")
     g.add_argument("--vision-share-model", action="store_true",
                    help="one model copy per worker machine shared by its SDK processes (GPU workers)")
-    g.add_argument("--vision-model-copies", type=int, default=None,
+    g.add_argument("--vision-model-copies", type=positive_int, default=None,
                    help="exact number of model copies per worker machine (e.g. its number of GPUs); implies sharing")
     g.add_argument("--vision-precision", choices=PRECISIONS, default="fp32",
                    help="fp32, or bf16: bfloat16 autocast with channels_last (GPUs with bf16, e.g. A100/H100/L4; "
                         "top-1 labels agree with fp32 on >= 99%% of figures) (default: %(default)s)")
-    g.add_argument("--vision-torch-threads", type=int, default=None, metavar="N",
+    g.add_argument("--vision-torch-threads", type=positive_int, default=None, metavar="N",
                    help="torch threads per SDK process (default: 1 with --device cuda, torch's default on cpu)")
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sciga.quality import facts
-from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, IMAGE_CHECKS
+from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE, IMAGE_CHECKS
 from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
@@ -206,7 +206,8 @@ def build_pixel_limit(manifest: Optional[dict]) -> Optional[int]:
 
 
 def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER_RATE, image_check: str = "decode",
-             max_pixels: Optional[int] = None, image_workers: int = 1) -> GateResult:
+             max_pixels: Optional[int] = None, image_workers: int = 1,
+             max_missing_image_rate: float = DEFAULT_MAX_MISSING_IMAGE_RATE) -> GateResult:
     """``max_pixels`` None: images are checked against the limit the build was made with
     (manifest.json), else the default; a number given here overrides both."""
     if image_check not in IMAGE_CHECKS:
@@ -224,7 +225,7 @@ def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER
     else:
         max_pixels, pixel_source = DEFAULT_MAX_PIXELS, "default"
     options = {"max_dead_letter_rate": max_dead_letter_rate, "image_check": image_check, "max_pixels": max_pixels,
-               "max_pixels_source": pixel_source}
+               "max_pixels_source": pixel_source, "max_missing_image_rate": max_missing_image_rate}
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t
 

@@ -50,6 +50,7 @@ def _md_cell(s) -> str:
 def markdown(result: GateResult) -> str:
     lines = [f"# sciga quality gate: {'PASSED' if result.success else 'FAILED'}", "", _headline(result), "",
              f"Options: dead-letter rate at most {result.options['max_dead_letter_rate']:g}; "
+             f"missing-image rate at most {result.options.get('max_missing_image_rate', 0.5):g}; "
              f"image check `{result.options['image_check']}`, pixel limit {result.options['max_pixels']:,}"
              f"{_PIXEL_SOURCE.get(result.options.get('max_pixels_source'), '')}.", "",
              "Rows per config: " + ", ".join(f"{k} {v}" for k, v in sorted(result.counts.items())), ""]

@@ -17,6 +17,7 @@ import great_expectations.expectations as gxe
 from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
+from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST
 from sciga.schemas.records import IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
 
@@ -100,9 +101,28 @@ SETUP_SQL = [
     # The figures config, without image bytes.
     f"""CREATE OR REPLACE TEMP TABLE _figrows AS
         SELECT id, paper_id, parent_id, kind, image_kind, {_sk('caption')} AS caption_sk, {_sk('subcaption')} AS subcaption_sk,
-               coalesce(octet_length(image.bytes) > 0, false) AS has_image, {TAG_ONLY.format(col='subcaption')} AS subcaption_tag_only
+               coalesce(octet_length(image.bytes) > 0, false) AS has_image, {TAG_ONLY.format(col='subcaption')} AS subcaption_tag_only,
+               image IS NOT NULL AS image_not_null, image_status
         FROM figures""",
 ]
+
+
+def _sql_set(values) -> str:
+    return "(" + ", ".join("'" + v + "'" for v in sorted(values)) + ")"
+
+
+# One row: how many figures rows should have an image (not figures made of panels), how many
+# have none, and why (counts per image_status). Images left out with --no-images were found:
+# they count among the rows, not among the missing.
+MISSING_IMAGES_SQL = f"""
+    WITH counted AS (SELECT image_status, has_image OR coalesce(image_status, '') IN {_sql_set(ON_REQUEST)} AS has_image
+                     FROM _figrows WHERE coalesce(image_status, '') NOT IN {_sql_set(BY_DESIGN)}),
+         totals AS (SELECT count(*) AS expected, count(*) FILTER (WHERE NOT has_image) AS missing FROM counted),
+         reasons AS (SELECT string_agg(s || ' ' || n, ', ' ORDER BY n DESC, s) AS why FROM
+                       (SELECT coalesce(image_status, 'NULL') AS s, count(*) AS n FROM counted WHERE NOT has_image GROUP BY ALL))
+    SELECT 'figures without an image: ' || missing || ' of ' || expected || coalesce(' (' || why || ')', '') AS record,
+           expected, missing, CASE WHEN expected = 0 THEN 0.0 ELSE missing / expected END AS missing_rate
+    FROM totals, reasons"""
 
 
 # Names of rows in failure examples. A name is never NULL: a row that lacks the field that
@@ -262,7 +282,19 @@ def _figures(o):
         _true("subcaption_has_text", "a subcaption is never only its tag (<TAG> (a) </TAG> alone); no text is a NULL subcaption"),
         _d(gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
            f"image_kind is one of {', '.join(IMAGE_KINDS)}"),
+        _d(gxe.ExpectColumnValuesToBeInSet(column="image_status", value_set=list(IMAGE_STATUSES)),
+           "image_status is one of the closed set in schemas/images.py (never NULL)"),
+        _true("image_matches_status", "image holds bytes exactly when image_status is 'embedded', and is NULL otherwise "
+                                      "(a path without bytes makes `datasets` open a file from the reader's folder)"),
     ]
+
+
+def _missing_images(o):
+    r = o["max_missing_image_rate"]
+    return [_d(gxe.ExpectColumnValuesToBeBetween(column="missing_rate", min_value=0, max_value=r),
+               f"figures without an image are at most {r:.0%} of the figures rows that should have one "
+               "(--max-missing-image-rate; figures made of panels do not count, images left out with --no-images are not missing): "
+               "each page's images must sit where its img src points, relative to the page")]
 
 
 def _mentions(o):
@@ -377,8 +409,12 @@ def flat_tables() -> list[FlatTable]:
                   sql=r"""SELECT """ + _name("id", "paper_id", "figures row") + r""" AS record, id, paper_id, parent_id, kind, image_kind,
                                  regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
                                  coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent,
-                                 NOT subcaption_tag_only AS subcaption_has_text
+                                 NOT subcaption_tag_only AS subcaption_has_text, coalesce(image_status, 'NULL') AS image_status,
+                                 (has_image AND image_not_null) = (coalesce(image_status, '') = 'embedded')
+                                   AND image_not_null = has_image AS image_matches_status
                           FROM _figrows"""),
+        FlatTable("missing_images", "figures", "figures rows without an image, against the rows that should have one",
+                  _missing_images, sql=MISSING_IMAGES_SQL),
         FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
         FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
                   sql=f"""SELECT {MENTION_NAME} || '[' || coalesce(CAST(char_start AS VARCHAR), '?') || ':'
@@ -400,3 +436,13 @@ def flat_tables() -> list[FlatTable]:
                             label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}"))
     assert {t.config for t in tables} >= set(CONFIGS)
     return tables
+
+
+def expectation_count(options: Optional[dict] = None) -> int:
+    """How many expectations the gate checks (the docs quote this number; it comes from here)."""
+    from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE
+    from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+
+    o = {"max_dead_letter_rate": DEFAULT_MAX_DEAD_LETTER_RATE, "max_missing_image_rate": DEFAULT_MAX_MISSING_IMAGE_RATE,
+         "image_check": "decode", "max_pixels": DEFAULT_MAX_PIXELS, **(options or {})}
+    return sum(len(t.expectations(o)) for t in flat_tables())

@@ -183,11 +183,16 @@ FIGURES = _with_version(
             ("subcaption", _str),
             ("subcaption_source", _str),
             # The Hugging Face `datasets` Image convention: struct<bytes, path>.
+            # Null when the row has no image bytes (image_status says why, image_uri where
+            # the file was): `datasets` would open a path without bytes from the reader's
+            # working directory.
             ("image", pa.struct([("bytes", pa.binary()), ("path", _str)])),
+            ("image_status", _str),
             ("image_paths", _strs),
             ("image_kind", _str),
             ("image_source", _str),
             ("image_url", _str),
+            ("image_uri", _str),
             ("width", pa.int32()),
             ("height", pa.int32()),
             ("phash", _str),

@@ -261,11 +261,14 @@ class FigureRow:
     image_kind: Optional[str]
     image_source: Optional[str]
     image_url: Optional[str] = None
-    # Build-internal, not published: where the bytes are read from when the shard is
-    # written (the file the image came from and its SHA-256), so bytes never ride along.
+    # Where the image file was, or was looked for (published). When its bytes were read,
+    # they are read again from here when the shard is written (with the SHA-256 and size
+    # below, build-internal), so bytes never ride along.
     image_uri: Optional[str] = None
     image_sha256: Optional[str] = None
     image_size: Optional[int] = None
+    # Why the row has its image or not: one value of schemas.images.IMAGE_STATUSES.
+    image_status: Optional[str] = None
     width: Optional[int] = None  # decoded pixel size (None until decoded)
     height: Optional[int] = None
     phash: Optional[str] = None

@@ -1,7 +1,7 @@
 """`sciga build` on gs://, against a real GCS API (fake-gcs-server on 127.0.0.1, tests/gcs_fixtures.py):
 
 * gs:// -> gs:// gives the rows a local build of the same inputs gives (only where each
-  input was read from, ``provenance.input_uri``, differs);
+  input was read from, ``provenance.input_uri`` and ``figures.image_uri``, differs);
 * ``sciga build --ids`` keeps its fetch cache on gs:// and a rerun fetches nothing;
 * a gs:// build killed mid-way resumes from the results it had stored on gs://;
 * a missing bucket or no permission is one sentence, and no bucket is created by mistake.
@@ -48,6 +48,8 @@ def where_read(row: dict, config: str) -> dict:
         row["provenance"]["input_uri"] = uri.split("/html/", 1)[-1].split("/pages/", 1)[-1]
     if config == "dead_letter" and row.get("input_uri"):
         row["input_uri"] = row["input_uri"].split("/html/", 1)[-1].split("/pages/", 1)[-1]
+    if config == "figures" and row.get("image_uri"):  # where the image file was read from
+        row["image_uri"] = row["image_uri"].split("/html/", 1)[-1].split("/pages/", 1)[-1]
     return row
 
 

@@ -64,8 +64,8 @@ def test_stats_written_beside_the_build(gs_sample_build, local_sample_twin, tmp_
     assert main(["stats", gs_sample_build]) == 0
     printed = capsys.readouterr().out
     files = gs_files(f"{gs_sample_build}/stats")
-    assert files == ["by_category.png", "ga_types.csv", "ga_types.png", "ga_types_by_category.csv", "per_category.csv",
-                     "stats.md"]
+    assert files == ["by_category.png", "distributions.csv", "ga_types.csv", "ga_types.png", "ga_types_by_category.csv",
+                     "per_category.csv", "stats.md"]
     assert gcs().cat_file("sciga-sample/build/stats/ga_types.png")[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["stats", str(local_sample_twin), "--output", str(tmp_path / "s"), "--no-plots"]) == 0
     assert capsys.readouterr().out.split("written:")[0] == printed.split("written:")[0]

@@ -240,7 +240,8 @@ def test_mentions_in_titles_and_captions_are_checked_against_their_own_text(tmp_
     run_build(ap.parse_args(["--input", str(inp), "--output", str(out), "--no-tex"]))
     contexts = {(r["context"], r["paper_id"]) for r in read_rows(out, "mentions")}
     assert {("title", "honline"), ("caption", "eml"), ("caption", "muse")} <= contexts
-    assert run_gate(str(out), image_check="none").success
+    # These converted pages come without their image files: the missing-image rate is not what is tested here.
+    assert run_gate(str(out), image_check="none", max_missing_image_rate=1.0).success
 
     def stretch(rows):
         row = next(r for r in rows if r["context"] == "title")

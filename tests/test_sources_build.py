@@ -112,10 +112,11 @@ def test_figure_level_problems_stay_on_the_row(local_build):
     # EML.tex names two PDFs; the e-print holds only the second: the first figure keeps
     # its (absent) HTML image and its error, the second comes from the source.
     f1, f2 = figs["2401.00006_F1"], figs["2401.00006_F2"]
-    assert f1["image_source"] == "html" and f1["image"]["bytes"] is None and "not found" in f1["image_error"]
+    assert f1["image_source"] == "html" and f1["image"] is None and "not found" in f1["image_error"]
+    assert f1["image_status"] == "not_found"
     assert f2["image_source"] == "tex" and f2["image"]["bytes"].startswith(b"\x89PNG")
     eps = figs["2401.00005_F1"]
-    assert eps["image_source"] == "tex" and eps["image"]["bytes"] is None
+    assert eps["image_source"] == "tex" and eps["image"] is None and eps["image_status"] == "undecodable"
     assert eps["image_error"].startswith("plot.eps: ghostscript rejected the file")
 
 

@@ -73,7 +73,7 @@ def test_results_json_records_model_data_version_and_seed(run):
 
 
 def test_predictions_are_written_per_query(run):
-    lines = open(f"{run['results']}/predictions_intra_abs2cap.jsonl", encoding="utf-8").read().splitlines()
+    lines = open(f"{run['results']}/predictions_test_intra_abs2cap.jsonl", encoding="utf-8").read().splitlines()
     assert len(lines) == 3
     p = json.loads(lines[0])
     assert set(p) >= {"paper_id", "ranked", "scores", "gt", "CAR@5"} and set(p["gt"]) <= set(p["ranked"])

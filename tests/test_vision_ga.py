@@ -142,7 +142,8 @@ def test_build_with_ga_manifest(tmp_path, caplog):
     assert row["kind"] == "graphical_abstract" and row["ga_role"] == "ga" and (row["width"], row["height"]) == (960, 450)
     assert row["image"]["bytes"][:4] == b"\x89PNG" and row["image"]["path"] == "ga/99001.png"
     assert row["medical"]["is_medical"] is False and row["medical"]["keyword_hits"] == []
-    assert figs["q-bio/0601999_GA"]["image"]["bytes"] is None and "HTTP 404" in figs["q-bio/0601999_GA"]["image_error"]
+    assert figs["q-bio/0601999_GA"]["image"] is None and "HTTP 404" in figs["q-bio/0601999_GA"]["image_error"]
+    assert figs["q-bio/0601999_GA"]["image_status"] == "unreadable"
 
 
 def test_build_without_manifest_marks_de_facto_gas(tmp_path):

@@ -36,7 +36,8 @@ log = logging.getLogger("sciga.training.data")
 
 PAPER_COLUMNS = ["id", "title", "abstract", "primary_category", "subjects", "figures", "teaser",
                  "graphical_abstract", "sections"]
-FIGURE_META_COLUMNS = ["id", "paper_id", "parent_id", "kind", "image_kind", "image_error", "width", "ga_role", "is_teaser"]
+FIGURE_META_COLUMNS = ["id", "paper_id", "parent_id", "kind", "image_kind", "image_error", "image_status", "width",
+                       "ga_role", "is_teaser"]
 
 
 class DataError(Exception):

@@ -30,7 +30,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE, GA_ID_RE
+from sciga.schemas.images import EMBEDDED, NO_IMAGES_FLAG
 from sciga.training.captions import clean_caption
+
+USABLE_STATUSES = (EMBEDDED, NO_IMAGES_FLAG)
 
 NEGATIVE_ROLES = frozenset({"", "none", "negative", "non_ga", "not_ga", "no"})
 _INTRO_RE = re.compile(r"^\s*(?:[\dIVX]+[.:]?\s+)?introduction\b", re.I)
@@ -97,8 +100,13 @@ def top_figure_id(fig_id: str) -> Optional[str]:
 
 
 def is_usable_image_row(row: dict) -> bool:
-    """A figures-config row whose image the models can read: a raster (or an image the
-    vision stage decoded, which records its size) without a recorded error."""
+    """A figures-config row whose image the models can read: one the build embedded (or
+    found but left out with --no-images: text-only methods still rank it). Builds from
+    before image_status: a raster (or an image the vision stage decoded, which records its
+    size) without a recorded error."""
+    status = row.get("image_status")
+    if status is not None:
+        return status in USABLE_STATUSES
     if row.get("image_error"):
         return False
     return row.get("image_kind") == "raster" or row.get("width") is not None

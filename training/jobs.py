@@ -74,8 +74,32 @@ def _why_no_queries(args, what: str) -> str:
         return (f"the {args.split} split holds none of the build's {len(ids)} papers (papers go to train/val/test "
                 f"8:1:1 by a hash of their id), so there is no {what}; evaluate another --split or build more papers")
     field = f" of category {args.category_prefix}*" if args.category_prefix else ""
+    missing, rows, reasons = _missing_images_of(args, in_split_ids={pid for pid in ids if split_of(
+        pid, salt=args.split_salt) == args.split})
+    if missing:
+        # A figure without an image is no candidate: the papers may well qualify, their images did not come.
+        return (f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
+                f"{args.min_candidates}+ figures with an image, because {missing} of their {rows} figures rows have "
+                f"no image ({reasons}; see figures.image_status), so there is no {what}; put each page's images where "
+                "its img src points, relative to the page, and build again")
     return (f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
             f"{args.min_candidates}+ figures, so there is no {what}; lower --min-candidates or build more papers")
+
+
+def _missing_images_of(args, in_split_ids: set) -> tuple[int, int, str]:
+    """(figures rows without an image, rows that should have one, "not_found 91, svg_only 4")
+    over the papers of the split."""
+    from sciga.schemas.images import BY_DESIGN, counts_as_missing
+    from sciga.training.data import iter_rows
+
+    by: dict = {}
+    for r in iter_rows(args.data, "figures", ["paper_id", "image_status"]):
+        st = r.get("image_status")
+        if r.get("paper_id") in in_split_ids and st is not None and st not in BY_DESIGN:
+            by[st] = by.get(st, 0) + 1
+    missing = {k: v for k, v in by.items() if counts_as_missing(k)}
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))
+    return sum(missing.values()), sum(by.values()), reasons
 
 
 def _examples(args, splits) -> list:
@@ -259,7 +283,8 @@ def _row(method, backbone, metrics_: dict, args, card, notes=()) -> dict:
 
 def _write_predictions(args, method: str, task: str, rows: list[dict]) -> None:
     os.makedirs(args.results, exist_ok=True)
-    path = os.path.join(args.results, f"predictions_{task}_{method}.jsonl")
+    # One file per split: evaluating on val, then test, keeps both.
+    path = os.path.join(args.results, f"predictions_{args.split}_{task}_{method}.jsonl")
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, sort_keys=True) + "\n")

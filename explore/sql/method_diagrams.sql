@@ -76,8 +76,9 @@ candidates AS (
     JOIN method_text AS mt ON mt.paper_id = f.paper_id
     LEFT JOIN mentioned_in_method AS mim ON mim.paper_id = f.paper_id AND mim.figure_id = f.id
     LEFT JOIN html_sizes AS hs ON hs.paper_id = f.paper_id AND hs.figure_id = f.id
-                                AND hs.path IS NOT DISTINCT FROM f.image.path
-    WHERE f.kind = 'figure' AND f.image IS NOT NULL
+                                AND hs.path IS NOT DISTINCT FROM f.image_paths[1]
+    -- a figure with its own image file (embedded or not: a --no-images build keeps the HTML size)
+    WHERE f.kind = 'figure' AND coalesce(f.image_status, '') <> 'in_subfigures' AND len(f.image_paths) > 0
 ),
 sized AS (
     SELECT c.* EXCLUDE (html_width, html_height, decoded_width, decoded_height),

@@ -123,22 +123,34 @@ def _fmt_duration(s: float) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
-def progress_line(t: dict, total: int, groups: int, elapsed: float) -> str:
+def progress_line(t: dict, total: int, groups: int, elapsed: float, *, workers: Optional[int] = None,
+                  since_first: Optional[tuple[float, dict]] = None) -> str:
+    """One line of a build's progress. ``since_first``: (seconds elapsed, totals) when inputs
+    were first seen done; rates and the ETA are measured from there, so the workers'
+    start-up does not make the first ETA minutes too long (no rate until a second reading)."""
     done = t.get("inputs", 0)
-    rate = done / elapsed if elapsed > 0 else 0.0
-    img_rate = t.get("images", 0) / elapsed if elapsed > 0 else 0.0
-    parts = [f"inputs {done}/{total}"]
+    if not any(t.get(k, 0) for k in FIELDS):
+        who = f"starting {workers} worker{'s' if workers != 1 else ''}" if workers else "starting"
+        return f"sciga build: {who} for {total} inputs, elapsed {_fmt_duration(elapsed)}"
+    t_first, first = since_first if since_first else (0.0, {})
+    span = elapsed - t_first
+
+    def per_second(field: str) -> float:
+        if span > 0 and t.get("inputs", 0) > first.get("inputs", 0):
+            return (t.get(field, 0) - first.get(field, 0)) / span
+        return t.get(field, 0) / elapsed if elapsed > 0 else 0.0  # no second reading yet: the plain average
+
+    # for the ETA: only once measured after start-up
+    rate = per_second("inputs") if span > 0 and done > first.get("inputs", 0) else 0.0
+    parts = [f"inputs {done}/{total}", f"{per_second('inputs'):.1f} papers/s", f"{per_second('images'):.0f} images/s"]
     if t.get("reused"):
-        parts.append(f"reused {t['reused']}")
-    parts.append(f"{rate:.1f} papers/s")
-    parts.append(f"{img_rate:.0f} images/s")
+        parts.insert(1, f"reused {t['reused']}")
     parts.append(f"dead letters {t.get('dead', 0)}")
     if done >= total:
         if t.get("groups", 0) >= groups:
-            parts.append(f"writing shards: {t.get('parts_done', 0)} of {t.get('parts', 0)} parts done")
+            parts.append(f"writing shards: {t.get('parts_done', 0)} of {t.get('parts', 0)} files written")
         else:
-            parts.append(f"writing shards: {t.get('parts_done', 0)} parts done, {t.get('groups', 0)} of at most "
-                         f"{groups} groups cut")
+            parts.append(f"writing shards: {t.get('parts_done', 0)} files written")
     elif rate > 0:
         parts.append(f"ETA {_fmt_duration((total - done) / rate)}")
     parts.append(f"elapsed {_fmt_duration(elapsed)}")
@@ -149,10 +161,12 @@ class ProgressMonitor:
     """Prints the build's progress from the folder the workers write to, while it runs."""
 
     def __init__(self, folder: str, total: int, groups: int, *, stream: TextIO = None, quiet: bool = False,
-                 interval: float = 10.0):
+                 interval: float = 10.0, workers: Optional[int] = None):
         self.folder = folder
         self.total = total
         self.groups = groups
+        self.workers = workers
+        self.first: Optional[tuple[float, dict]] = None  # (elapsed, totals) when inputs were first seen done
         self.stream = stream or sys.stderr
         self.quiet = quiet
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -180,7 +194,10 @@ class ProgressMonitor:
             self._emit()
 
     def _emit(self, final: bool = False) -> None:
-        line = progress_line(read_totals(self.folder), self.total, self.groups, time.monotonic() - self.t0)
+        totals, elapsed = read_totals(self.folder), time.monotonic() - self.t0
+        if self.first is None and totals.get("inputs", 0):
+            self.first = (elapsed, dict(totals))
+        line = progress_line(totals, self.total, self.groups, elapsed, workers=self.workers, since_first=self.first)
         try:
             if self.tty:
                 self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))

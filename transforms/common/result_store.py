@@ -43,9 +43,10 @@ HEADER = "header.json"
 _ZIP_DATE = (2000, 1, 1, 0, 0, 0)  # fixed: the same result, the same file
 READ_CHUNK = 1 << 20
 
-# The figures rows as stored: the published columns plus where the image bytes are.
-STORED_FIGURES = SCHEMAS["figures"].append(pa.field("image_uri", pa.string())).append(
-    pa.field("image_sha256", pa.string())).append(pa.field("image_size", pa.int64()))
+# The figures rows as stored: the published columns (image_uri says where the image file
+# is) plus what identifies the bytes read from it.
+STORED_FIGURES = SCHEMAS["figures"].append(pa.field("image_sha256", pa.string())).append(
+    pa.field("image_size", pa.int64()))
 STORED_SCHEMAS = {**SCHEMAS, "figures": STORED_FIGURES}
 TABLES = ("papers", "figures", "mentions")
 

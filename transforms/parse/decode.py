@@ -12,6 +12,7 @@ import io
 import re
 import zlib
 
+from sciga.transforms.common.sizes import mib
 from sciga.transforms.parse.errors import ParseError
 
 DEFAULT_MAX_BYTES = 128 * 1024 * 1024  # a 50 MB page is fine; a 10 GB one is an attack
@@ -77,7 +78,7 @@ def decode_page(data: bytes, uri: str, max_bytes: int = DEFAULT_MAX_BYTES) -> tu
     if len(data) > max_bytes:
         raise ParseError(
             "too_large",
-            f"{uri} is {len(data) // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB page limit; "
+            f"{uri} is {mib(len(data))}, above the {mib(max_bytes)} page limit; "
             "raise --max-page-mb if the page is genuine.",
         )
     head = data[:1024].lstrip()

@@ -1,6 +1,7 @@
 """Paper -> rows of the ``figures`` config (one per figure and one per subfigure)."""
 from __future__ import annotations
 
+from sciga.schemas.images import IN_SUBFIGURES
 from sciga.schemas.records import Figure, FigureRow, Image, Paper, Subfigure
 
 
@@ -50,8 +51,11 @@ def _row(paper: Paper, fig: Figure, *, id: str, parent_id, kind: str, label, sub
 def _figure_row(paper: Paper, fig: Figure) -> FigureRow:
     # A figure made of panels carries no image of its own: its panels are rows too.
     primary = None if fig.subfigures else _primary(fig.images)
-    return _row(paper, fig, id=fig.id, parent_id=None, kind="figure", label=fig.label, subcaption=None,
-                subcaption_source=None, images=fig.images, primary=primary, html_id=fig.html_id)
+    row = _row(paper, fig, id=fig.id, parent_id=None, kind="figure", label=fig.label, subcaption=None,
+               subcaption_source=None, images=fig.images, primary=primary, html_id=fig.html_id)
+    if fig.subfigures:
+        row.image_status = IN_SUBFIGURES
+    return row
 
 
 def _subfigure_row(paper: Paper, fig: Figure, sub: Subfigure) -> FigureRow:

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import os
 import posixpath
+from dataclasses import dataclass, field
 from typing import Optional
 
 import fsspec
+
+from sciga.schemas.images import EMBEDDED, NOT_FOUND, OUTSIDE_INPUT, TOO_LARGE, UNREADABLE
 
 DEFAULT_MAX_IMAGE_BYTES = 64 * 1024 * 1024
 
@@ -39,28 +42,55 @@ def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int 
                        ) -> tuple[Optional[bytes], Optional[str], Optional[str], list[str]]:
     """``read_asset`` plus the candidate places that held no file (for the result's
     dependencies: an image added there later must recompute the paper)."""
+    got = find_asset(page_uri, image_path, max_bytes)
+    return got.data, got.uri, got.error, got.looked
+
+
+@dataclass
+class AssetRead:
+    """One image file looked up beside its page: the bytes, or why there are none
+    (``status``: a ``schemas.images`` value) and where the file was or was looked for."""
+
+    data: Optional[bytes] = None
+    uri: Optional[str] = None  # the file read, or the file that failed
+    error: Optional[str] = None
+    status: Optional[str] = None  # None when there is no image path at all
+    looked: list = field(default_factory=list)  # candidates that held no file
+
+    @property
+    def expected_at(self) -> Optional[str]:
+        """Where the file was, else the first place it was looked for."""
+        return self.uri or (self.looked[0] if self.looked else None)
+
+
+def _fail(status: str, uri: Optional[str], error: str, looked: list) -> AssetRead:
+    return AssetRead(None, uri, error, status, looked)
+
+
+def find_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> AssetRead:
     if not image_path:
-        return None, None, None, []
+        return AssetRead()
     cands = candidate_paths(page_uri, image_path)
     if not cands:
-        return None, None, f"image path {image_path!r} leaves the page folder; refused", []
-    looked = []
+        return _fail(OUTSIDE_INPUT, None, f"image path {image_path!r} leaves the page folder; refused", [])
+    looked: list = []
     for cand in cands:
         if "://" not in cand and "::" not in cand:  # a local file: no fsspec round trips (hot path)
             try:
                 size = os.stat(cand).st_size if os.path.isfile(cand) else None
             except OSError as e:
-                return None, cand, f"image file {image_path} could not be read ({e})", looked
+                return _fail(UNREADABLE, cand, f"image file {image_path} could not be read ({e})", looked)
             if size is None:
                 looked.append(cand)
                 continue
             if size > max_bytes:
-                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
+                return _fail(TOO_LARGE, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the "
+                                              f"{max_bytes // (1 << 20)} MiB limit", looked)
             try:
                 with open(cand, "rb") as f:
-                    return f.read(), cand, None, looked
+                    return AssetRead(f.read(), cand, None, EMBEDDED, looked)
             except OSError as e:
-                return None, cand, f"image file {image_path} could not be read ({e})", looked
+                return _fail(UNREADABLE, cand, f"image file {image_path} could not be read ({e})", looked)
         fs, path = fsspec.core.url_to_fs(cand)
         try:
             if not fs.isfile(path):
@@ -68,12 +98,13 @@ def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int 
                 continue
             size = fs.size(path)
             if size > max_bytes:
-                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
+                return _fail(TOO_LARGE, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the "
+                                              f"{max_bytes // (1 << 20)} MiB limit", looked)
             with fs.open(path, "rb") as f:
-                return f.read(), cand, None, looked
+                return AssetRead(f.read(), cand, None, EMBEDDED, looked)
         except OSError as e:
-            return None, cand, f"image file {image_path} could not be read ({e})", looked
-    return None, None, f"image file {image_path} not found next to the page", looked
+            return _fail(UNREADABLE, cand, f"image file {image_path} could not be read ({e})", looked)
+    return _fail(NOT_FOUND, None, f"image file {image_path} not found next to the page", looked)
 
 
 def read_image_ref(ref, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:

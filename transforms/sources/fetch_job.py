@@ -80,7 +80,12 @@ class FetchSummary:
 
     @property
     def exit_code(self) -> int:
-        return 130 if self.interrupted else 0
+        """130 interrupted, 1 when a part of some id failed (the ids are listed), else 0."""
+        return 130 if self.interrupted else (1 if self.failures else 0)
+
+    @property
+    def failed_ids(self) -> list[str]:
+        return sorted({pid for pid, *_ in self.failures})
 
     def text(self) -> str:
         mib = self.bytes / (1 << 20)
@@ -99,6 +104,10 @@ class FetchSummary:
             lines.append(f"  failed  {pid} {part} [{et}]: {msg}")
         if len(self.failures) > 20:
             lines.append(f"  ... and {len(self.failures) - 20} more failures (see report.json)")
+        if self.failures:
+            ids = self.failed_ids
+            lines.append(f"  failed ids ({len(ids)}): {' '.join(ids[:50])}" + (" ..." if len(ids) > 50 else "")
+                         + f"; details in {self.cache}/report.json; `--retry-failed` tries permanent failures again")
         if self.interrupted:
             lines.append("  rerun the same command to resume: finished parts are kept and not fetched again.")
         lines.append(f"  build   sciga build --input {self.cache} --output OUT")

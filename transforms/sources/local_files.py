@@ -20,6 +20,7 @@ import fsspec
 from sciga.schemas import ids
 from sciga.schemas.records import PaperMeta
 from sciga.transforms.common.errors import StageError
+from sciga.transforms.common.sizes import mib
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz", ".xhtml.gz")
 META_SUFFIX = ".meta.json"
@@ -147,7 +148,7 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
     if size is not None and size > max_bytes:
         raise StageError(
             "read", "too_large",
-            f"{uri} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB page limit; "
+            f"{uri} is {mib(size)}, above the {mib(max_bytes)} page limit; "
             "raise --max-page-mb if the page is genuine.",
         )
     try:

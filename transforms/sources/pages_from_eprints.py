@@ -60,6 +60,18 @@ def meta_paper_id(meta_uri: str, data: bytes) -> str:
     return stem_of(meta_uri[: -len(META_SUFFIX)] + ".html")
 
 
+def source_meta(source_uri: str) -> tuple[str, bytes]:
+    """(paper id, sidecar bytes) for a TeX source given without a sidecar: the id from its
+    name; the sidecar names it only when it is an arXiv id (a local id stays the page's
+    file-name id, as for any page without metadata)."""
+    from sciga.transforms.sources.tex_inputs import source_paper_id
+
+    pid, how = source_paper_id(source_uri)
+    if not pid:
+        raise ValueError(f"{source_uri}: no paper id can be made from this name; rename the folder after the paper")
+    return pid, json.dumps({"id": pid} if how == "filename" else {}, sort_keys=True).encode()
+
+
 def _write(uri: str, data: bytes) -> None:
     fs, p = fsspec.core.url_to_fs(uri)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
@@ -95,23 +107,27 @@ class PageFromEprint(beam.DoFn):
         meta_uri = line[len(CONVERT_PREFIX):]
         pid = None
         try:
-            with fsspec.open(meta_uri, "rb") as f:
-                meta = f.read()
-            pid = meta_paper_id(meta_uri, meta)
-            yield self._page(pid, meta_uri, meta)
+            if meta_uri.endswith(META_SUFFIX):
+                with fsspec.open(meta_uri, "rb") as f:
+                    meta = f.read()
+                pid, source = meta_paper_id(meta_uri, meta), None
+            else:  # a TeX folder or e-print given as an input: the id is its name, no sidecar needed
+                pid, meta, source = *source_meta(meta_uri), meta_uri
+            yield self._page(pid, meta_uri, meta, source)
         except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
             self.failed.inc()
             dl = dead_letter_from(e, STAGE, meta_uri, pid)
             yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, ResultRef(uri=meta_uri, key=None, paper_id=pid,
                                                                       is_paper=False, dead=[dl]))
 
-    def _eprint(self, pid: str, meta_uri: str) -> tuple[bytes, str]:
-        """(e-print bytes, where they came from): beside the metadata, --tex-input, bulk."""
+    def _eprint(self, pid: str, meta_uri: str, source: Optional[str] = None) -> tuple[bytes, str]:
+        """(e-print bytes, where they came from): the source given, beside the metadata (also
+        as ``<folder of the sidecar>/<id>/``), --tex-input, bulk."""
         from sciga.transforms.common.errors import StageError
         from sciga.transforms.sources.tex_sources import locate_source
 
         page_like = meta_uri[: -len(META_SUFFIX)] + ".html"
-        src = locate_source(page_like, pid, self.options.tex_dirs)
+        src = source or locate_source(page_like, pid, (*self.options.tex_dirs, posixpath.dirname(meta_uri)))
         if src is not None:
             fs, p = fsspec.core.url_to_fs(src)
             if fs.isdir(p):
@@ -123,14 +139,14 @@ class PageFromEprint(beam.DoFn):
         raise StageError(STAGE, "no_eprint", f"{meta_uri}: paper {pid} has no page and no e-print to convert; fetch its "
                          "e-print (`sciga fetch --parts eprint`) or give --eprints-bulk / --tex-input.", pid)
 
-    def _page(self, pid: str, meta_uri: str, meta: bytes) -> str:
+    def _page(self, pid: str, meta_uri: str, meta: bytes, source: Optional[str] = None) -> str:
         from sciga.transforms.sources.latexml_convert import convert_eprint
 
         o = self.options
         stem = ids.safe_filename(pid)
         folder = posixpath.join(o.converted_root, stem)
         page = posixpath.join(folder, stem + ".html")
-        data, where = self._eprint(pid, meta_uri)
+        data, where = self._eprint(pid, meta_uri, source)
         stamp = json.dumps({"eprint_sha256": hashlib.sha256(data).hexdigest(), "latexml": self.version,
                             "options": asdict(o.latexml), "meta_sha256": hashlib.sha256(meta).hexdigest()},
                            sort_keys=True, default=str)

@@ -12,6 +12,7 @@ fixed from the number of inputs before the pipeline starts.
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
@@ -121,21 +122,56 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
     """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
     paper's page from its e-print (``latexml:<metadata sidecar>``)."""
     from sciga.transforms.sources.pages_from_eprints import convert_request
+    from sciga.transforms.sources.tex_inputs import id_keys, page_keys, source_paper_id, tex_sources
 
     pages = list_inputs(specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
     metas = list_metadata(specs)
     page_set = set(pages)
-    without_page = [m for m in metas if not any(c in page_set for c in page_candidates(m))]
+    beside = [m for m in metas if any(c in page_set for c in page_candidates(m))]
     if html_from == "ar5iv":
+        without_page = [m for m in metas if m not in beside]
         if without_page:
             log.warning("%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
                         "their e-prints with LaTeXML", len(without_page), without_page[0])
         return pages
+    # A paper is known by its id: a sidecar or TeX folder elsewhere than the paper's page still has that page.
+    keys = page_keys(pages)
+    metas_by_id = {m: _meta_id(m) for m in metas if m not in beside or html_from == "latexml"}
+    meta_keys = {_meta_key(k) for k in metas_by_id.values()}
+    sources = [t for t in tex_sources(specs, skip=keys if html_from == "auto" else ())
+               if not (id_keys(source_paper_id(t)[0]) & meta_keys)]
     if html_from == "auto":
-        return sorted(pages + [convert_request(m) for m in without_page])
-    # latexml: every paper with metadata gets its page from its e-print; pages without metadata stay.
+        convert = [m for m in metas if m not in beside and not (id_keys(metas_by_id[m]) & keys)]
+        convert += [t for t in sources if not (id_keys(source_paper_id(t)[0]) & keys)]
+        return sorted(pages + [convert_request(m) for m in convert])
+    # latexml: every paper with metadata or a TeX source gets its page from its e-print; other pages stay.
     replaced = {c for m in metas for c in page_candidates(m)}
-    return sorted([p for p in pages if p not in replaced] + [convert_request(m) for m in metas])
+    converted = set().union(*(id_keys(i) for i in metas_by_id.values()), *(id_keys(source_paper_id(t)[0]) for t in sources))
+    kept = [p for p in pages if p not in replaced and not (page_keys([p]) & converted)]
+    return sorted(kept + [convert_request(m) for m in metas] + [convert_request(t) for t in sources])
+
+
+def _meta_id(meta_uri: str) -> Optional[str]:
+    """The paper a sidecar is for: an arXiv id in its file name is taken as it is (a fetch
+    cache names sidecars after their paper; at corpus scale reading each costs minutes on a
+    bucket), else the id written inside it."""
+    from sciga.schemas import ids
+    from sciga.transforms.sources.pages_from_eprints import meta_paper_id
+
+    named, _ = ids.paper_id_from_filename(posixpath.basename(meta_uri)[: -len(META_SUFFIX)])
+    if named:
+        return named
+    try:
+        with fsspec.open(meta_uri, "rb") as f:
+            return meta_paper_id(meta_uri, f.read())
+    except OSError:
+        return None
+
+
+def _meta_key(paper_id: Optional[str]) -> str:
+    from sciga.schemas import ids
+
+    return ids.split_version(paper_id)[0] if paper_id else ""
 
 
 def input_paper_ids(inputs: Sequence[str]) -> list[str]:
@@ -147,6 +183,13 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
     for line in inputs:
         if line.startswith(CONVERT_PREFIX):
             uri = line[len(CONVERT_PREFIX):]
+            if not uri.endswith(META_SUFFIX):  # a TeX source given as an input: its name is the id
+                from sciga.transforms.sources.tex_inputs import source_paper_id
+
+                pid, how = source_paper_id(uri)
+                if how == "filename":
+                    out.add(pid)
+                continue
             try:
                 with fsspec.open(uri, "rb") as f:
                     out.add(meta_paper_id(uri, f.read()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from sciga.schemas.images import DECODE_KIND_STATUS, EMBEDDED, UNDECODABLE, settle_status
 from sciga.schemas.records import FigureRow
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
 from sciga.transforms.vision.phash import phash_hex
@@ -24,15 +25,19 @@ def annotate_image(row: FigureRow, max_pixels: int = DEFAULT_MAX_PIXELS) -> Figu
     if row.image_bytes is None:
         if row.image_error is None and row.image_kind in _NO_RASTER:
             row.image_error = _NO_RASTER[row.image_kind]
+        row.image_status = settle_status(row.image_status, has_bytes=False, image_kind=row.image_kind,
+                                         image_path=row.image_path)
         return row
     try:
         dec = decode_image(row.image_bytes, max_pixels)
     except ImageDecodeError as e:
         row.image_error = str(e)
+        row.image_status = DECODE_KIND_STATUS.get(e.kind, UNDECODABLE)
         row.image_bytes = None
         return row
     row.width, row.height = dec.width, dec.height
     row.phash = phash_hex(dec.image)
+    row.image_status = EMBEDDED
     return row
 
 

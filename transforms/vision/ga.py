@@ -30,6 +30,7 @@ from typing import Optional
 import numpy as np
 
 from sciga.schemas.ids import FIGURE_ID_RE, ga_id
+from sciga.schemas.images import DECODE_KIND_STATUS, UNDECODABLE, UNREADABLE
 from sciga.schemas.records import FigureRow, GraphicalAbstract, Paper
 
 ROLE_GA, ROLE_REUSED, ROLE_COMPONENT, ROLE_DE_FACTO = "ga", "ga_reused", "ga_component", "de_facto_ga"
@@ -49,6 +50,7 @@ class GAInput:
     caption: Optional[str] = None
     data: Optional[bytes] = None
     error: Optional[str] = None
+    uri: Optional[str] = None  # where the GA image file is (the manifest's uri)
 
 
 def _top_figure(fid: str) -> str:
@@ -111,7 +113,8 @@ def ga_row(paper: Paper, ga: GAInput) -> FigureRow:
         id=ga_id(paper.id), paper_id=paper.id, parent_id=None, kind=GA_KIND, index=0, number=None,
         label=None, caption=ga.caption or "", subcaption=None, subcaption_source=None,
         image_bytes=ga.data, image_path=ga.path, image_paths=[ga.path], image_kind="raster",
-        image_source="ga_manifest", image_error=ga.error, ga_role=ROLE_GA,
+        image_source="ga_manifest", image_error=ga.error, ga_role=ROLE_GA, image_uri=ga.uri,
+        image_status=None if ga.data is not None else UNREADABLE,
     )
 
 
@@ -156,6 +159,7 @@ def annotate_ga(
             row.width, row.height, row.phash = dec.width, dec.height, phash_hex(dec.image)
         except ImageDecodeError as e:
             record.error = row.image_error = f"{ga.path}: {e}"
+            row.image_status = DECODE_KIND_STATUS.get(e.kind, UNDECODABLE)
             row.image_bytes = None
             dec = None
     else:

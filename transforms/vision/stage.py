@@ -21,13 +21,14 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import GAResult, ImageRef, MedicalResult, PaperWork
+from sciga.schemas.images import NOT_FOUND, UNDECODABLE
 from sciga.schemas.records import FigureRow, Paper
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.parse.figure_rows import figure_rows
-from sciga.transforms.sources.assets import read_asset_checked, read_image_ref
+from sciga.transforms.sources.assets import find_asset, read_image_ref
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
@@ -128,15 +129,20 @@ class MeasureFigures(PaperStageFn):
         if row.image_source == "tex":
             data = work.made_images.get(row.image_path or "")
             if data is None:
-                row.image_error = work.made_image_errors.get(row.image_path or "") or (
+                made_error = work.made_image_errors.get(row.image_path or "")
+                # No error: the source vanished; "not in the e-print": no file; else rasterizing failed.
+                row.image_status = (UNDECODABLE if made_error and not made_error.endswith("is not in the e-print.")
+                                    else NOT_FOUND)
+                row.image_error = made_error or (
                     f"{row.image_path}: its TeX source is no longer where the figure stage found it")
         elif row.image_path and row.image_bytes is None:
-            data, uri, err, looked = read_asset_checked(work.uri, row.image_path, o.max_image_bytes)
-            work.deps.extend(absent_dep(u) for u in looked)
+            got = find_asset(work.uri, row.image_path, o.max_image_bytes)
+            data, uri = got.data, got.uri
+            work.deps.extend(absent_dep(u) for u in got.looked)
             if data is not None:
                 work.deps.append(file_dep(uri, data))
-            elif err:
-                row.image_error = err
+            else:
+                row.image_error, row.image_status, row.image_uri = got.error, got.status, got.expected_at
         row.image_bytes = data
         had = data is not None
         try:
@@ -144,9 +150,11 @@ class MeasureFigures(PaperStageFn):
         except Exception as e:  # noqa: BLE001 - a bug on one image must not stop the paper
             log.warning("internal error decoding %s: %r", row.id, e)
             row.image_error, row.image_bytes = f"internal: unexpected {type(e).__name__} while decoding ({e}); please report", None
+            row.image_status = UNDECODABLE
         if had:
             (self.decoded if row.image_bytes is not None else self.undecodable).inc()
         if row.image_bytes is None:
+            row.image_uri = row.image_uri or uri  # a file that was read but did not decode
             return None
         if uri is None:  # made here (TeX): the bytes stay inline, there is no file to point at
             return row.image_bytes
@@ -219,7 +227,7 @@ class LoadGA(beam.DoFn):
         from sciga.transforms.vision.ga_manifest import fetch_ga_bytes
 
         e = req.entry
-        req.ga = GAInput(paper_id=e.paper_id, path=e.path, source=e.source, caption=e.caption)
+        req.ga = GAInput(paper_id=e.paper_id, path=e.path, source=e.source, caption=e.caption, uri=e.uri)
         try:
             req.ga.data = fetch_ga_bytes(e, self.max_bytes, self.timeout)
             self.loaded.inc()

@@ -52,6 +52,15 @@ class BuildCounts:
     # Per-paper counters summed over the kept papers (images read, TeX figures recovered,
     # mention candidates rejected as another work's figure ...).
     stats: dict = field(default_factory=dict)
+    # figures rows by image_status (schemas/images.py): why a row has its image or not.
+    image_status: dict = field(default_factory=dict)
+
+    @property
+    def without_image(self) -> dict:
+        """Rows a user would expect an image for that have none, by reason."""
+        from sciga.schemas.images import counts_as_missing
+
+        return {k: v for k, v in sorted(self.image_status.items()) if counts_as_missing(k) and v}
 
     @property
     def dead_inputs(self) -> int:
@@ -80,6 +89,10 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                     counts.figures += sum(1 for k in kinds if k == "figure")
                     counts.subfigures += sum(1 for k in kinds if k == "subfigure")
                     counts.images_embedded += n - _null_count(pf, "image.bytes")
+                    if "image_status" in pf.schema_arrow.names:
+                        for st in pf.read(columns=["image_status"]).column("image_status").to_pylist():
+                            if st is not None:  # a shard written by hand may leave it empty
+                                counts.image_status[st] = counts.image_status.get(st, 0) + 1
                 elif config == "papers" and n:
                     t = pf.read(columns=["teaser"])
                     counts.teasers += sum(len(x or []) for x in t.column("teaser").to_pylist())
@@ -134,6 +147,10 @@ def counts_from_parts(parts: list[dict]) -> BuildCounts:
             c.figures += k.get("figures", 0)
             c.subfigures += k.get("subfigures", 0)
             c.images_embedded += k.get("images_embedded", 0)
+            for name, v in k.items():
+                if name.startswith("image_status:"):
+                    st = name[len("image_status:"):]
+                    c.image_status[st] = c.image_status.get(st, 0) + v
         elif cfg == "mentions":
             c.mentions += n
         elif cfg == "dead_letter":
@@ -179,6 +196,7 @@ def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: 
         "incremental": {"reused": counts.reused, "recomputed": counts.recomputed},
         "stats": dict(sorted(counts.stats.items())),
         "dead_letter_by_type": dict(sorted(counts.dead_letter_by_type.items())),
+        "image_status": dict(sorted(counts.image_status.items())),
         "reconciled": counts.reconciled,
         "files": files,
         "options": options,
@@ -197,6 +215,26 @@ def read_manifest(out_dir: str) -> dict:
         return json.load(f)
 
 
+def image_lines(counts: BuildCounts) -> list[str]:
+    """``figures without an image: N of M`` with a count per reason, and the images left
+    out on request; nothing for a build without figure rows."""
+    from sciga.schemas.images import BY_DESIGN, ON_REQUEST
+
+    if not counts.image_status:
+        return []
+    missing = counts.without_image
+    expected = sum(v for k, v in counts.image_status.items() if k not in BY_DESIGN)
+    n = sum(missing.values())
+    line = f"  figures without an image: {n} of {expected}"
+    if missing:
+        line += "  (" + ", ".join(f"{k}: {v}" for k, v in missing.items()) + "; see image_status in the figures config)"
+    lines = [line]
+    left_out = sum(counts.image_status.get(k, 0) for k in ON_REQUEST)
+    if left_out:
+        lines.append(f"  images left out: {left_out}  (--no-images)")
+    return lines
+
+
 def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = None) -> str:
     lines = [
         f"sciga build -> {out_dir}",
@@ -206,6 +244,9 @@ def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = N
         f"  teasers         {counts.teasers:>8}",
         f"  mentions        {counts.mentions:>8}",
         f"  images embedded {counts.images_embedded:>8}",
+    ]
+    lines += image_lines(counts)
+    lines += [
         f"  dead-lettered   {counts.dead_letter:>8}"
         + (f"  ({', '.join(f'{k}: {v}' for k, v in sorted(counts.dead_letter_by_type.items()))})" if counts.dead_letter else ""),
     ]

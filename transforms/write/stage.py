@@ -226,8 +226,10 @@ def _inc(counts: dict, name: str, n: int = 1) -> None:
 
 def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.Table, int]:
     """A stored figures table -> the published one, each image's bytes read from where the
-    row points (or kept inline); returns it with the number of embedded images."""
+    row points (or kept inline), ``image`` null where there are no bytes and every row's
+    ``image_status`` settled; returns it with the number of embedded images."""
     from sciga.schemas.build import ImageRef
+    from sciga.schemas.images import UNREADABLE, settle_status
     from sciga.transforms.sources.assets import read_image_ref
 
     image = table.column("image").combine_chunks()
@@ -236,37 +238,44 @@ def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.T
     valid = image.is_valid().to_pylist()
     # A null struct's children hold arbitrary values: only read them where it is valid.
     inline = [b if ok else None for b, ok in zip(image.field("bytes").to_pylist(), valid)]
-    uris = table.column("image_uri").to_pylist()
-    shas = table.column("image_sha256").to_pylist()
-    sizes = table.column("image_size").to_pylist()
-    errors = table.column("image_error").to_pylist()
-    out, embedded, changed = [], 0, False
+    col = {name: table.column(name).to_pylist() for name in
+           ("image_uri", "image_sha256", "image_size", "image_error", "image_status", "image_kind")}
+    paths = [p if ok else None for p, ok in zip(image.field("path").to_pylist(), valid)]
+    out, statuses, embedded = [], [], 0
     for i in range(table.num_rows):
-        data = None
-        if not no_images and valid[i]:
+        data, status = None, col["image_status"][i]
+        has = inline[i] is not None or bool(col["image_sha256"][i])
+        if has and not no_images:
             if inline[i] is not None:
                 data = inline[i]
-            elif uris[i]:
+            else:
                 try:
-                    data = read_image_ref(ImageRef(uris[i], shas[i], sizes[i]), max_bytes)
+                    data = read_image_ref(ImageRef(col["image_uri"][i], col["image_sha256"][i], col["image_size"][i]),
+                                          max_bytes)
                 except OSError as e:
-                    errors[i] = str(e)
-                    changed = True
+                    col["image_error"][i], status, has = str(e), UNREADABLE, False
+        statuses.append(settle_status(status, has_bytes=has, image_kind=col["image_kind"][i], image_path=paths[i],
+                                      no_images=no_images))
         embedded += data is not None
         out.append(data)
     bytes_arr = pa.array(out, pa.binary())
+    # `datasets` opens image.path when there are no bytes: the struct is null then.
     new_image = pa.StructArray.from_arrays([bytes_arr, image.field("path")], fields=list(image.type),
-                                           mask=image.is_null())
+                                           mask=bytes_arr.is_null())
     table = table.set_column(table.schema.get_field_index("image"), "image", new_image)
-    if changed:
-        table = table.set_column(table.schema.get_field_index("image_error"), "image_error", pa.array(errors, pa.string()))
+    table = table.set_column(table.schema.get_field_index("image_error"), "image_error",
+                             pa.array(col["image_error"], pa.string()))
+    table = table.set_column(table.schema.get_field_index("image_status"), "image_status", pa.array(statuses, pa.string()))
     return table.select(SCHEMAS["figures"].names), embedded
 
 
 def _figure_counts(table: pa.Table, embedded: int) -> dict:
     kinds = table.column("kind").to_pylist()
-    return {"figures": kinds.count("figure"), "subfigures": kinds.count("subfigure"),
-            "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
+    counts = {"figures": kinds.count("figure"), "subfigures": kinds.count("subfigure"),
+              "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
+    for status in table.column("image_status").to_pylist():
+        _inc(counts, f"image_status:{status}")
+    return counts
 
 
 def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
