@@ -168,13 +168,16 @@ class BuildResult:
 
 
 def _input_list_file(inputs: Sequence[str], staging: str) -> str:
-    """The input URIs as a text file in the staging folder: a million URIs inlined with
-    beam.Create would exceed Dataflow's job-graph size, a file scales."""
-    path = posixpath.join(staging, "inputs.txt")
+    """The input URIs as a file in the staging folder (a million URIs inlined with
+    beam.Create would exceed Dataflow's job-graph size, a file scales), one JSON string a
+    line: any name a file system allows (a newline in it included) comes back as it was."""
+    from sciga.transforms.sources.plan import input_list_lines
+
+    path = posixpath.join(staging, "inputs.jsonl")
     fs, p = fsspec.core.url_to_fs(path)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
-    with fs.open(p, "w") as f:
-        f.write("\n".join(inputs) + "\n")
+    with fs.open(p, "w", encoding="ascii") as f:
+        f.writelines(input_list_lines(inputs))
     return path
 
 
@@ -224,10 +227,13 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
         early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
+        from sciga.transforms.sources.plan import input_from_line
+
         uris = (
             p
             | "Inputs" >> beam.io.ReadFromText(inputs_file)
             | "NonEmpty" >> beam.Filter(bool)
+            | "Decode" >> beam.Map(input_from_line)
             | "Spread" >> beam.Reshuffle()
         )
         if pages is not None:

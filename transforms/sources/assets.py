@@ -2,22 +2,29 @@
 
 A local LaTeXML conversion writes images beside the page (``x1.png``, ``figs/a.png``);
 an ar5iv page saved with its assets keeps them under ``assets/``. Only files inside the
-page's folder are read: a path that climbs out of it is refused.
+page's folder are read: a path that climbs out of it is refused, and so is a link whose
+target lies outside it (``outside_input``), a FIFO or a device (``not_a_file``).
 """
 from __future__ import annotations
 
-import os
 import posixpath
 from typing import Optional
 
-import fsspec
+from sciga.transforms.common.input_files import (
+    NotAFileError,
+    OutsideRootError,
+    file_size,
+    parent_of,
+    read_input,
+    split_chain,
+)
 
 DEFAULT_MAX_IMAGE_BYTES = 64 * 1024 * 1024
 
 
 def candidate_paths(page_uri: str, image_path: str) -> list[str]:
     # A page inside an archive (``zip://dir/p.html::dump.zip``): look inside the archive.
-    inner, chain = page_uri.split("::", 1) if "::" in page_uri else (page_uri, None)
+    inner, chain = split_chain(page_uri)
     base = posixpath.dirname(inner.replace("\\", "/"))
     rel = posixpath.normpath(image_path)
     if rel.startswith("../") or rel == ".." or rel.startswith("/"):
@@ -35,45 +42,57 @@ def read_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAUL
     return data, path, err
 
 
+# The ``image_error`` of a figure whose file is a link out of the page's folder starts with
+# this kind (then a sentence); the figures config maps it to the image status of the same name.
+OUTSIDE_INPUT = OutsideRootError.kind
+NOT_A_FILE = NotAFileError.kind
+# ... and of a file that could not be read for a reason that may pass (an I/O error): the
+# paper's result is not kept, so the next build reads the image again.
+UNREADABLE = "unreadable"
+
+
 def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES
                        ) -> tuple[Optional[bytes], Optional[str], Optional[str], list[str]]:
     """``read_asset`` plus the candidate places that held no file (for the result's
-    dependencies: an image added there later must recompute the paper)."""
+    dependencies: an image added there later must recompute the paper). Only regular files
+    whose real path lies inside the page's folder are read (``input_files``)."""
     if not image_path:
         return None, None, None, []
     cands = candidate_paths(page_uri, image_path)
     if not cands:
         return None, None, f"image path {image_path!r} leaves the page folder; refused", []
+    root = parent_of(page_uri)
     looked = []
     for cand in cands:
-        if "://" not in cand and "::" not in cand:  # a local file: no fsspec round trips (hot path)
-            try:
-                size = os.stat(cand).st_size if os.path.isfile(cand) else None
-            except OSError as e:
-                return None, cand, f"image file {image_path} could not be read ({e})", looked
-            if size is None:
-                looked.append(cand)
-                continue
-            if size > max_bytes:
-                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
-            try:
-                with open(cand, "rb") as f:
-                    return f.read(), cand, None, looked
-            except OSError as e:
-                return None, cand, f"image file {image_path} could not be read ({e})", looked
-        fs, path = fsspec.core.url_to_fs(cand)
         try:
-            if not fs.isfile(path):
-                looked.append(cand)
-                continue
-            size = fs.size(path)
-            if size > max_bytes:
-                return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
-            with fs.open(path, "rb") as f:
-                return f.read(), cand, None, looked
+            size = file_size(cand, root)
+        except OutsideRootError:
+            return None, cand, (f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads outside the page's "
+                                "folder; it was not read"), looked
+        except NotAFileError as e:
+            return None, cand, f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular file; it was not read", looked
         except OSError as e:
-            return None, cand, f"image file {image_path} could not be read ({e})", looked
+            return None, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked
+        if size is None:
+            looked.append(cand)
+            continue
+        if size > max_bytes:
+            return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
+        try:
+            return read_input(cand, root), cand, None, looked
+        except OutsideRootError:  # swapped for a link since it was measured
+            return None, cand, (f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads outside the page's "
+                                "folder; it was not read"), looked
+        except NotAFileError as e:
+            return None, cand, f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular file; it was not read", looked
+        except OSError as e:
+            return None, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked
     return None, None, f"image file {image_path} not found next to the page", looked
+
+
+def is_transient_image_error(error: Optional[str]) -> bool:
+    """An image error that may not happen again (an I/O error): not a final result."""
+    return bool(error) and error.startswith(UNREADABLE + ":")
 
 
 def read_image_ref(ref, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
@@ -83,12 +102,7 @@ def read_image_ref(ref, max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> bytes:
 
     if isinstance(ref, (bytes, bytearray)):
         return bytes(ref)
-    if "://" not in ref.uri and "::" not in ref.uri:
-        with open(ref.uri, "rb") as f:
-            data = f.read(max_bytes + 1)
-    else:
-        with fsspec.open(ref.uri, "rb") as f:
-            data = f.read(max_bytes + 1)
+    data = read_input(ref.uri, None, max_bytes)  # checked below against what was measured inside the page folder
     if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
         raise OSError(f"image file {ref.uri} changed while the build ran; rerun the build to pick up the new file")
     return data
