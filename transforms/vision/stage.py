@@ -27,7 +27,7 @@ from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.parse.figure_rows import figure_rows
-from sciga.transforms.sources.assets import read_asset_checked, read_image_ref
+from sciga.transforms.sources.assets import is_transient_image_error, read_asset_checked, read_image_ref
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
@@ -137,6 +137,8 @@ class MeasureFigures(PaperStageFn):
                 work.deps.append(file_dep(uri, data))
             elif err:
                 row.image_error = err
+                if is_transient_image_error(err):
+                    work.cacheable = False  # an I/O error may pass: the next build reads the image again
         row.image_bytes = data
         had = data is not None
         try:
@@ -159,10 +161,10 @@ class MeasureFigures(PaperStageFn):
 
 
 def _exists(uri: str) -> bool:
-    import fsspec
+    from sciga.transforms.common.input_files import fs_and_path
 
     try:
-        fs, p = fsspec.core.url_to_fs(uri)
+        fs, p = fs_and_path(uri)
         return fs.isfile(p)
     except (OSError, ValueError):
         return False

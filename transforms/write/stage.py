@@ -90,6 +90,9 @@ def result_header(work: PaperWork) -> dict:
         "content_sha256": p.provenance.content_sha256 if p else None,
         "dead": [dead_letter_row(d) for d in work.dead], "deps": deps_to_json(work.deps),
         "pending": sorted(set(work.pending)), "complete": not work.pending, "stats": dict(sorted(work.stats.items())),
+        # False: made with a failure that may pass (an interrupted tool, an I/O error); the
+        # writer reads it in this build, the next build computes the paper again.
+        "final": work.cacheable,
     }
 
 
