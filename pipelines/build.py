@@ -16,6 +16,7 @@ pipeline succeeded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -41,10 +42,12 @@ from sciga.pipelines.local_run import (
     default_workers,
     local_runner,
     pipeline_options,
+    remove_if_empty,
 )
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
 from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
+from sciga.transforms.write.output_lock import OutputLock
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
@@ -336,6 +339,39 @@ def _warn_unmatched_ga(vision, out_dir: str) -> None:
 
 
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
+    """The build, holding its output folder's lock (``OutputLock``) from before its first
+    write there to its end; what it holds is given back however it ends."""
+    with contextlib.ExitStack() as held:
+        return _run_build(args, beam_args, held)
+
+
+def _on_failure(out_dir: str):
+    """Exit callback for the build's stack: a full disk becomes one sentence (measured before
+    anything is cleaned up), Ctrl-C stays Ctrl-C, and this run's staging folder goes."""
+    from sciga.pipelines.local_run import disk_full_sentence, no_space_left, was_interrupted
+    from sciga.transforms.common.errors import UserError
+
+    def callback(exc_type, exc, tb):
+        if exc is None or isinstance(exc, (UserError, SystemExit)):
+            return False
+        clean = clean_stale_staging if "://" not in out_dir else None
+        try:
+            if no_space_left(exc):
+                raise UserError(disk_full_sentence(out_dir)) from None
+            if was_interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+        finally:
+            if clean is not None:
+                try:
+                    clean(out_dir, None)  # this run's parts are of no use; the results are in the store
+                except OSError:
+                    pass
+        return False
+
+    return callback
+
+
+def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: contextlib.ExitStack) -> BuildResult:
     import apache_beam as beam
 
     from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
@@ -365,6 +401,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
     run_id = uuid.uuid4().hex
+    held.enter_context(OutputLock(out_dir, run_id))  # a second build into OUT is refused, saying who holds it
+    held.push(_on_failure(out_dir))
     clean_stale_staging(out_dir, run_id)
     staging = posixpath.join(out_dir, ".staging", run_id)
     try:
@@ -393,7 +431,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
-    with ScopedTempDir() as tmp:
+    with ScopedTempDir(out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
@@ -410,6 +448,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         # keep the staging folder, which the job reads (input list, GA manifest).
         if outcome.kind == "dry_run" and fs.exists(posixpath.join(out_root, ".staging", run_id)):
             fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
+            remove_if_empty(fs, posixpath.join(out_root, ".staging"))
         return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
                            seconds=time.time() - t0, outcome=outcome)
     infos = read_part_infos(parts_root)
@@ -428,6 +467,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
              "shard_parts_reused": sum(1 for i in infos if i.get("reused"))},
     )
     fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
+    remove_if_empty(fs, posixpath.join(out_root, ".staging"))
     from sciga.explore.dataset_card import write_dataset_card
 
     write_dataset_card(out_dir)  # README.md with configs and features: the folder loads with `datasets`
