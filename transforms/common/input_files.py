@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import os
 import posixpath
 import re
@@ -100,15 +101,48 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
-def is_inside(path: str, root: str) -> bool:
-    """True when ``path``'s real location is ``root``'s real location or below it."""
-    real, base = _real(path), _real(root)
+@functools.lru_cache(maxsize=4096)
+def _real_root(root: str) -> str:
+    """A root's real path, resolved once per process: the folders a build reads from do not
+    move while it runs (and if one is swapped for a link, its files are judged against where
+    it was, which refuses more, never less)."""
+    return os.path.realpath(root)
+
+
+def _under(real: str, base: str) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
+def is_inside(path: str, root: str) -> bool:
+    """True when ``path``'s real location is ``root``'s real location or below it."""
+    return _under(_real(path), _real_root(root))
+
+
 def check_inside(path: str, root: Optional[str]) -> None:
-    if root is not None and not is_inside(path, root):
-        raise OutsideRootError(path, root)
+    """Raise ``OutsideRootError`` when ``path`` resolves outside ``root``. The common case
+    costs an ``lstat`` per component below ``root`` (no link there: inside); a full
+    ``realpath`` runs only when a link is met or ``path`` is not spelled below ``root``
+    (a path that does not exist passes: opening it fails as usual)."""
+    if root is None:
+        return
+    prefix = root.rstrip(os.sep) + os.sep
+    if not path.startswith(prefix) or "/../" in path or path.endswith("/.."):
+        if not is_inside(path, root):
+            raise OutsideRootError(path, root)
+        return
+    i = len(prefix) - 1
+    while i < len(path):
+        j = path.find(os.sep, i + 1)
+        j = len(path) if j < 0 else j
+        try:
+            st = os.lstat(path[:j])
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if stat.S_ISLNK(st.st_mode):
+            if not is_inside(path, root):
+                raise OutsideRootError(path, root)
+            return
+        i = j
 
 
 def _kind_of(mode: int) -> str:
@@ -141,8 +175,8 @@ def open_local(path: str, root: Optional[str] = None) -> BinaryIO:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotAFileError(path, _kind_of(st.st_mode))
-        opened = _fd_path(fd)
-        if root is not None and opened is not None and not is_inside(opened, root):
+        opened = _fd_path(fd)  # the kernel's resolved path of what was opened
+        if root is not None and opened is not None and not _under(opened, _real_root(root)):
             raise OutsideRootError(path, root)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
@@ -163,7 +197,20 @@ def open_input(uri: str, root: Optional[str] = None) -> BinaryIO:
 def read_input(uri: str, root: Optional[str] = None, max_bytes: Optional[int] = None) -> bytes:
     """The bytes of ``uri`` (at most ``max_bytes + 1`` of them, so a caller can tell "too large")."""
     with open_input(uri, root) as f:
-        return f.read() if max_bytes is None else f.read(max_bytes + 1)
+        return f.read() if max_bytes is None else read_at_most(f, max_bytes)
+
+
+def read_at_most(f: BinaryIO, max_bytes: int) -> bytes:
+    """At most ``max_bytes + 1`` bytes of ``f``. A local file is read at its size (asking for
+    ``max_bytes + 1`` at once makes Python allocate that much first: 64 MiB per image)."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except (AttributeError, OSError, ValueError):
+        return f.read(max_bytes + 1)
+    data = f.read(min(size, max_bytes) + 1)
+    if len(data) > size and len(data) <= max_bytes:  # grew while read: the rest, up to the limit
+        data += f.read(max_bytes + 1 - len(data))
+    return data
 
 
 def file_size(uri: str, root: Optional[str] = None) -> Optional[int]:
@@ -202,7 +249,7 @@ def walk_files(root: str) -> Iterator[str]:
     FIFOs...: readers refuse what they must), as paths under ``root``, sorted within each
     folder. Links to folders are followed only when they stay inside ``root``; each real
     folder is walked once."""
-    base = _real(root)
+    base = _real_root(root)
     seen: set[tuple[int, int]] = set()
     stack = [root]
     while stack:

@@ -7,6 +7,7 @@ target lies outside it (``outside_input``), a FIFO or a device (``not_a_file``).
 """
 from __future__ import annotations
 
+import os
 import posixpath
 from typing import Optional
 
@@ -14,7 +15,10 @@ from sciga.transforms.common.input_files import (
     NotAFileError,
     OutsideRootError,
     file_size,
+    is_local,
+    open_local,
     parent_of,
+    read_at_most,
     read_input,
     split_chain,
 )
@@ -63,31 +67,39 @@ def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int 
         return None, None, f"image path {image_path!r} leaves the page folder; refused", []
     root = parent_of(page_uri)
     looked = []
+    outside = (f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads outside the page's folder; "
+               "it was not read")
     for cand in cands:
         try:
+            if is_local(cand):  # the hot path: one contained open, the size from the open file
+                try:
+                    f = open_local(cand, root)
+                except (FileNotFoundError, NotADirectoryError):
+                    looked.append(cand)
+                    continue
+                with f:
+                    size = os.fstat(f.fileno()).st_size
+                    if size > max_bytes:
+                        return None, cand, _too_large(image_path, size, max_bytes), looked
+                    return read_at_most(f, max_bytes), cand, None, looked
             size = file_size(cand, root)
-        except OutsideRootError:
-            return None, cand, (f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads outside the page's "
-                                "folder; it was not read"), looked
-        except NotAFileError as e:
-            return None, cand, f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular file; it was not read", looked
-        except OSError as e:
-            return None, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked
-        if size is None:
-            looked.append(cand)
-            continue
-        if size > max_bytes:
-            return None, cand, f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit", looked
-        try:
+            if size is None:
+                looked.append(cand)
+                continue
+            if size > max_bytes:
+                return None, cand, _too_large(image_path, size, max_bytes), looked
             return read_input(cand, root), cand, None, looked
-        except OutsideRootError:  # swapped for a link since it was measured
-            return None, cand, (f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads outside the page's "
-                                "folder; it was not read"), looked
+        except OutsideRootError:
+            return None, cand, outside, looked
         except NotAFileError as e:
             return None, cand, f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular file; it was not read", looked
         except OSError as e:
             return None, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked
     return None, None, f"image file {image_path} not found next to the page", looked
+
+
+def _too_large(image_path: str, size: int, max_bytes: int) -> str:
+    return f"image file {image_path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit"
 
 
 def is_transient_image_error(error: Optional[str]) -> bool:
