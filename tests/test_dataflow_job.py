@@ -29,7 +29,7 @@ from conftest import ROOT, sample_build_args
 
 WORKER_IMAGE = "us-central1-docker.pkg.dev/sciga-test/sciga/worker:0.1.0"
 GPU_OPTION = "worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"
-STAGES = ["Inputs", "NonEmpty", "Spread", "Plan", "Parse", "RecoverFromTex", "Link", "Vision", "AllFailed", "AllReused",
+STAGES = ["Inputs", "NonEmpty", "Decode", "Spread", "Plan", "Parse", "RecoverFromTex", "Link", "Vision", "AllFailed", "AllReused",
           "Write"]
 
 

@@ -191,7 +191,26 @@ def open_input(uri: str, root: Optional[str] = None) -> BinaryIO:
     if is_local(uri):
         return open_local(local_path(uri), None if root is None else local_path(root))
     fs, path = fsspec.core.url_to_fs(uri)
-    return fs.open(path, "rb")
+    return _HoldingFilesystem(fs.open(path, "rb"), fs)
+
+
+class _HoldingFilesystem:
+    """A remote file that keeps its filesystem object alive: a member of a chained URL
+    (``zip://a.html::dump.zip``) is read through the zip's file, which closes when that
+    filesystem object is collected."""
+
+    def __init__(self, f, fs):
+        self._f, self._fs = f, fs
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._f.close()
+        return False
 
 
 def read_input(uri: str, root: Optional[str] = None, max_bytes: Optional[int] = None) -> bytes:
