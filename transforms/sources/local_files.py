@@ -101,22 +101,13 @@ def _utf8_names(paths: Iterable[str]) -> list[str]:
 
 
 def _once_per_file(paths: Iterable[str]) -> list[str]:
-    """Local pages reached twice (a link beside the file it points at) are listed once: by
-    their own name when it is listed, else by the first link's name."""
+    """A local page reached twice (a link beside the file it points at) is listed once, by
+    its own name. Links to anything else stay: each is read (or refused) on its own, so two
+    links to one file outside the input are two dead letters, never one lost input."""
     paths = sorted(set(_utf8_names(paths)))
     names = set(paths)
-    by_real: dict[str, str] = {}
-    out = []
-    for p in paths:
-        if not input_files.is_local(p) or not os.path.islink(p):
-            out.append(p)
-            continue
-        real = os.path.realpath(p)
-        if real in names or real in by_real:
-            continue
-        by_real[real] = p
-        out.append(p)
-    return sorted(out)
+    return [p for p in paths
+            if not (input_files.is_local(p) and os.path.islink(p) and os.path.realpath(p) in names)]
 
 
 def list_inputs(specs: Iterable[str]) -> list[str]:
