@@ -26,7 +26,8 @@ Fields, by what a reader of the dataset sees (``CATEGORIES``):
 * ``figures`` / ``panels``: the ``figures`` rows of figures / of subfigures (ids, numbers,
   labels, captions, subcaptions, sections);
 * ``mentions``: the ``mentions`` rows;
-* ``images``: every ``image*`` column of the ``figures`` rows, width, height, perceptual hash;
+* ``images``: every ``image*`` column of the ``figures`` rows (but ``image_uri``, a path on
+  the machine that built), width, height, perceptual hash;
 * ``annotations``: teaser, graphical abstract, the GA and teaser roles and medical filter of
   figure rows, and the graphical-abstract rows themselves;
 * ``provenance``: where the page came from and its SHA-256, generator and version. The input
@@ -249,7 +250,8 @@ def paper_hashes(old: dict, new: dict) -> dict:
 def figure_hashes(old: dict, new: dict, image_bytes: bool) -> dict:
     """part -> hash expression over one ``figures`` row: ``structure`` (figures or panels
     by the row's kind), ``images``, ``annotations``."""
-    shared = [n for n in old if n in new and n != "paper_id"]
+    # image_uri, like provenance.input_uri, is a path on the machine that built: not a change
+    shared = [n for n in old if n in new and n not in ("paper_id", "image_uri")]
     images = [n for n in shared if n.startswith("image") or n in FIGURE_IMAGES]
     annotations = [n for n in shared if n in FIGURE_ANNOTATIONS]
     structure = [n for n in shared if n not in images and n not in annotations]

@@ -16,6 +16,7 @@ pipeline succeeded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -43,11 +44,13 @@ from sciga.pipelines.local_run import (
     default_workers,
     local_runner,
     pipeline_options,
+    remove_if_empty,
 )
 from sciga.pipelines.paths import check_output_folder
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
 from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
+from sciga.transforms.write.output_lock import OutputLock
 from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
@@ -180,13 +183,16 @@ class BuildResult:
 
 
 def _input_list_file(inputs: Sequence[str], staging: str) -> str:
-    """The input URIs as a text file in the staging folder: a million URIs inlined with
-    beam.Create would exceed Dataflow's job-graph size, a file scales."""
-    path = posixpath.join(staging, "inputs.txt")
+    """The input URIs as a file in the staging folder (a million URIs inlined with
+    beam.Create would exceed Dataflow's job-graph size, a file scales), one JSON string a
+    line: any name a file system allows (a newline in it included) comes back as it was."""
+    from sciga.transforms.sources.plan import input_list_lines
+
+    path = posixpath.join(staging, "inputs.jsonl")
     fs, p = fsspec.core.url_to_fs(path)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
-    with fs.open(p, "w") as f:
-        f.write("\n".join(inputs) + "\n")
+    with fs.open(p, "w", encoding="ascii") as f:
+        f.writelines(input_list_lines(inputs))
     return path
 
 
@@ -236,10 +242,13 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
         early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
+        from sciga.transforms.sources.plan import input_from_line
+
         uris = (
             p
             | "Inputs" >> beam.io.ReadFromText(inputs_file)
             | "NonEmpty" >> beam.Filter(bool)
+            | "Decode" >> beam.Map(input_from_line)
             | "Spread" >> beam.Reshuffle()
         )
         if pages is not None:
@@ -315,6 +324,7 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
         fs.rm(staging, recursive=True)
+    remove_if_empty(fs, posixpath.dirname(staging.rstrip("/")))
     write_dataset_card(f.out_dir)  # README.md with configs and features: the folder loads with `datasets`
     return counts, manifest
 
@@ -402,6 +412,39 @@ def _warn_unmatched_ga(ga_entries_uri: str, out_dir: str) -> None:
 
 
 def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -> BuildResult:
+    """The build, holding its output folder's lock (``OutputLock``) from before its first
+    write there to its end; what it holds is given back however it ends."""
+    with contextlib.ExitStack() as held:
+        return _run_build(args, beam_args, held)
+
+
+def _on_failure(out_dir: str):
+    """Exit callback for the build's stack: a full disk becomes one sentence (measured before
+    anything is cleaned up), Ctrl-C stays Ctrl-C, and this run's staging folder goes."""
+    from sciga.pipelines.local_run import disk_full_sentence, no_space_left, was_interrupted
+    from sciga.transforms.common.errors import UserError
+
+    def callback(exc_type, exc, tb):
+        if exc is None or isinstance(exc, (UserError, SystemExit)):
+            return False
+        clean = clean_stale_staging if "://" not in out_dir else None
+        try:
+            if no_space_left(exc):
+                raise UserError(disk_full_sentence(out_dir)) from None
+            if was_interrupted(exc) and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from None
+        finally:
+            if clean is not None:
+                try:
+                    clean(out_dir, None)  # this run's parts are of no use; the results are in the store
+                except OSError:
+                    pass
+        return False
+
+    return callback
+
+
+def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: contextlib.ExitStack) -> BuildResult:
     import apache_beam as beam
 
     from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
@@ -431,6 +474,8 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
     run_id = uuid.uuid4().hex
+    held.enter_context(OutputLock(out_dir, run_id))  # a second build into OUT is refused, saying who holds it
+    held.push(_on_failure(out_dir))
     clean_stale_staging(out_dir, run_id)
     staging = posixpath.join(out_dir, ".staging", run_id)
     try:
@@ -464,7 +509,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     fin = Finalize(out_dir=out_dir, staging=staging, parts_root=parts_root, store_root=sroot, n_inputs=len(inputs),
                    inputs_hash=input_list_hash(inputs), recorded=opts.recorded, ga_entries_uri=vision.ga_entries_uri,
                    run={"runner": runner, "workers": workers, "started_unix": t0})
-    with ScopedTempDir() as tmp:
+    with ScopedTempDir(out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
                 ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
@@ -487,6 +532,7 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
         # keep the staging folder, which the job reads (input list, GA manifest).
         if outcome.kind == "dry_run" and fs.exists(posixpath.join(out_root, ".staging", run_id)):
             fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
+            remove_if_empty(fs, posixpath.join(out_root, ".staging"))
         return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
                            seconds=time.time() - t0, outcome=outcome)
     if opts.finalize_in_job:  # the job did it: read what it wrote

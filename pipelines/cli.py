@@ -21,6 +21,7 @@ class Command:
     help: str
     beam_flags: bool = False  # unknown flags are Apache Beam pipeline options (--runner ...)
     heavy: bool = False  # its options import Apache Beam (~2.5 s): defined only when it is the command
+    forwards_to: Optional[str] = None  # unknown flags may be this command's (update passes them to build)
 
 
 COMMANDS = (
@@ -38,7 +39,8 @@ COMMANDS = (
             "status, mentions, dead letters (text or --json)"),
     Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
     Command("update", "sciga.pipelines.update", "harvest, fetch, build, validate and publish the next version of a "
-            "dataset from its saved corpus definition; nothing when nothing is new", beam_flags=True),
+            "dataset from its saved corpus definition; nothing when nothing is new", beam_flags=True,
+            forwards_to="build"),
     Command("train", "sciga.pipelines.train", "training jobs: medical-filter, ga-bc, abs2fig, abs2fig-cap"),
     Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
             "(SciGA Tables 2/3)"),
@@ -76,8 +78,27 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
             continue  # not this command: its options are not needed to parse the line
         module = importlib.import_module(c.module)
         module.add_arguments(p)
-        p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module)
+        p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module, forwards_to=c.forwards_to)
     return ap
+
+
+def forwarded_parser(command: str, target: str) -> argparse.ArgumentParser:
+    """The flags of command ``target`` that ``command`` passes on to it, as a parser whose
+    errors name ``command`` (a bad value is found before anything runs)."""
+    import importlib
+
+    spec = next(c for c in COMMANDS if c.name == target)
+    p = Parser(prog=f"sciga {command}", add_help=False, allow_abbrev=False)
+    importlib.import_module(spec.module).add_arguments(p)
+    return p
+
+
+def forwarded_unknown(command: str, target: str, rest: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(what is left of ``rest`` once the flags of ``target`` are taken out, those flags'
+    names for suggestions)."""
+    p = forwarded_parser(command, target)
+    # --output is the one required flag of build; the forwarding command sets it itself
+    return p.parse_known_args(["--output", "-", *rest])[1], flag_names(p)
 
 
 def _beam_parser() -> argparse.ArgumentParser:
@@ -164,9 +185,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         ap.print_help()
         return 2
     beam = bool(getattr(args, "beam_flags", False))
-    unknown = unknown_arguments(rest, beam)
+    forwarded_flags: list[str] = []
+    if rest and getattr(args, "forwards_to", None):
+        rest_left, forwarded_flags = forwarded_unknown(args.command, args.forwards_to, rest)
+    else:
+        rest_left = rest
+    unknown = unknown_arguments(rest_left, beam)
     if unknown:
-        own = flag_names(ap.command_parsers[args.command])
+        own = sorted(set(flag_names(ap.command_parsers[args.command])) | set(forwarded_flags))
         print(f"sciga {args.command}: {unknown_arguments_sentence(args.command, unknown, own, beam)}", file=sys.stderr)
         return 2
     args.started = started

@@ -3,12 +3,15 @@ processes (``--workers``), and keeping Beam's local chatter and temporary folder
 the user's way. A run on another runner (Dataflow) uses none of this (``remote_run.py``)."""
 from __future__ import annotations
 
+import errno
+import hashlib
 import logging
 import os
 import posixpath
 import shutil
 import sys
 import tempfile
+import threading
 from typing import Optional
 
 import fsspec
@@ -65,15 +68,26 @@ def local_runner(options, runner_name: str):
     return fn_runner.FnApiRunner(provision_info=info)
 
 
-def clean_stale_staging(out_dir: str, keep: str) -> None:
+def clean_stale_staging(out_dir: str, keep: Optional[str]) -> None:
     """Staging folders of earlier runs that were killed: their parts are of no use (the
-    results they were made from are in the store)."""
+    results they were made from are in the store). ``.staging`` itself goes when it is empty
+    (``keep=None`` removes every run's folder: the build holds the output lock)."""
     fs, root = fsspec.core.url_to_fs(posixpath.join(out_dir.rstrip("/"), ".staging"))
     if not fs.isdir(root):
         return
     for p in fs.ls(root, detail=False):
-        if posixpath.basename(p) != keep:
+        if posixpath.basename(p.rstrip("/")) != keep:
             fs.rm(p, recursive=True)
+    remove_if_empty(fs, root)
+
+
+def remove_if_empty(fs, path: str) -> None:
+    """Remove folder ``path`` if nothing is in it (object stores have no empty folders)."""
+    try:
+        if fs.isdir(path) and not fs.ls(path, detail=False):
+            fs.rmdir(path)
+    except (FileNotFoundError, OSError):
+        pass
 
 
 def restore_environ(saved: dict[str, Optional[str]]) -> None:
@@ -90,13 +104,19 @@ class WorkerOutput:
     While the pipeline runs, fd 2 goes to ``<out>/.sciga/logs/build.log`` instead, and the
     progress line keeps the real stderr; ``--verbose`` leaves everything where it was. A
     build in this process alone (one worker) has no worker output: its log records go to
-    build.log as well as to stderr, so the file is there after every local build."""
+    build.log as well as to stderr, so the file is there after every local build.
+
+    fd 2 is a pipe, drained into the log by a thread of this process, never the log file
+    itself: on a full disk a write to the file fails, and a Beam worker whose ``print`` of a
+    failed bundle's traceback to stderr raises never reports the failure, so the build hung.
+    Writes to the pipe always succeed; what the disk refuses is dropped from the log."""
 
     def __init__(self, log_path: Optional[str], enabled: bool):
         self.log_path = log_path
         self.enabled = enabled and log_path is not None
         self.stream = sys.stderr
         self._handler = None
+        self.lost = False  # the log could not be written (a full disk): some worker output is missing
 
     def __enter__(self):
         if not self.enabled:
@@ -105,11 +125,29 @@ class WorkerOutput:
             return self
         sys.stderr.flush()
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        self._log = open(self.log_path, "ab")
+        self._log = open(self.log_path, "ab", buffering=0)
+        read_end, write_end = os.pipe()
         self._saved = os.dup(2)
         self.stream = os.fdopen(os.dup(self._saved), "w", buffering=1)
-        os.dup2(self._log.fileno(), 2)
+        os.dup2(write_end, 2)
+        os.close(write_end)
+        self._drain = threading.Thread(target=self._copy, args=(read_end,), name="sciga-worker-output", daemon=True)
+        self._drain.start()
         return self
+
+    def _copy(self, read_end: int) -> None:
+        try:
+            while True:
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    return
+                if not self.lost:
+                    try:
+                        self._log.write(chunk)
+                    except OSError:
+                        self.lost = True  # keep draining: a worker must never block on stderr
+        finally:
+            os.close(read_end)
 
     def __exit__(self, exc_type, exc, tb):
         if not self.enabled:
@@ -118,37 +156,116 @@ class WorkerOutput:
                 self._handler.close()
             return False
         sys.stderr.flush()
-        os.dup2(self._saved, 2)
+        os.dup2(self._saved, 2)  # our last write end closes: the drain sees the end once the workers are gone
         os.close(self._saved)
-        self._log.close()
+        self._drain.join(timeout=5)
+        try:
+            self._log.close()
+        except OSError:
+            pass
         self.stream.close()
-        if exc_type is not None and exc_type is not KeyboardInterrupt:
+        if exc_type is not None and exc_type is not KeyboardInterrupt and not (exc and no_space_left(exc)):
             print(f"sciga build: the pipeline failed; worker output is in {self.log_path}", file=sys.stderr)
         return False
 
 
-def _log_file_handler(path: str) -> logging.Handler:
+class _DroppingFileHandler(logging.FileHandler):
+    """A log file that drops what the disk refuses: on a full disk, logging's default
+    ``handleError`` would print a traceback per record to stderr."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def _log_file_handler(path: str) -> Optional[logging.Handler]:
     """The root logger's records, from now on, also appended to ``path`` (with a first line
-    saying which run they belong to)."""
+    saying which run they belong to); None when the log cannot be written (a full disk)."""
     import time
 
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handler = _DroppingFileHandler(path, encoding="utf-8")
+        handler.stream.write(f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and "
+                             "errors (everything with -v)\n")
+        handler.flush()
+    except OSError:
+        return None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.stream.write(f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and errors "
-                         "(everything with -v)\n")
-    handler.flush()
     logging.getLogger().addHandler(handler)
     return handler
+
+
+def _exception_chain(exc: BaseException):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def no_space_left(exc: BaseException) -> bool:
+    """A full disk anywhere in ``exc``'s chain, raised here or in a worker process (whose
+    failure reaches the launcher as the text of its traceback)."""
+    for e in _exception_chain(exc):
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = str(e)
+        if "[Errno 28] No space left on device" in text or "[Errno 122] Disk quota exceeded" in text:
+            return True
+    return False
+
+
+def was_interrupted(exc: BaseException) -> bool:
+    """Ctrl-C, which Beam's in-process runner re-raises as ``RuntimeError("KeyboardInterrupt
+    [while running ...]")`` from the thread that ran the bundle."""
+    for e in _exception_chain(exc):
+        if isinstance(e, KeyboardInterrupt) or (isinstance(e, RuntimeError) and str(e).startswith("KeyboardInterrupt")):
+            return True
+    return False
+
+
+def disk_full_sentence(out_dir: str) -> str:
+    """One sentence for a build stopped by a full disk: which disk, what is kept, what to do."""
+    from sciga.transforms.common.storage import is_remote
+
+    where = out_dir
+    if is_remote(out_dir) or _free_bytes(out_dir) > 64 * 1024 * 1024:
+        where = f"the temporary folder {tempfile.gettempdir()} (TMPDIR)"
+    return (f"no space left on {where}: the disk is full, so the build stopped; the previous build in {out_dir} is "
+            "intact and the papers finished so far are kept: free some space (or set TMPDIR / give --output on a "
+            "larger disk) and run the same command again to resume.")
+
+
+def _free_bytes(path: str) -> int:
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path.rstrip("/"))
+    try:
+        st = os.statvfs(path or ".")
+    except OSError:
+        return 0
+    return st.f_bavail * st.f_frsize
 
 
 class ScopedTempDir:
     """Beam's local runners make temporary folders (staging, job servers) and do not always
     remove them. Everything ``tempfile`` makes during the run goes into one folder of this
-    build (workers inherit it through TMPDIR), which is removed afterwards."""
+    build (workers inherit it through TMPDIR), which is removed afterwards.
+
+    A killed build cannot remove its folder; with ``owner`` (the output folder) the folder
+    is named ``sciga-build-<hash of owner>-*``, and the next build of the same output (which
+    holds the output lock, so no other build of it is running) removes those left behind."""
+
+    PREFIX = "sciga-build-"
+
+    def __init__(self, owner: Optional[str] = None):
+        self.owner = owner
 
     def __enter__(self) -> str:
-        self.path = tempfile.mkdtemp(prefix="sciga-build-")
+        prefix = self.PREFIX
+        if self.owner is not None:
+            prefix += hashlib.sha256(self.owner.encode("utf-8", "surrogateescape")).hexdigest()[:12] + "-"
+            remove_left_behind(prefix)
+        self.path = tempfile.mkdtemp(prefix=prefix)
         self.saved = (tempfile.tempdir, os.environ.get("TMPDIR"))
         tempfile.tempdir = self.path
         os.environ["TMPDIR"] = self.path
@@ -159,6 +276,20 @@ class ScopedTempDir:
         restore_environ({"TMPDIR": env})
         shutil.rmtree(self.path, ignore_errors=True)
         return False
+
+
+def remove_left_behind(prefix: str) -> int:
+    """Remove ``$TMPDIR/<prefix>*`` folders (left by killed runs); how many."""
+    base = tempfile.gettempdir()
+    n = 0
+    try:
+        names = [e.name for e in os.scandir(base) if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for name in names:
+        shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        n += 1
+    return n
 
 
 class LeanMemory:
@@ -212,15 +343,18 @@ class QuietBeamLogs:
 
     NAMES = ("apache_beam.runners.portability", "apache_beam.runners.worker", "apache_beam.runners.direct",
              "apache_beam.options.pipeline_options", "apache_beam.runners.portability.fn_api_runner")
+    # Logs the traceback of every exception that leaves a DoFn, at ERROR, before re-raising
+    # it: the build then says what failed in one sentence (a full disk), or re-raises it.
+    SILENT = ("apache_beam.runners.common",)
 
     def __enter__(self):
         self.saved = {}
         if logging.getLogger().getEffectiveLevel() <= logging.INFO:
             return self
-        for n in self.NAMES:
+        for n in self.NAMES + self.SILENT:
             lg = logging.getLogger(n)
             self.saved[n] = lg.level
-            lg.setLevel(logging.ERROR)
+            lg.setLevel(logging.CRITICAL if n in self.SILENT else logging.ERROR)
         return self
 
     def __exit__(self, *exc):

@@ -174,7 +174,8 @@ def options_from_args(args: argparse.Namespace, rest: Optional[list[str]]) -> Up
     rest = list(rest or [])
     first_run = _is_first_run(args.out)
     definition = definition_from_args(args, rest)
-    gate = {"max_dead_letter_rate": args.max_dead_letter_rate, "image_check": args.image_check,
+    gate = {"max_dead_letter_rate": args.max_dead_letter_rate, "max_missing_image_rate": args.max_missing_image_rate,
+            "image_check": args.image_check,
             "max_pixels": args.max_image_pixels, "image_workers": args.image_workers}
     return UpdateOptions(out=args.out.rstrip("/") or args.out, definition=definition, bump=args.bump,
                          dry_run=args.dry_run, hub_endpoint=args.endpoint, progress=not args.no_progress,

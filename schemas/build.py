@@ -111,6 +111,9 @@ class ResultRef:
     # config -> [rows, Arrow bytes, image bytes] of the stored tables (``table_size``);
     # empty for results stored before sizes were recorded: the writer then reads them.
     sizes: dict[str, list[int]] = field(default_factory=dict)
+    # False: made with a failure that may pass (an interrupted tool): used in this build,
+    # never reused, and no shard part holding it is taken over by a later build.
+    final: bool = True
 
 
 @dataclass
@@ -143,3 +146,4 @@ class WriteItem:
     reused: bool = False
     dead: Optional[DeadLetter] = None
     size: Optional[list[int]] = None  # [rows, Arrow bytes, image bytes] of its stored table for this config
+    final: bool = True  # ResultRef.final

@@ -169,19 +169,25 @@ COLUMNS: dict[str, dict[str, str]] = {
         "subcaption": "the subfigure's own caption; null for figures",
         "subcaption_source": "`html`, `split_parent` or `none` (subfigures only)",
         "image": "the image in the `datasets` Image convention (`struct<bytes, path>`): `datasets` decodes it to "
-                 "PIL; a figure made of panels carries none of its own (its panels are rows)",
-        "image.bytes": "the image file's bytes as found (PNG, JPEG, ...); null when not embedded (`--no-images`, "
-                       "not found, too large, or not decodable: see `image_error`)",
-        "image.path": "the image's path relative to the paper's asset root",
+                 "PIL; null when the build has no bytes for it (`image_status` says why; a figure made of panels "
+                 "has none of its own: its panels are rows)",
+        "image.bytes": "the image file's bytes as found (PNG, JPEG, ...)",
+        "image.path": "the path the page gave, relative to the paper's asset root (`figs/a.png`); readers never open "
+                      "it: the bytes are there",
+        "image_status": "why the row has its image or not: one value of the closed set in "
+                        "[Image status](#image-status) (never null)",
         "image_paths": "every image path of the figure or subfigure",
         "image_kind": "kind of the row's image (see `image.kind` of the papers config)",
         "image_source": "`html`, `tex` (recovered from the e-print) or `ga_manifest`",
         "image_url": "absolute URL of the image when the page's location is known",
+        "image_uri": "where the image file was read from, or where it was looked for when it was not found (an "
+                     "absolute path or URL of the build machine); null for a figure that names no file",
         "width": "decoded width in pixels (null until the image decoded)",
         "height": "decoded height in pixels",
         "phash": "64-bit DCT perceptual hash, 16 hex digits",
-        "image_error": "why the row has no decodable image: a short kind and a sentence (`decompression_bomb: ...`, "
-                       "`corrupt: ...`, `svg_only: ...`, `pdf_only: ...`)",
+        "image_error": "the details of a missing image: a short kind and a sentence (`decompression_bomb: ...`, "
+                       "`corrupt: ...`, `svg_only: ...`, `pdf_only: ...`, `outside_input: ...`, `not_a_file: ...`, "
+                       "`unreadable: ...`, `image file figs/a.png not found next to the page`)",
         "section_id": "the section the figure is placed in",
         "html_id": "the element id in the page",
         "is_teaser": "the figure is a teaser",
@@ -203,7 +209,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "char_start": "first character of the span in its text",
         "char_end": "character after the span",
         "surface": "the span's text (\"Figure 3b\")",
-        "sentence": "the sentence holding the mention (scispaCy)",
+        "sentence": "the sentence holding the mention (scispaCy), at most 2,000 characters: a mention with no "
+                    "sentence boundary for longer gets the 2,000 characters around it (`manifest.json` counts them "
+                    "in `stats.sentences_cut`)",
         "sentence_start": "first character of that sentence in the text",
         "resolution": "`anchor`, `label`, `text` or `range` (see `ref_span.resolution`)",
         "context": "which text the offsets index: a body `paragraph`, a `caption` of another float, or a section `title`",

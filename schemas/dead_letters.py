@@ -53,8 +53,21 @@ REASONS: tuple[Reason, ...] = (
            "the page is ar5iv's or arXiv's notice of a failed LaTeXML conversion: it holds no paper text",
            "build the paper from its TeX instead: `--html-from auto` converts its e-print with LaTeXML"),
     Reason(("bad_metadata",), ("read",), ("dead_letter",),
-           "the `<stem>.meta.json` sidecar beside the page (or in `--metadata`) is not valid JSON",
-           "fix or delete the sidecar (see the quickstart for its format)"),
+           "the `<stem>.meta.json` sidecar beside the page (or in `--metadata`) is not valid JSON, is larger than "
+           "16 MiB, or has a field of the wrong JSON type; the message names the field (`2401.00001.meta.json: "
+           "field 'authors' must be a list, not text (\"A. Author\")`)",
+           "fix the field or delete the sidecar (every key is optional; see the quickstart for its format)"),
+    Reason(("outside_input",), ("read", "tex_source", "latexml"), ("dead_letter", "dead_letter (part)"),
+           "the page, its metadata sidecar or its e-print is a symbolic link (or lies behind one) that leads outside "
+           "the folder it was found in, so it was not read: a link cannot bring a file from elsewhere on the machine "
+           "into a dataset you may publish. For a page or sidecar (`read`) the input gives no paper; for a TeX source "
+           "(`tex_source`, `scope = \"part\"`) the paper is kept without TeX recovery; for an e-print to convert "
+           "(`latexml`) the paper has no page",
+           "copy the file into the input folder instead of linking to it from elsewhere"),
+    Reason(("not_a_file",), ("read", "tex_source", "latexml"), ("dead_letter", "dead_letter (part)"),
+           "a FIFO (named pipe), socket or device carries the name of a page, sidecar or e-print; it was never "
+           "opened (reading it could block the build forever)",
+           "replace it with the regular file"),
     # ------------------------------------------------------------------ parsing a page
     Reason(("empty",), ("parse",), ("dead_letter",), "the file is empty", "refetch it or remove it from the input"),
     Reason(("not_html",), ("parse",), ("dead_letter",),
@@ -88,9 +101,10 @@ REASONS: tuple[Reason, ...] = (
            "the e-print has a member that climbs out of its folder or is absolute, a link, a device or FIFO, an "
            "over-long name or an oversized extension header; nothing of it was extracted",
            "nothing to do: the paper is kept without TeX figure recovery (or, for a conversion, has no page)"),
-    Reason(("size_bomb",), ("tex_source",), _EPRINT_PART,
+    Reason(("size_bomb",), ("tex_source", "latexml"), _EPRINT_PART,
            "the e-print or one of its members is larger (declared or inflated) than the source limits",
-           "nothing to do for a hostile archive; the paper is kept without TeX figure recovery"),
+           "nothing to do for a hostile archive; the paper is kept without TeX figure recovery (for a conversion, "
+           "`latexml`: it has no page)"),
     Reason(("too_many_members",), ("tex_source",), _EPRINT_PART, "the e-print has more members than the limit allows",
            "nothing to do; the paper is kept without TeX figure recovery"),
     Reason(("corrupt_source",), ("tex_source",), _EPRINT_PART,
@@ -194,8 +208,13 @@ REASONS: tuple[Reason, ...] = (
            "the figure file is not a readable image, or is larger than the pixel limit",
            "nothing to do; the figure keeps no image from the source"),
     Reason(("timeout", "tool_failed", "rejected"), ("rasterize",), ("image_error",),
-           "poppler / ghostscript did not finish in `--rasterize-timeout`, could not start, or rejected the file",
+           "poppler / ghostscript did not finish in `--rasterize-timeout`, could not start, or rejected the file; "
+           "after a timeout or a failed start the paper's result is not kept as final, so the next build tries again",
            "raise `--rasterize-timeout` for very large figures; otherwise nothing to do"),
+    Reason(("interrupted",), ("rasterize",), ("image_error",),
+           "poppler / ghostscript was stopped by a signal (Ctrl-C, the OOM killer) while it converted a PDF / EPS "
+           "figure: the figure has no image in this build, and the paper's result is not kept as final",
+           "run the build again: the next build rasterizes the figure again"),
     Reason(("unsupported",), ("rasterize",), ("image_error",),
            "the figure file is SVG or another format this builder does not rasterize",
            "nothing to do; the figure keeps no image from the source"),

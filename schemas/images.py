@@ -23,6 +23,7 @@ TOO_MANY_PIXELS = "too_many_pixels"
 UNDECODABLE = "undecodable"
 UNREADABLE = "unreadable"
 OUTSIDE_INPUT = "outside_input"
+NOT_A_FILE = "not_a_file"
 SVG_ONLY = "svg_only"
 PDF_ONLY = "pdf_only"
 UNRENDERED = "unrendered"
@@ -47,6 +48,8 @@ IMAGE_STATUSES: dict[str, str] = {
                 "build ran); fix the file and build again",
     OUTSIDE_INPUT: "the image path leads outside the page's folder (../, an absolute path, or a link "
                    "pointing outside the input) and was refused; copy the image into the page's folder",
+    NOT_A_FILE: "the image path names something that is not a regular file (a FIFO, a device, a folder) and "
+                "was not opened; put the image file itself there",
     SVG_ONLY: "the figure is an SVG drawing (inline in the page or an .svg file): there is no raster image",
     PDF_ONLY: "the image file is a PDF: there is no raster image (TeX recovery rasterizes PDF figures of "
               "an e-print given with --tex-input)",

@@ -214,6 +214,9 @@ class PaperMeta:
 
     @classmethod
     def from_dict(cls, d: dict) -> PaperMeta:
+        """From a metadata sidecar's JSON object; a field of the wrong type raises
+        ``MetaFieldError`` naming the field (never a crash further down)."""
+        check_meta_fields(d)
         d = dict(d)
         authors = []
         for a in d.pop("authors", None) or []:
@@ -228,6 +231,85 @@ class PaperMeta:
         if isinstance(conf, dict):
             meta.conference = Conference(**{k: conf.get(k) for k in ("venue", "year", "track")})
         return meta
+
+
+class MetaFieldError(ValueError):
+    """A metadata field of the wrong type; the message names the field and what it holds."""
+
+
+_META_TEXT = ("id", "version", "title", "published", "updated", "primary_category", "comment", "journal_ref",
+              "license", "abstract", "source", "url")
+_META_TEXT_LISTS = ("categories", "dois", "acm_classes", "msc_classes")
+
+
+def _json_kind(v) -> str:
+    if isinstance(v, bool):
+        return "true/false"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "text"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return "null" if v is None else type(v).__name__
+
+
+def _wrong(field_name: str, want: str, v) -> MetaFieldError:
+    shown = repr(v) if isinstance(v, (bool, int, float, str)) and len(repr(v)) <= 40 else _json_kind(v)
+    return MetaFieldError(f"field {field_name!r} must be {want}, not {_json_kind(v)} ({shown})")
+
+
+def check_meta_fields(d) -> None:
+    """Raise ``MetaFieldError`` for the first field of a metadata object whose JSON type is
+    not the one ``PaperMeta`` holds (unknown fields are ignored, null means absent)."""
+    if not isinstance(d, dict):
+        raise MetaFieldError(f"the metadata must be a JSON object, not {_json_kind(d)}")
+    for k in _META_TEXT:
+        v = d.get(k)
+        if v is not None and not isinstance(v, str):
+            raise _wrong(k, "text", v)
+    for k in _META_TEXT_LISTS:
+        v = d.get(k)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            raise _wrong(k, "a list of text", v)
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                raise _wrong(f"{k}[{i}]", "text", x)
+    authors = d.get("authors")
+    if authors is not None:
+        if not isinstance(authors, list):
+            raise _wrong("authors", "a list", authors)
+        for i, a in enumerate(authors):
+            if isinstance(a, str):
+                continue
+            if not isinstance(a, dict):
+                raise _wrong(f"authors[{i}]", "a name or an object with a name", a)
+            if not isinstance(a.get("name", ""), str):
+                raise _wrong(f"authors[{i}].name", "text", a.get("name"))
+            aff = a.get("affiliations")
+            if aff is not None and (not isinstance(aff, list) or not all(isinstance(x, str) for x in aff)):
+                raise _wrong(f"authors[{i}].affiliations", "a list of text", aff)
+    conf = d.get("conference")
+    if conf is not None:
+        if not isinstance(conf, dict):
+            raise _wrong("conference", "an object", conf)
+        for k in ("venue", "track"):
+            if conf.get(k) is not None and not isinstance(conf[k], str):
+                raise _wrong(f"conference.{k}", "text", conf[k])
+        year = conf.get("year")
+        if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
+            raise _wrong("conference.year", "a whole number", year)
+    labels = d.get("figure_labels")
+    if labels is not None:
+        if not isinstance(labels, dict):
+            raise _wrong("figure_labels", "an object", labels)
+        for k, v in labels.items():
+            if not isinstance(v, str):
+                raise _wrong(f"figure_labels[{k!r}]", "text", v)
 
 
 @dataclass

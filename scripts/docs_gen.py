@@ -11,6 +11,7 @@ parts are made from the real objects every time the site is built and cannot dri
 - ``gate``: every expectation of the quality gate (``quality.suites.flat_tables``) and
   their number;
 - ``dead-letters``: every dead-letter reason, from ``schemas/dead_letters.py``;
+- ``image-statuses``: every value of ``figures.image_status``, from ``schemas/images.py``;
 - ``code-map``: the packages and modules of the tree with their docstrings, and the import
   layers of pyproject.toml;
 - ``readme``: the repository's README.md, its links made relative to the site;
@@ -319,6 +320,36 @@ def gate_reference(arg: str | None = None) -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+# ------------------------------------------------------------------ image statuses
+
+def image_status_anchor(status: str) -> str:
+    return _anchor(f"image-status {status}")
+
+
+def image_status_reference(arg: str | None = None) -> str:
+    """Every value of ``figures.image_status`` with what it means and what to do, from
+    ``sciga.schemas.images.IMAGE_STATUSES``, and whether it counts as a figure without an image."""
+    from sciga.schemas.images import BY_DESIGN, EMBEDDED, IMAGE_STATUSES, ON_REQUEST, counts_as_missing
+
+    if arg:
+        raise DocsError(f"unknown argument {arg!r} of sciga:image-statuses (none expected)")
+
+    def counted(status: str) -> str:
+        if status in BY_DESIGN:
+            return "no (not counted at all)"
+        return "yes" if counts_as_missing(status) else "no"
+
+    lines = [f"{len(IMAGE_STATUSES)} values (`sciga.schemas.images.IMAGE_STATUSES`). **Figures without an image** "
+             "(the build summary, the dataset card, the quality gate's missing-image rate, `sciga evaluate`) are the "
+             f"rows whose status is none of {', '.join(_code(s) for s in (EMBEDDED, *sorted(ON_REQUEST), *sorted(BY_DESIGN)))}, "
+             f"out of the rows that are not {', '.join(_code(s) for s in sorted(BY_DESIGN))}.", "",
+             "| image_status | a figure without an image | what it means and what to do |", "|---|---|---|"]
+    for status, meaning in IMAGE_STATUSES.items():
+        lines.append(f'| <span id="{image_status_anchor(status)}"></span>{_code(status)} | {counted(status)} | '
+                     f"{_escape(meaning)} |")
+    return "\n".join(lines).strip() + "\n"
+
+
 # ------------------------------------------------------------------ dead letters
 
 STAGE_TITLES = {
@@ -466,6 +497,7 @@ MARKERS = {
     "data": lambda arg: data_reference(),
     "gate": gate_reference,
     "dead-letters": lambda arg: dead_letter_reference(),
+    "image-statuses": image_status_reference,
     "code-map": lambda arg: code_map(),
     "readme": readme_for_site,
 }

@@ -2,7 +2,7 @@
 
 - Every ``<!-- sciga:NAME ARG -->`` marker of a page is replaced by the Markdown that
   scripts/docs_gen.py makes from the code (CLI reference, data reference, gate
-  expectations, dead-letter reasons, code map, the README as the home page).
+  expectations, dead-letter reasons, image statuses, code map, the README as the home page).
 - The CLI page gets a section for every `sciga` command it does not name yet.
 - A repository path written in backticks on a page (`transforms/vision/decode.py`,
   `bench/scale.py`, `tests/test_gcs_*.py`) must exist: a page that names a file the tree no

@@ -29,7 +29,7 @@ from conftest import ROOT, sample_build_args
 
 WORKER_IMAGE = "us-central1-docker.pkg.dev/sciga-test/sciga/worker:0.1.0"
 GPU_OPTION = "worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"
-STAGES = ["Inputs", "NonEmpty", "Spread", "Plan", "Parse", "RecoverFromTex", "Link", "Vision", "AllFailed", "AllReused",
+STAGES = ["Inputs", "NonEmpty", "Decode", "Spread", "Plan", "Parse", "RecoverFromTex", "Link", "Vision", "AllFailed", "AllReused",
           "Write"]
 
 
@@ -236,7 +236,7 @@ def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
     # Nothing finalized: no shards, no manifest; the staging folder the template reads is kept.
     built = [p.removeprefix("sciga-template/build/") for p in fs.find("sciga-template/build")]
     assert not [p for p in built if not p.startswith(".staging/")]
-    assert any(p.endswith("/inputs.txt") for p in built)
+    assert any(p.endswith("/inputs.jsonl") for p in built)
 
 
 # ------------------------------------------------------------------ remote paths

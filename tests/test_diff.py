@@ -216,7 +216,7 @@ def test_only_shards_that_differ_are_read_and_without_a_manifest_all_are(build_c
 
 
 def test_a_schema_change_is_reported_not_a_crash(build_copy, tmp_path):
-    """The next schema adds figures.image_uri / image_status and drops image_error (as a
+    """The next schema adds figures.image_sha256 / image_note and drops image_error (as a
     change in flight does): reported once; no paper looks changed for it."""
     from sciga.explore.diff import diff_builds
     from sciga.explore.diff_report import summary_text
@@ -227,21 +227,21 @@ def test_a_schema_change_is_reported_not_a_crash(build_copy, tmp_path):
     path = shard(build_copy, "figures")
     table = pq.read_table(path)
     fields = [f for f in SCHEMAS["figures"] if f.name != "image_error"]
-    fields.insert(11, pa.field("image_uri", pa.string()))
-    fields.insert(12, pa.field("image_status", pa.string()))
-    schema = pa.schema(fields, metadata={b"sciga.schema_version": b"1.2.0", b"sciga.config": b"figures"})
-    rows = [{**{k: v for k, v in r.items() if k != "image_error"}, "image_uri": None,
-             "image_status": "ok" if r["image"] else "missing"} for r in table.to_pylist()]
+    fields.insert(11, pa.field("image_sha256", pa.string()))
+    fields.insert(12, pa.field("image_note", pa.string()))
+    schema = pa.schema(fields, metadata={b"sciga.schema_version": b"1.3.0", b"sciga.config": b"figures"})
+    rows = [{**{k: v for k, v in r.items() if k != "image_error"}, "image_sha256": None,
+             "image_note": "ok" if r["image"] else "missing"} for r in table.to_pylist()]
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     with diff_builds(str(old), str(build_copy)) as d:
         assert [(c.config, c.column, c.change) for c in d.schema] == [
-            ("figures", "image_error", "removed"), ("figures", "image_uri", "added"), ("figures", "image_status", "added")]
-        assert d.schema_versions == (["1.1.0"], ["1.1.0", "1.2.0"])
+            ("figures", "image_error", "removed"), ("figures", "image_sha256", "added"), ("figures", "image_note", "added")]
+        assert d.schema_versions == (["1.2.0"], ["1.2.0", "1.3.0"])
         assert d.changed == 0 and d.added == 0 and d.removed == 0 and not d.empty
         text = summary_text(d)
-    assert "figures.image_uri added (string)" in text and "figures.image_error removed (was string)" in text
+    assert "figures.image_sha256 added (string)" in text and "figures.image_error removed (was string)" in text
     rc, out, err = diff(str(old), str(build_copy))
-    assert rc == 0 and "image_status added" in out, err
+    assert rc == 0 and "image_note added" in out, err
 
 
 def test_mistakes_are_one_sentence(sample_build, tmp_path):

@@ -145,14 +145,35 @@ def _literals(node) -> list[str]:
     return []
 
 
+def _class_name(node) -> str | None:
+    """``OutsideRootError`` for ``OutsideRootError`` and ``input_files.OutsideRootError``."""
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _kind_values(node, kind_classes: dict[str, str], caught: dict[int, list[str]]) -> list[str]:
+    """The error types ``X.kind`` can be, for exception classes that name their error type in a
+    class attribute (``class OutsideRootError(OSError): kind = "outside_input"``): the class's
+    own for ``OutsideRootError.kind``; for ``e.kind`` those of the classes ``except (A, B) as e``
+    catches, or, for an ``e`` passed in as a parameter, every such class's (over, never under)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "kind" and isinstance(node.value, ast.Name)):
+        return []
+    if node.value.id in kind_classes:
+        return [kind_classes[node.value.id]]
+    if id(node) in caught:
+        return [kind_classes[c] for c in caught[id(node)] if c in kind_classes]
+    return sorted(set(kind_classes.values()))
+
+
 def emitted_error_types() -> dict[str, set]:
     """error type -> {(stage or None, "file:line")} for every place the code sets one: calls
     of a class or function with an ``error_type`` parameter (``StageError``, ``ParseError``,
     ``ArxivApiError``, helpers) and of ``FetchError`` (its ``kind``), ``DeadLetter(...)``,
-    assignments to ``.error_type``, and the ``(error_type, why)`` tuples returned by the
-    ``*_problem`` functions."""
+    assignments to ``.error_type``, the ``(error_type, why)`` tuples returned by the
+    ``*_problem`` functions, and the ``kind`` class attribute of an exception passed as the
+    error type (``StageError("read", OutsideRootError.kind, ...)``, ``e.kind``)."""
     trees = {p: ast.parse(p.read_text(encoding="utf-8")) for d in PACKAGE_DIRS for p in (ROOT / d).rglob("*.py")}
     position: dict[str, int] = {}
+    kind_classes: dict[str, str] = {}
     for tree in trees.values():
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
@@ -161,7 +182,13 @@ def emitted_error_types() -> dict[str, set]:
                 key = "kind" if node.name == "FetchError" else "error_type"
                 if key in names:
                     position[node.name] = names.index(key)
-            elif isinstance(node, ast.FunctionDef):
+                for b in node.body:
+                    if isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str) \
+                            and any(isinstance(t, ast.Name) and t.id == "kind" for t in b.targets):
+                        kind_classes[node.name] = b.value.value
+            elif isinstance(node, ast.FunctionDef) and not node.name.startswith("__"):
+                # (an ``__init__`` is its class's, above: ``super().__init__(errno, message)`` of an
+                # OSError subclass is no call of StageError's ``__init__``)
                 names = [a.arg for a in node.args.args]
                 names = names[1:] if names[:1] == ["self"] else names
                 if "error_type" in names:
@@ -172,6 +199,17 @@ def emitted_error_types() -> dict[str, set]:
         where = path.relative_to(ROOT).as_posix()
         constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
                      and isinstance(n.value, ast.Constant) for t in n.targets if isinstance(t, ast.Name)}
+        caught: dict[int, list[str]] = {}  # id of an ``e.kind`` node -> the classes ``except ... as e`` catches
+        for handler in ast.walk(tree):
+            if isinstance(handler, ast.ExceptHandler) and handler.name and handler.type is not None:
+                types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+                classes = [c for c in map(_class_name, types) if c]
+                for n in (n for stmt in handler.body for n in ast.walk(stmt)):
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == handler.name:
+                        caught[id(n)] = classes
+
+        def values(node, caught=caught):
+            return _literals(node) + _kind_values(node, kind_classes, caught)
 
         def stage_of(node, constants=constants):
             if isinstance(node, ast.Constant):
@@ -184,7 +222,7 @@ def emitted_error_types() -> dict[str, set]:
                 name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
                 kw = {k.arg: k.value for k in node.keywords}
                 if name == "DeadLetter" and "error_type" in kw:
-                    for v in _literals(kw["error_type"]):
+                    for v in values(kw["error_type"]):
                         found[v].add((stage_of(kw["stage"]) if "stage" in kw else None, f"{where}:{node.lineno}"))
                 elif name in position:
                     i = position[name]
@@ -194,7 +232,7 @@ def emitted_error_types() -> dict[str, set]:
                         stage = stage_of(node.args[0])
                     elif name == "ParseError":
                         stage = stage_of(kw["stage"]) if "stage" in kw else "parse"
-                    for v in _literals(arg) if arg is not None else []:
+                    for v in values(arg) if arg is not None else []:
                         found[v].add((stage, f"{where}:{node.lineno}"))
             elif isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -307,10 +345,20 @@ def test_the_scan_finds_a_new_error_type(tmp_path, monkeypatch):
                                    "        pass\nclass FetchError(Exception):\n    def __init__(self, kind, m):\n"
                                    "        pass\nclass ArxivApiError(Exception):\n    def __init__(self, error_type, m):\n"
                                    "        pass\n")
+    (pkg / "refusals.py").write_text(
+        'class Linked(OSError):\n    kind = "linked_out"\n\n    def __init__(self, path):\n'
+        '        super().__init__(13, f"{path} links out")\n\n'
+        'class Piped(OSError):\n    kind = "piped"\n\n'
+        'def g(path):\n    raise StageError("read", Linked.kind, "x")\n\n'
+        'def h(path):\n    try:\n        pass\n    except (Piped,) as e:\n        raise StageError("read", e.kind, "x")\n')
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE_DIRS", ("transforms",))
     found = emitted_error_types()
     assert found["brand_new_reason"] == {("new", "transforms/new_stage.py:4")}
+    # an exception class that names its error type in ``kind``, by name or caught as ``e``
+    assert found["linked_out"] == {("read", "transforms/refusals.py:11")}
+    assert found["piped"] == {("read", "transforms/refusals.py:17")}
+    assert not any("links out" in t for t in found)  # OSError's own __init__ is no StageError
 
 
 # ------------------------------------------------------------------ the CLI reference
@@ -350,23 +398,24 @@ def test_a_command_without_a_section_gets_one():
 
 
 def test_a_new_command_appears_in_the_reference_by_itself(monkeypatch):
-    """A command another change adds to ``COMMANDS`` (say `sciga show`) is in the generated
+    """A command another change adds to ``COMMANDS`` (say `sciga peek`) is in the generated
     CLI page, with its flags, without anyone editing the docs."""
     import types
 
     from sciga.pipelines import cli
 
-    module = types.ModuleType("fake_show")
-    module.add_arguments = lambda p: (p.add_argument("id", metavar="ID", help="the paper to show"),
+    assert "peek" not in docs_gen.command_names()  # a command no change has added (yet)
+    module = types.ModuleType("fake_peek")
+    module.add_arguments = lambda p: (p.add_argument("id", metavar="ID", help="the paper to peek at"),
                                       p.add_argument("--build", metavar="OUT", help="the build folder"))
     module.run = lambda args, rest: 0
-    monkeypatch.setitem(sys.modules, "fake_show", module)
-    monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + (cli.Command("show", "fake_show", "one paper's record"),))
+    monkeypatch.setitem(sys.modules, "fake_peek", module)
+    monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + (cli.Command("peek", "fake_peek", "a glance at one paper"),))
     monkeypatch.setattr(docs_gen, "_PARSER_CACHE", {})
     page = docs_gen.expand_markers(docs_gen.cli_page((DOCS / "reference" / "cli.md").read_text(encoding="utf-8")))
-    section = page.split("## `sciga show`", 1)[1]
-    assert "one paper's record." in section and "| `--build OUT` |" in section and "the build folder" in section
-    assert "[`sciga show`](#sciga-show)" in page  # listed with the other commands
+    section = page.split("## `sciga peek`", 1)[1]
+    assert "a glance at one paper." in section and "| `--build OUT` |" in section and "the build folder" in section
+    assert "[`sciga peek`](#sciga-peek)" in page  # listed with the other commands
 
 
 def test_cli_page_has_a_section_per_command():

@@ -24,6 +24,9 @@ from sources_fixtures import FaultServer, Route
 
 from conftest import ROOT, SAMPLES
 
+# The harvest serves pages without their images (--parts meta,html, --no-tex): every figure is
+# without an image, which the gate fails by default (--max-missing-image-rate 0.5).
+NO_IMAGES_GATE = ("--max-missing-image-rate", "1")
 TOKEN = "hf_sciga_TEST_update_token_7a8b9c"
 REPO = "sciga-org/living"
 PAGES = [SAMPLES / "html" / d / f"{d}.html" for d in ("2511.99001", "2511.99002", "2511.99003")]
@@ -85,12 +88,12 @@ class World:
     def update(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "sciga", "update", str(self.out), *args,
                                "--endpoint", self.hub.url, "--no-progress", "--image-check", "header",
-                               "--retry-backoff", "0.01"],
+                               "--retry-backoff", "0.01", *NO_IMAGES_GATE],
                               cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=timeout)
 
     def popen(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "sciga", "update", str(self.out), *args, "--endpoint", self.hub.url,
-                                 "--no-progress", "--image-check", "header"],
+                                 "--no-progress", "--image-check", "header", *NO_IMAGES_GATE],
                                 cwd=ROOT, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def revise(self) -> dict:
@@ -239,6 +242,10 @@ def test_first_run_mistakes_are_one_sentence(tmp_path):
         (["--cache", str(tmp_path / "c"), "--category", "cs", "--repo-id", "not a repo"], "--repo-id"),
         (["--cache", str(tmp_path / "c"), "--category", "cs", "--input", "x"], "--input is not a flag of `sciga update`"),
         (["--cache", "gs://bucket/cache", "--category", "cs"], "must be a local folder"),
+        # build flags pass through `sciga update` to the build: a misspelled one is still caught,
+        # and a bad value of a real one is refused before anything runs
+        (["--cache", str(tmp_path / "c"), "--category", "cs", "--wokers", "2"], "--wokers (did you mean --workers?)"),
+        (["--cache", str(tmp_path / "c"), "--category", "cs", "--workers", "0"], "argument --workers"),
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
     env.update(PYTHONPATH=str(ROOT), HF_HOME=str(tmp_path / "hf"))

@@ -15,15 +15,20 @@ from __future__ import annotations
 
 
 class StageError(Exception):
-    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None):
+    """``transient``: the failure may not happen again (a tool killed by a signal, a
+    timeout, an I/O error), so a result made with it is never kept as final."""
+
+    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None,
+                 transient: bool = False):
         super().__init__(message)
         self.stage = stage
         self.error_type = error_type
         self.message = message
         self.paper_id = paper_id
+        self.transient = transient
 
     def __reduce__(self):  # keep picklable across Beam workers
-        return (type(self), (self.stage, self.error_type, self.message, self.paper_id))
+        return (type(self), (self.stage, self.error_type, self.message, self.paper_id, self.transient))
 
 
 class UserError(Exception):

@@ -24,6 +24,7 @@ import io
 import json
 import os
 import posixpath
+import stat
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict
@@ -36,6 +37,7 @@ import pyarrow.ipc as ipc
 from sciga.schemas.arrow import SCHEMAS
 from sciga.schemas.build import FileDep
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
+from sciga.transforms.common.input_files import fs_and_path, is_local, local_path, open_input
 
 STORE_DIR = ".sciga"
 RESULTS = "results"
@@ -76,18 +78,15 @@ def change_token(info: Mapping) -> Optional[str]:
     return None
 
 
-def _is_local(uri: str) -> bool:
-    return "://" not in uri and "::" not in uri
-
-
 def file_info(uri: str) -> Optional[dict]:
     """fsspec info of a file, None when there is no file."""
-    if _is_local(uri):
+    if is_local(uri):
+        path = local_path(uri)
         try:
-            st = os.stat(uri)
+            st = os.stat(path)
         except OSError:
             return None
-        if not os.path.isfile(uri):
+        if not stat.S_ISREG(st.st_mode):  # a folder (or a FIFO, a device: never a valid file dependency)
             return {"type": "directory", "size": 0, "mtime": st.st_mtime_ns}
         return {"type": "file", "size": st.st_size, "mtime": st.st_mtime_ns}
     fs, path = fsspec.core.url_to_fs(uri)
@@ -98,11 +97,12 @@ def file_info(uri: str) -> Optional[dict]:
     return info
 
 
-def hash_file(uri: str, limit: Optional[int] = None) -> tuple[str, int]:
-    """(sha256, size) of a file's content, streamed."""
+def hash_file(uri: str, limit: Optional[int] = None, root: Optional[str] = None) -> tuple[str, int]:
+    """(sha256, size) of a file's content, streamed; a local file must be a regular file
+    (inside ``root`` when given: ``input_files.open_input``)."""
     h = hashlib.sha256()
     n = 0
-    with fsspec.open(uri, "rb") as f:
+    with open_input(uri, root) as f:
         while True:
             chunk = f.read(READ_CHUNK)
             if not chunk:
@@ -143,7 +143,7 @@ def absent_dep(uri: str) -> FileDep:
 
 def dir_dep(uri: str) -> FileDep:
     """A folder read as a whole (an extracted TeX tree): names, sizes and tokens of its files."""
-    fs, path = fsspec.core.url_to_fs(uri)
+    fs, path = fs_and_path(uri)
     h = hashlib.sha256()
     try:
         found = fs.find(path, detail=True)

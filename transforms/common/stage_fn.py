@@ -31,8 +31,13 @@ def mark_dead(work: PaperWork, exc: BaseException, stage: str) -> PaperWork:
     work.paper = None
     work.figure_rows, work.mentions, work.made_images = [], [], {}
     work.dead = [dl]
-    work.cacheable = work.cacheable and dl.error_type not in TRANSIENT_ERRORS
+    work.cacheable = work.cacheable and not is_transient(exc, dl.error_type)
     return work
+
+
+def is_transient(exc: BaseException, error_type: str) -> bool:
+    """A failure that may pass on a rerun: its result is not remembered as final."""
+    return error_type in TRANSIENT_ERRORS or bool(getattr(exc, "transient", False))
 
 
 class PaperStageFn(beam.DoFn):

@@ -10,7 +10,7 @@ from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.sentences import NONE, PYSBD, Sentencizer
-from sciga.transforms.link.stage import STAGE, link_paper
+from sciga.transforms.link.stage import SENTENCE_CUT, STAGE, link_paper
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,9 @@ class LinkPaper(PaperStageFn):
         link_paper(work.paper, sentencizer=self.sentencizer)
         work.mentions = mention_rows(work.paper)
         for why, n in sorted(work.paper.rejected_mentions.items()):
+            if why == SENTENCE_CUT:
+                work.count("sentences_cut", n)  # the manifest's stats say how many sentences were cut
+                continue
             work.count(f"mentions_rejected_{why}", n)  # e.g. "Figure 1 of [12]": another work's figure
         return [work]
 

@@ -34,12 +34,32 @@ _ET_AL_RE = re.compile(r"\bet al\.(?=\s*[(\[,;:a-z0-9']|\s*$)")
 # Inline enumerations ("are: (i) a router, (ii) a memory, and (iii) ...") are not sentence
 # starts, but pysbd reads "(ii)" as a list item.
 _INLINE_ENUM_RE = re.compile(r"(?:(?<=[,:;]\s)|(?<=\band\s)|(?<=\bor\s))\((?:[ivx]{1,5}|[a-h]|\d{1,2})\)")
-_MATH_RE = re.compile(r"<MATH>.*?</MATH>|<TAG>.*?</TAG>", re.S)
+_TOKEN_RE = re.compile(r"</?(MATH|TAG)>")
 # A parenthetical with no sentence punctuation inside ("(Sect. 4)" once "Sect." is
 # protected) cannot hold a boundary, but pysbd reads its "4)" as a list item: blank the
 # brackets.
 _PLAIN_PARENS_RE = re.compile(r"\([^()\[\].!?]{1,200}\)")
 _STOPS_RE = re.compile(r"[.!?]")
+
+
+def _token_blocks(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every ``<MATH> ... </MATH>`` and ``<TAG> ... </TAG>`` block, as the
+    lazy pattern ``<MATH>.*?</MATH>|<TAG>.*?</TAG>`` finds them, in one pass: the pattern
+    rescans to the end for every opener that is never closed, which a page that writes
+    "&lt;MATH&gt;" many times turns quadratic."""
+    tokens = list(_TOKEN_RE.finditer(text))
+    last_close = {m.group(1): m.start() for m in tokens if m.group(0).startswith("</")}
+    out: list[tuple[int, int]] = []
+    name, start = None, 0
+    for m in tokens:
+        closing = m.group(0).startswith("</")
+        if name is None:
+            if not closing and last_close.get(m.group(1), -1) > m.start():
+                name, start = m.group(1), m.start()
+        elif closing and m.group(1) == name:
+            out.append((start, m.end()))
+            name = None
+    return out
 
 
 def protect(text: str, spans: Iterable[tuple[int, int]] = ()) -> str:
@@ -52,8 +72,8 @@ def protect(text: str, spans: Iterable[tuple[int, int]] = ()) -> str:
             if chars[i] in ".!?":
                 chars[i] = "_"
 
-    for m in _MATH_RE.finditer(text):
-        blank(m.start(), m.end())
+    for a, b in _token_blocks(text):
+        blank(a, b)
     for a, b in spans:
         # Also "(a)" and dashes: pysbd reads "Figure 2(a) shows" as an enumerated list item
         # and starts a sentence at "(a)".
@@ -151,14 +171,15 @@ class Sentencizer:
         self.nlp = load_pipeline(self.name)
 
     @staticmethod
-    def _evident(prot: str, c: list[int], k: int) -> bool:
+    def _evident(prot: str, c: list[int], k: int, balanced_before: Optional[bool] = None) -> bool:
         lo, hi = c[k], c[k + 1]
         block = prot[lo:hi].rstrip()
         body = block[:-1] if block and block[-1] in ".!?" else block
         body = body.rstrip("\"')]")
         if _INNER_STOP_RE.search(body) or '"' in block or "\n" in block:
             return False
-        if not _balanced(block) or not _balanced(prot[:lo]):
+        before = balanced_before if balanced_before is not None else _balanced(prot[:lo])
+        if not _balanced(block) or not before:
             return False
         if lo > 0 and not _real_boundary(prot, lo):
             return False
@@ -183,25 +204,34 @@ class Sentencizer:
 
     def sentences(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
                   ) -> list[list[tuple[int, int]]]:
-        """For each text, the (start, end) of the sentence holding each of its spans."""
+        """For each text, the (start, end) of the sentence holding each of its spans.
+
+        Time and memory are linear in the text length (``bounded``): no window handed to
+        the segmenter exceeds ``MAX_WINDOW`` characters, and a sentence longer than
+        ``MAX_SENTENCE`` is cut around its mention. ``self.cut`` counts the mentions whose
+        sentence was cut in the last call."""
+        self.cut = 0
         if self.nlp is None:
             return [[(0, len(t))] * len(sp) for t, sp in zip(texts, spans)]
         # jobs: [text index, span index, window (block lo, block hi)]
         result = [[(0, len(t))] * len(sp) for t, sp in zip(texts, spans)]
-        prepared, cuts, jobs = [], [], []
+        prepared, cuts, jobs, balanced = [], [], [], []
         for ti, (text, sp) in enumerate(zip(texts, spans)):
             prot = protect(text, sp)
             c = [0] + [m.end() for m in _STRONG_RE.finditer(prot)] + [len(text)]
             prepared.append(prot)
             cuts.append(c)
-            for si, (a, _) in enumerate(sp):
+            balanced.append(_balanced_at_cuts(prot, c))
+            for si, (a, b) in enumerate(sp):
                 k = max(0, bisect_right(c, a) - 1)
-                if self.shortcut and self._evident(prot, c, k):
-                    lo, hi = c[k], c[k + 1]
-                    while lo < hi and text[lo].isspace():
-                        lo += 1
-                    while hi > lo and text[hi - 1].isspace():
-                        hi -= 1
+                if c[k + 1] - c[k] > MAX_STRETCH:
+                    # No candidate boundary for a long way (a caption of mentions, a giant
+                    # formula): no segmenter run, the mention's stretch cut around it.
+                    result[ti][si] = cut_around(text, c[k], c[k + 1], a, b)
+                    self.cut += 1
+                    continue
+                if self.shortcut and self._evident(prot, c, k, balanced[ti][k]):
+                    lo, hi = _strip(text, c[k], c[k + 1])
                     result[ti][si] = (lo, hi)
                     continue
                 jobs.append([ti, si, max(0, k - 1), min(len(c) - 1, k + 2)])
@@ -219,15 +249,70 @@ class Sentencizer:
                 c = cuts[ti]
                 sents = cache[(ti, lo, hi)]
                 a, b = sentence_of(sents, spans[ti][si][0])
-                w_start, w_end = c[lo], len(texts[ti][:c[hi]].rstrip())
+                w_start, w_end = c[lo], _strip(texts[ti], c[lo], c[hi])[1]
                 grow_left = a <= w_start and lo > 0
                 grow_right = b >= w_end and hi < len(c) - 1
+                new_lo, new_hi = lo - 1 if grow_left else lo, hi + 1 if grow_right else hi
+                if (grow_left or grow_right) and c[new_hi] - c[new_lo] <= MAX_WINDOW:
+                    again.append([ti, si, new_lo, new_hi])
+                    continue
                 if grow_left or grow_right:
-                    again.append([ti, si, lo - 1 if grow_left else lo, hi + 1 if grow_right else hi])
-                else:
-                    result[ti][si] = (a, b)
+                    self.cut += 1  # the sentence goes on past the largest window: cut at its edge
+                result[ti][si] = (a, b)
             jobs = again
+        for ti, sp in enumerate(spans):
+            for si, (a, b) in enumerate(sp):
+                lo, hi = result[ti][si]
+                if hi - lo > MAX_SENTENCE:
+                    result[ti][si] = cut_around(texts[ti], lo, hi, a, b)
+                    self.cut += 1
         return result
+
+
+# Bounds that keep sentence finding linear in the text (real sentences around a mention in
+# the corpus are at most ~630 characters; pysbd's cost per character grows with the window).
+MAX_STRETCH = 2_000  # longer stretches without a candidate boundary are not segmented, only cut
+MAX_WINDOW = 6_000  # a window handed to the segmenter never grows past this
+MAX_SENTENCE = 2_000  # a mention's sentence is at most this long (cut around the mention)
+
+
+def _strip(text: str, lo: int, hi: int) -> tuple[int, int]:
+    """``text[lo:hi]`` without the white space at its ends, as (start, end); scans only the
+    white space (no copy of the text)."""
+    while lo < hi and text[lo].isspace():
+        lo += 1
+    while hi > lo and text[hi - 1].isspace():
+        hi -= 1
+    return lo, hi
+
+
+def cut_around(text: str, lo: int, hi: int, a: int, b: int) -> tuple[int, int]:
+    """At most ``MAX_SENTENCE`` characters of ``text[lo:hi]`` around the mention ``[a, b)``,
+    cut at white space where there is some near the edges."""
+    room = max(0, MAX_SENTENCE - (b - a))
+    start = max(lo, a - room // 2)
+    end = min(hi, start + MAX_SENTENCE)
+    start = max(lo, min(start, end - MAX_SENTENCE))
+    if start > lo:
+        sp = text.find(" ", start, min(a, start + 80))
+        start = sp + 1 if sp >= 0 else start
+    if end < hi:
+        sp = text.rfind(" ", max(b, end - 80), end)
+        end = sp if sp >= 0 else end
+    return _strip(text, start, end)
+
+
+def _balanced_at_cuts(prot: str, cuts: list[int]) -> list[bool]:
+    """For each cut, whether the brackets before it are balanced: one pass over the text
+    (asking ``_balanced(prot[:cut])`` per mention would cost the text length each time)."""
+    out, rnd, sq, prev = [], 0, 0, 0
+    for cut in cuts:
+        block = prot[prev:cut]
+        rnd += block.count("(") - block.count(")")
+        sq += block.count("[") - block.count("]")
+        out.append(rnd == 0 and sq == 0)
+        prev = cut
+    return out
 
 
 def _roomy_regex_cache(size: int = 4096) -> None:

@@ -13,7 +13,9 @@ In order:
 Typed mentions of another work's figures that name one of this paper's figure numbers
 ("Figure 1 of [12]", "their Figure 4", "(see figure 3 of Kim et al., 2021)" inside a
 citation, whose spans the parser kept) are not linked; their count is left on the paper
-(``Paper.rejected_mentions["other_work"]``, transient) for the build's stats.
+(``Paper.rejected_mentions["other_work"]``, transient) for the build's stats, and so is the
+number of mentions whose sentence was cut to a bounded window (``SENTENCE_CUT``: a caption
+of thousands of characters without a sentence boundary; see ``sentences.MAX_SENTENCE``).
 
 The mentions config is then a plain projection of the linked paper (``mentions.py``), so a
 paper that a later stage dead-letters leaves no mention rows behind.
@@ -26,11 +28,12 @@ from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import Paper, RefSpan
-from sciga.transforms.link.sentences import Sentencizer
+from sciga.transforms.link.sentences import MAX_SENTENCE, Sentencizer, cut_around
 from sciga.transforms.link.spans import link_text
 from sciga.transforms.link.subcaptions import add_split_subcaptions
 from sciga.transforms.link.targets import FigureIndex
 
+SENTENCE_CUT = "sentence_cut"  # key of Paper.rejected_mentions: mentions whose sentence was cut
 STAGE = "link"
 _KEYWORD_HINT = re.compile(r"fig", re.I)
 
@@ -81,12 +84,17 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
         if kind == "title" or sentencizer is None:
             for s in fig_spans:
                 s.sentence_start, s.sentence_end = (0, len(text)) if kind == "title" else (None, None)
+                if kind == "title" and len(text) > MAX_SENTENCE:  # a title is one sentence; a giant one is cut
+                    s.sentence_start, s.sentence_end = cut_around(text, 0, len(text), s.start, s.end)
+                    rejected[SENTENCE_CUT] = rejected.get(SENTENCE_CUT, 0) + 1
             continue
         to_segment.append((text, fig_spans))
     paper.rejected_mentions = rejected  # recomputed on every run: linking twice counts once
     if sentencizer is not None and to_segment:
         bounds = sentencizer.sentences([t for t, _ in to_segment],
                                        [[(s.start, s.end) for s in fs] for _, fs in to_segment])
+        if sentencizer.cut:  # sentences cut to a bounded window (no boundary for thousands of characters)
+            rejected[SENTENCE_CUT] = rejected.get(SENTENCE_CUT, 0) + sentencizer.cut
         for (_, fig_spans), sents in zip(to_segment, bounds):
             for s, (a, b) in zip(fig_spans, sents):
                 s.sentence_start, s.sentence_end = a, b

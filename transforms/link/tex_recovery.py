@@ -14,10 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
-import fsspec
-
 from sciga.schemas import ids
 from sciga.schemas.records import Image, Paper, Subfigure
+from sciga.transforms.common.input_files import file_size, parent_of, read_input
 from sciga.transforms.link.tex_figure_match import (
     DEFAULT_NUMBER_MIN_JACCARD,
     DEFAULT_THRESHOLD,
@@ -61,15 +60,15 @@ def image_problem(img: Image, page_uri: Optional[str], check_blank: bool = True)
     if not page_uri:
         return None
     cands = candidate_paths(page_uri, img.path)
+    root = parent_of(page_uri)
     for cand in cands:
-        fs, p = fsspec.core.url_to_fs(cand)
         try:
-            if not fs.isfile(p):
+            size = file_size(cand, root)  # a link out of the page's folder or a FIFO: OSError, not read
+            if size is None:
                 continue
-            if check_blank and img.kind == "raster" and fs.size(p) <= BLANK_CHECK_MAX_BYTES:
-                with fs.open(p, "rb") as f:
-                    if is_blank(f.read()):
-                        return "blank"
+            if check_blank and img.kind == "raster" and size <= BLANK_CHECK_MAX_BYTES:
+                if is_blank(read_input(cand, root, BLANK_CHECK_MAX_BYTES)):
+                    return "blank"
             return None
         except OSError:
             continue

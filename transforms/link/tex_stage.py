@@ -22,7 +22,7 @@ from apache_beam.metrics import Metrics
 from sciga.schemas.build import PaperWork
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.common.result_store import absent_dep, stat_dep
-from sciga.transforms.common.stage_fn import PaperStageFn
+from sciga.transforms.common.stage_fn import PaperStageFn, is_transient
 from sciga.transforms.link.tex_figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
 from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
 
@@ -93,6 +93,8 @@ class RecoverFromTex(PaperStageFn):
             self.unusable.inc()
             dl = dead_letter_from(e, STAGE, uri, paper.id)
             dl.scope = "part"
+            if is_transient(e, dl.error_type):
+                work.cacheable = False  # an I/O error reading the e-print: the next build tries it again
             work.dead.append(dl)
             work.count("tex_sources_dead_lettered")
             return [work]
@@ -133,6 +135,8 @@ class RecoverFromTex(PaperStageFn):
                 work.made_images[name] = png
             else:
                 work.made_image_errors[name] = err.message
+                if err.transient:
+                    work.cacheable = False  # interrupted or timed out: not a final result
 
 
 class RecoverFiguresFromTex(beam.PTransform):

@@ -17,7 +17,13 @@ from sciga.transforms.common.result_store import absent_dep, file_dep, result_ke
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES
 from sciga.transforms.parse.latexml_html import parse_latexml_html
-from sciga.transforms.sources.local_files import fallback_paper_id, find_sidecar, read_bytes, sidecar_meta
+from sciga.transforms.sources.local_files import (
+    fallback_paper_id,
+    find_sidecar,
+    read_bytes,
+    read_sidecar_bytes,
+    sidecar_meta,
+)
 
 
 @dataclass(frozen=True)
@@ -50,10 +56,7 @@ class ParsePage(PaperStageFn):
             # Not hashed by the plan, or changed since: filed under what was read now.
             work.key = result_key(work.uri, sha, self.fingerprint)
         found, looked = find_sidecar(work.uri, self.options.metadata_dir)
-        side = None
-        if found is not None:
-            with _open(found) as f:
-                side = f.read()
+        side = read_sidecar_bytes(found) if found is not None else None
         work.deps.extend(absent_dep(u) for u in looked)
         if found is not None:
             work.deps.append(file_dep(found, side))
@@ -62,12 +65,6 @@ class ParsePage(PaperStageFn):
         work.paper = parse_latexml_html(data, meta, input_uri=work.uri, fallback_id=fid, fallback_id_source=how,
                                         source=self.options.source, max_bytes=self.options.max_page_bytes)
         return [work]
-
-
-def _open(uri: str):
-    import fsspec
-
-    return fsspec.open(uri, "rb")
 
 
 class ParsePapers(beam.PTransform):

@@ -18,6 +18,7 @@ import fsspec
 
 from sciga.schemas import ids
 from sciga.transforms.common.errors import StageError
+from sciga.transforms.common.input_files import NotAFileError, open_input
 
 PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz")
 
@@ -37,9 +38,8 @@ def _abs(uri: str) -> str:
 def iter_pages(dump_uri: str) -> Iterator[tuple[str, int]]:
     """(member name, uncompressed size) of every page in a dump, in archive order.
     Members with unsafe names (absolute, ``..``) are skipped."""
-    fs, path = fsspec.core.url_to_fs(dump_uri)
     try:
-        with fs.open(path, "rb") as f, zipfile.ZipFile(f) as zf:
+        with open_input(dump_uri) as f, zipfile.ZipFile(f) as zf:  # a regular file (a FIFO named .zip never blocks)
             for info in zf.infolist():
                 name = info.filename
                 if info.is_dir() or not name.lower().endswith(PAGE_SUFFIXES):
@@ -47,7 +47,7 @@ def iter_pages(dump_uri: str) -> Iterator[tuple[str, int]]:
                 if name.startswith("/") or ".." in name.split("/"):
                     continue
                 yield name, info.file_size
-    except zipfile.BadZipFile as e:
+    except (zipfile.BadZipFile, NotAFileError) as e:
         raise FileNotFoundError(f"{dump_uri} is not a readable zip archive ({e}); check the dump file.") from None
 
 

@@ -23,6 +23,7 @@ from typing import Optional
 ACM_CODE_RE = re.compile(r"(?<![A-Za-z0-9.])([A-K]\.(?:\d{1,2}|m)(?:\.(?:\d{1,2}|m))?)(?![A-Za-z0-9])")
 MSC_CODE_RE = re.compile(r"(?<![A-Za-z0-9])(\d{2}(?:[A-Z](?:\d{2}|xx|XX)|-(?:XX|xx|\d{2})))(?![A-Za-z0-9])")
 PATH_SEP = " \u2192 "
+MAX_CLASSIFIED_PAGE_BYTES = 256 * 1024 * 1024  # a gzipped page is inflated at most this far (bombs exist)
 
 _MSC_LINE_RE = re.compile(
     r"(?:\bMSC\b|Mathematics\s+Subject\s+Classifications?|AMS\s+(?:subject\s+)?classifications?|"
@@ -167,11 +168,13 @@ def classes_from_html(html: bytes) -> tuple[list[str], list[str]]:
     if not html or b"ltx_" not in html:
         return [], []
     if html[:2] == b"\x1f\x8b":
-        import gzip
+        import zlib
+
+        from sciga.transforms.common.decompress import InflatesTooFar, gunzip_at_most
 
         try:
-            html = gzip.decompress(html)
-        except (OSError, EOFError):
+            html = gunzip_at_most(html, MAX_CLASSIFIED_PAGE_BYTES)
+        except (OSError, EOFError, zlib.error, InflatesTooFar):
             return [], []
     try:
         root = etree.fromstring(html, etree.HTMLParser(huge_tree=True, no_network=True))

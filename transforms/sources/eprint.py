@@ -279,16 +279,18 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
 def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optional[str] = None,
                     limits: Limits = DEFAULT_LIMITS, keep: Callable[[str], bool] = default_keep) -> SourceTree:
     """An already-extracted source folder (local or fsspec), read with the same limits;
-    links and files that resolve outside the folder are skipped, not followed."""
-    import fsspec
+    links, files that resolve outside the folder and anything that is not a regular file
+    (FIFOs, devices) are skipped, not followed; link loops end (``input_files.walk_files``)."""
+    from sciga.transforms.common import input_files
 
     label = label or path
-    fs, root = fsspec.core.url_to_fs(path)
+    fs, root = input_files.fs_and_path(path)
     tree = SourceTree(kind="dir")
     total = 0
-    local = fs.protocol in ("file", "local") or (isinstance(fs.protocol, (tuple, list)) and "file" in fs.protocol)
+    local = input_files.is_local(path)
     real_root = os.path.realpath(root) if local else None
-    for p in sorted(fs.find(root)):
+    found = sorted(input_files.walk_files(root)) if local else sorted(fs.find(root))
+    for p in found:
         rel = posixpath.relpath(p, root)
         name = safe_member_name(rel)
         if name is None:
@@ -297,7 +299,7 @@ def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optiona
         if tree.members > limits.max_members:
             raise _refuse(label, "too_many_members", f"it has more than {limits.max_members} files", paper_id)
         if local:
-            if os.path.islink(p) or not os.path.realpath(p).startswith(real_root + os.sep):
+            if os.path.islink(p) or not input_files.is_inside(p, real_root) or not os.path.isfile(p):
                 tree.skipped.append(name)
                 continue
         if not keep(name):
@@ -309,7 +311,12 @@ def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optiona
         total += size
         if total > limits.max_total_bytes:
             raise _refuse(label, "size_bomb", f"its files exceed {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
-        with fs.open(p, "rb") as f:
+        try:
+            f = input_files.open_local(p, real_root) if local else fs.open(p, "rb")
+        except (input_files.OutsideRootError, input_files.NotAFileError):
+            tree.skipped.append(name)  # changed into a link or a FIFO since it was listed
+            continue
+        with f:
             tree.files[name] = read_counted(f, limits.max_member_bytes, lambda n, name=name: _refuse(
                 label, "size_bomb", f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read", paper_id))
     tree.total_bytes = total

@@ -17,10 +17,12 @@ and so is a page with ``ltx_ERROR`` spans: they are common in good conversions.
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 from urllib.parse import urlsplit
 
+from sciga.transforms.common.decompress import InflatesTooFar, gunzip_at_most
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.endpoints import Endpoints
 from sciga.transforms.sources.http_client import FetchError, PoliteClient
@@ -65,15 +67,14 @@ def generator_of(body: bytes) -> Optional[str]:
 _FATAL_MARKERS = (b"ar5iv-severity-fatal", b"Conversion to HTML had a Fatal error", b"No content available")
 
 
-def failed_conversion(body: bytes) -> Optional[str]:
+def failed_conversion(body: bytes, max_bytes: int = MAX_PAGE_BYTES) -> Optional[str]:
     """Cheap check for a page whose conversion failed (looks at the head and tail only
-    unless a marker is there): the reason, or None."""
+    unless a marker is there): the reason, or None. A gzipped page is inflated to at most
+    ``max_bytes``; one that inflates further is left to the parser, which refuses it."""
     if body[:2] == b"\x1f\x8b":
-        import gzip
-
         try:
-            body = gzip.decompress(body)
-        except (OSError, EOFError):
+            body = gunzip_at_most(body, max_bytes)
+        except (OSError, EOFError, zlib.error, InflatesTooFar):
             return None
     ends = body[:200_000] + body[-200_000:]
     if not any(m in ends for m in _FATAL_MARKERS):
@@ -82,14 +83,14 @@ def failed_conversion(body: bytes) -> Optional[str]:
     return problem[1] if problem and problem[0] == "conversion_failed" else None
 
 
-def conversion_problem(body: bytes, url: str = "") -> Optional[tuple[str, str]]:
+def conversion_problem(body: bytes, url: str = "", max_bytes: int = MAX_PAGE_BYTES) -> Optional[tuple[str, str]]:
     """(error_type, reason) if the page is not a usable LaTeXML conversion, else None."""
     if body[:2] == b"\x1f\x8b":
-        import gzip
-
         try:
-            body = gzip.decompress(body)
-        except (OSError, EOFError):
+            body = gunzip_at_most(body, max_bytes)
+        except InflatesTooFar as e:
+            return "too_large", f"the page is gzipped and {e}"
+        except (OSError, EOFError, zlib.error):
             return "corrupt_page", "the page is a damaged gzip stream"
     if not body.strip():
         return "empty_page", "the server sent an empty page"

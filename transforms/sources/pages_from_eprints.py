@@ -29,7 +29,7 @@ from sciga.schemas import ids
 from sciga.schemas.build import ResultRef
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.sources.latexml_convert import LatexmlOptions
-from sciga.transforms.sources.local_files import META_SUFFIX, stem_of
+from sciga.transforms.sources.local_files import META_SUFFIX, read_sidecar_bytes, stem_of
 
 CONVERT_PREFIX = "latexml:"  # an input-list line asking for a page made from an e-print
 STAGE = "latexml"
@@ -55,7 +55,7 @@ def meta_paper_id(meta_uri: str, data: bytes) -> str:
         pid = json.loads(data.decode("utf-8")).get("id")
     except (ValueError, UnicodeDecodeError, AttributeError):
         pid = None
-    if pid:
+    if pid and isinstance(pid, str):
         return ids.split_version(pid)[0]
     return stem_of(meta_uri[: -len(META_SUFFIX)] + ".html")
 
@@ -108,8 +108,7 @@ class PageFromEprint(beam.DoFn):
         pid = None
         try:
             if meta_uri.endswith(META_SUFFIX):
-                with fsspec.open(meta_uri, "rb") as f:
-                    meta = f.read()
+                meta = read_sidecar_bytes(meta_uri)
                 pid, source = meta_paper_id(meta_uri, meta), None
             else:  # a TeX folder or e-print given as an input: the id is its name, no sidecar needed
                 pid, meta, source = *source_meta(meta_uri), meta_uri
@@ -129,11 +128,7 @@ class PageFromEprint(beam.DoFn):
         page_like = meta_uri[: -len(META_SUFFIX)] + ".html"
         src = source or locate_source(page_like, pid, (*self.options.tex_dirs, posixpath.dirname(meta_uri)))
         if src is not None:
-            fs, p = fsspec.core.url_to_fs(src)
-            if fs.isdir(p):
-                return _pack_dir(fs, p), src
-            with fs.open(p, "rb") as f:
-                return f.read(), src
+            return _read_eprint_source(src, pid), src
         if self.options.bulk is not None:
             return self.options.bulk.source(pid), self.options.bulk.label(pid)
         raise StageError(STAGE, "no_eprint", f"{meta_uri}: paper {pid} has no page and no e-print to convert; fetch its "
@@ -169,18 +164,40 @@ class PageFromEprint(beam.DoFn):
         return page
 
 
-def _pack_dir(fs, path: str) -> bytes:
-    """An extracted source folder as a tar.gz (the converter's input), names sorted."""
+def _read_eprint_source(src: str, pid: str) -> bytes:
+    """The e-print at ``src`` as bytes for the converter: a file as it is, an extracted
+    folder packed as a tar.gz (names sorted). Both are read as the figure stage reads them:
+    inside the folder they were found in, regular files only, within the e-print limits."""
+    from sciga.transforms.common import input_files
+    from sciga.transforms.common.errors import StageError
+    from sciga.transforms.sources.eprint import DEFAULT_LIMITS, read_source_dir
+
+    root = input_files.parent_of(src)
+    fs, path = input_files.fs_and_path(src)
+    try:
+        if fs.isdir(path):
+            if input_files.is_local(src):
+                input_files.check_inside(path, input_files.local_path(root))
+            return _pack_files(read_source_dir(src, label=src, paper_id=pid, keep=lambda _: True).files)
+        data = input_files.read_input(src, root, DEFAULT_LIMITS.max_total_bytes)
+    except (input_files.OutsideRootError, input_files.NotAFileError) as e:
+        raise StageError(STAGE, e.kind, f"{src}: {e.strerror}; the e-print was not read.", pid) from None
+    if len(data) > DEFAULT_LIMITS.max_total_bytes:
+        raise StageError(STAGE, "size_bomb", f"{src} is larger than {DEFAULT_LIMITS.max_total_bytes >> 20} MiB; "
+                         "the e-print was not read.", pid)
+    return data
+
+
+def _pack_files(files: dict) -> bytes:
+    """Files by relative path as a tar.gz (the converter's input), names sorted."""
     import gzip
     import io
     import tarfile
 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in sorted(fs.find(path)):
-            rel = posixpath.relpath(name, path)
-            with fs.open(name, "rb") as f:
-                blob = f.read()
+        for rel in sorted(files):
+            blob = files[rel]
             info = tarfile.TarInfo(rel)
             info.size = len(blob)
             tar.addfile(info, io.BytesIO(blob))

@@ -11,6 +11,7 @@ fixed from the number of inputs before the pipeline starts.
 """
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 from collections.abc import Callable, Mapping, Sequence
@@ -18,14 +19,15 @@ from dataclasses import dataclass
 from typing import Optional
 
 import apache_beam as beam
-import fsspec
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import FileDep, PlannedInput, ResultRef
 from sciga.schemas.records import DeadLetter
+from sciga.transforms.common.input_files import parent_of, read_input
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import ResultStore, dep_still_valid, deps_from_json, hash_file, result_key
 from sciga.transforms.sources.local_files import (
+    MAX_SIDECAR_BYTES,
     META_SUFFIX,
     fallback_paper_id,
     list_inputs,
@@ -58,8 +60,9 @@ def ref_from_header(header: dict, reused: bool) -> ResultRef:
 
 
 def reusable(header: Optional[dict], checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None) -> bool:
-    """A stored result that can stand for the input as it is now."""
-    if not header or not header.get("complete"):
+    """A stored result that can stand for the input as it is now (complete, final: not made
+    while a tool was interrupted or an I/O error struck, and its dependencies unchanged)."""
+    if not header or not header.get("complete") or not header.get("final", True):
         return False
     return all(dep_still_valid(d, checkers) for d in deps_from_json(header.get("deps") or []))
 
@@ -82,7 +85,7 @@ class PlanInput(beam.DoFn):
 
     def process(self, uri: str):
         try:
-            sha, _ = hash_file(uri, limit=self.options.max_page_bytes)
+            sha, _ = hash_file(uri, limit=self.options.max_page_bytes, root=parent_of(uri))
         except Exception:  # noqa: BLE001 - the parse stage reads it again and says what is wrong
             self.planned.inc()
             yield PlannedInput(uri=uri, key=None)
@@ -117,6 +120,17 @@ class PlanInputs(beam.PTransform):
 
 
 # ------------------------------------------------------------------ listing (before the pipeline)
+
+def input_list_lines(inputs: Sequence[str]) -> list[str]:
+    """The lines of a build's input-list file: one JSON string each, ASCII (newlines,
+    ``::``, spaces and any Unicode in a name are escaped, so no name splits or merges)."""
+    return [json.dumps(u, ensure_ascii=True) + "\n" for u in inputs]
+
+
+def input_from_line(line: str) -> str:
+    """An input URI back from its input-list line (``input_list_lines``)."""
+    return json.loads(line)
+
 
 def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[str]:
     """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
@@ -161,11 +175,13 @@ def _meta_id(meta_uri: str) -> Optional[str]:
     named, _ = ids.paper_id_from_filename(posixpath.basename(meta_uri)[: -len(META_SUFFIX)])
     if named:
         return named
+    from sciga.transforms.common.errors import StageError
+    from sciga.transforms.sources.local_files import read_sidecar_bytes
+
     try:
-        with fsspec.open(meta_uri, "rb") as f:
-            return meta_paper_id(meta_uri, f.read())
-    except OSError:
-        return None
+        return meta_paper_id(meta_uri, read_sidecar_bytes(meta_uri))  # contained: a link out is not read
+    except StageError:
+        return None  # the build dead-letters it when it reads it
 
 
 def _meta_key(paper_id: Optional[str]) -> str:
@@ -191,8 +207,7 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
                     out.add(pid)
                 continue
             try:
-                with fsspec.open(uri, "rb") as f:
-                    out.add(meta_paper_id(uri, f.read()))
+                out.add(meta_paper_id(uri, read_input(uri, parent_of(uri), MAX_SIDECAR_BYTES)))
             except OSError:
                 continue
         else:
@@ -202,8 +217,7 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
             elif line.endswith(".html") or ".html" in line:
                 side = line.split(".htm", 1)[0] + META_SUFFIX
                 try:
-                    with fsspec.open(side, "rb") as f:
-                        out.add(meta_paper_id(side, f.read()))
+                    out.add(meta_paper_id(side, read_input(side, parent_of(side), MAX_SIDECAR_BYTES)))
                 except (OSError, ValueError):
                     pass
     return sorted(out)

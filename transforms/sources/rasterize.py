@@ -8,7 +8,9 @@ timeout: a PDF that makes poppler spin or PostScript that loops forever costs at
 are converted with Pillow. Every image is opened with a pixel limit.
 
 Errors are ``StageError(stage="rasterize")`` with a message that names the file and what
-to do; the figure stage records them on the figure row, it does not fail the paper.
+to do; the figure stage records them on the figure row, it does not fail the paper. A tool
+stopped by a signal or by the timeout is a *transient* error: the paper's result is not
+kept as final, so the next build rasterizes the figure again.
 """
 from __future__ import annotations
 
@@ -81,9 +83,14 @@ def _run(cmd: list[str], data: bytes, label: str, what: str, timeout: float) -> 
         proc = subprocess.run(cmd, input=data, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise StageError(STAGE, "timeout", f"{label}: {what} did not finish within {timeout:.0f} s; the figure was skipped "
-                         "(raise --rasterize-timeout if it is genuine).") from None
+                         "(raise --rasterize-timeout if it is genuine).", transient=True) from None
     except OSError as e:
-        raise StageError(STAGE, "tool_failed", f"{label}: {what} could not be started ({e}).") from None
+        raise StageError(STAGE, "tool_failed", f"{label}: {what} could not be started ({e}).", transient=True) from None
+    if proc.returncode < 0:
+        # Killed by a signal (Ctrl-C reaches the whole process group, the OOM killer...): not
+        # the file's fault, and not a result to keep: the next build rasterizes it again.
+        raise StageError(STAGE, "interrupted", f"{label}: {what} was stopped by signal {-proc.returncode}; the figure "
+                         "has no image in this build and is rasterized again by the next one.", transient=True)
     if proc.returncode != 0 or not proc.stdout.startswith(b"\x89PNG"):
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         why = next((ln for ln in err if "rror" in ln), err[0] if err else f"exit code {proc.returncode}")

@@ -14,21 +14,15 @@ import posixpath
 from collections.abc import Sequence
 from typing import Optional
 
-import fsspec
-
 from sciga.schemas import ids
+from sciga.transforms.common import input_files
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.sources.eprint import DEFAULT_LIMITS, Limits, SourceTree, read_eprint, read_source_dir
 
 SOURCE_SUFFIXES = (".src.tar.gz", ".src.tgz", ".src.tar", ".src.gz", ".src.pdf", ".src")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".eprint")
 
-def _split_chain(uri: str) -> tuple[str, Optional[str]]:
-    """``zip://a/b.html::/x.zip`` -> (``zip://a/b.html``, ``/x.zip``)."""
-    if "::" in uri:
-        inner, outer = uri.split("::", 1)
-        return inner, outer
-    return uri, None
+_split_chain = input_files.split_chain  # ``zip://a/b.html::/x.zip`` -> (``zip://a/b.html``, ``/x.zip``)
 
 
 def page_stem(uri: str) -> str:
@@ -61,7 +55,7 @@ def source_candidates(page_uri: Optional[str], paper_id: Optional[str], tex_dirs
             if n not in names:
                 names.append(n)
     out: list[tuple[str, str]] = []
-    if page_uri and "::" not in page_uri:
+    if page_uri and _split_chain(page_uri)[1] is None:
         page_dir = posixpath.dirname(page_uri.replace("\\", "/"))
         for stem in names[:1]:
             for suf in SOURCE_SUFFIXES:
@@ -85,7 +79,7 @@ def locate_source_checked(page_uri: Optional[str], paper_id: Optional[str],
     """(the source found or None, the candidate places that held nothing before it)."""
     looked: list[str] = []
     for cand, what in source_candidates(page_uri, paper_id, tex_dirs):
-        fs, p = fsspec.core.url_to_fs(cand)
+        fs, p = input_files.fs_and_path(cand)
         ok, is_dir = _exists(fs, p)
         if ok and (what == "any" or (what == "dir") == is_dir):
             return _with_protocol(fs, p, cand), looked
@@ -102,12 +96,28 @@ def _with_protocol(fs, path: str, like: str) -> str:
     return f"{proto}://{path}"
 
 
+def _refused(uri: str, e: OSError, paper_id: Optional[str]) -> StageError:
+    if isinstance(e, input_files.OutsideRootError):
+        return StageError("tex_source", e.kind, f"{uri} is a link that leads outside its folder, so the TeX source was "
+                          "not read; copy the source into the folder instead of linking to it.", paper_id)
+    return StageError("tex_source", e.kind, f"{uri} is {e.what}, not a regular file or folder, so the TeX source was "
+                      "not read.", paper_id)
+
+
 def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DEFAULT_LIMITS) -> SourceTree:
-    """A source folder or e-print file -> SourceTree (with the same safety limits)."""
-    fs, path = fsspec.core.url_to_fs(uri)
+    """A source folder or e-print file -> SourceTree (with the same safety limits). A
+    source is read only inside the folder it was found in (``input_files``): a link out is
+    refused (``outside_input``), and so is a FIFO or a device (``not_a_file``)."""
+    fs, path = input_files.fs_and_path(uri)
     ok, is_dir = _exists(fs, path)
     if not ok:
         raise StageError("tex_source", "missing_source", f"{uri} disappeared before it could be read.", paper_id)
+    root = input_files.parent_of(uri)
+    if input_files.is_local(uri):
+        try:
+            input_files.check_inside(path, input_files.local_path(root))
+        except input_files.OutsideRootError as e:
+            raise _refused(uri, e, paper_id) from None
     if is_dir:
         entries = [e for e in fs.ls(path, detail=True)]
         files = [e for e in entries if e.get("type") != "directory"]
@@ -116,10 +126,12 @@ def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DE
                 (".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src")):
             return load_source(_with_protocol(fs, files[0]["name"], uri), paper_id=paper_id, limits=limits)
         return read_source_dir(uri, label=uri, paper_id=paper_id, limits=limits)
-    size = fs.size(path)
-    if size is not None and size > limits.max_total_bytes:
-        raise StageError("tex_source", "size_bomb", f"{uri} is {size // (1 << 20)} MiB, above the "
-                         f"{limits.max_total_bytes // (1 << 20)} MiB source limit; it was not read.", paper_id)
-    with fs.open(path, "rb") as f:
-        data = f.read(limits.max_total_bytes + 1)
+    try:
+        size = input_files.file_size(uri, root)
+        if size is not None and size > limits.max_total_bytes:
+            raise StageError("tex_source", "size_bomb", f"{uri} is {size // (1 << 20)} MiB, above the "
+                             f"{limits.max_total_bytes // (1 << 20)} MiB source limit; it was not read.", paper_id)
+        data = input_files.read_input(uri, root, limits.max_total_bytes)
+    except (input_files.OutsideRootError, input_files.NotAFileError) as e:
+        raise _refused(uri, e, paper_id) from None
     return read_eprint(data, label=uri, paper_id=paper_id, limits=limits)

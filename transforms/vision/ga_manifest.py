@@ -26,6 +26,7 @@ from typing import Optional
 import fsspec
 
 from sciga.schemas.ids import split_version
+from sciga.transforms.common.input_files import file_size, read_input
 
 log = logging.getLogger("sciga.vision")
 
@@ -85,12 +86,14 @@ def fetch_ga_bytes(entry: GAEntry, max_bytes: int = DEFAULT_MAX_GA_BYTES, timeou
     if _is_url(entry.uri):
         return _http_get(entry.uri, max_bytes, timeout)
     try:
-        fs, p = fsspec.core.url_to_fs(entry.uri)
-        size = fs.size(p)
-        if size is not None and size > max_bytes:
+        # The manifest is the user's own list of files (like --input): a path in it is read as
+        # named, but only as a regular file (a FIFO named there must not block the build).
+        size = file_size(entry.uri)
+        if size is None:
+            raise FileNotFoundError(entry.uri)
+        if size > max_bytes:
             raise OSError(f"GA image {entry.path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit")
-        with fs.open(p, "rb") as f:
-            return f.read(max_bytes + 1)[: max_bytes + 1]
+        return read_input(entry.uri, None, max_bytes)
     except FileNotFoundError:
         raise OSError(f"GA image {entry.path} not found (looked at {entry.uri})") from None
 

@@ -143,6 +143,8 @@ class MeasureFigures(PaperStageFn):
                 work.deps.append(file_dep(uri, data))
             else:
                 row.image_error, row.image_status, row.image_uri = got.error, got.status, got.expected_at
+                if got.transient:
+                    work.cacheable = False  # an I/O error may pass: the next build reads the image again
         row.image_bytes = data
         had = data is not None
         try:
@@ -167,10 +169,10 @@ class MeasureFigures(PaperStageFn):
 
 
 def _exists(uri: str) -> bool:
-    import fsspec
+    from sciga.transforms.common.input_files import fs_and_path
 
     try:
-        fs, p = fsspec.core.url_to_fs(uri)
+        fs, p = fs_and_path(uri)
         return fs.isfile(p)
     except (OSError, ValueError):
         return False

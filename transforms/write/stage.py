@@ -90,6 +90,9 @@ def result_header(work: PaperWork) -> dict:
         "content_sha256": p.provenance.content_sha256 if p else None,
         "dead": [dead_letter_row(d) for d in work.dead], "deps": deps_to_json(work.deps),
         "pending": sorted(set(work.pending)), "complete": not work.pending, "stats": dict(sorted(work.stats.items())),
+        # False: made with a failure that may pass (an interrupted tool, an I/O error); the
+        # writer reads it in this build, the next build computes the paper again.
+        "final": work.cacheable,
     }
 
 
@@ -100,6 +103,7 @@ def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> Resul
         version=p.version if p else None, n_figures=len(p.figures) if p else 0,
         n_paragraphs=_count_paragraphs(p) if p else 0, content_sha256=p.provenance.content_sha256 if p else None,
         dead=list(work.dead), stats=dict(work.stats), pending=bool(work.pending), sizes=dict(sizes or {}),
+        final=work.cacheable,
     )
 
 
@@ -195,7 +199,7 @@ class CollectPaper(beam.DoFn):
             sizes = completed.get(kept.key, kept.sizes)
             for config in CONFIGS_OF_A_PAPER:
                 yield (config, layout.group_of(config, kept.paper_id)), WriteItem(
-                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused, size=sizes.get(config))
+                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused, size=sizes.get(config), final=kept.final)
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
                 yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
             for other in papers[1:]:
@@ -404,7 +408,9 @@ class WritePart(beam.DoFn):
 
     def _part(self, config: str, group: int, part: int, members: list) -> dict:
         o = self.options
-        fp = part_fingerprint(config, members, o)
+        # A part holding a result that is not final is never taken over by a later build:
+        # that build recomputes the paper under the same key, and its rows may differ.
+        fp = part_fingerprint(config, members, o) if all(m.final for m in members) else None
         info = {"root": o.parts_root, "config": config, "group": group, "part": part, "fingerprint": fp,
                 "keys": sorted({m.key for m in members if m.key})}
         prev = self.previous.get(fp)

@@ -1,0 +1,560 @@
+"""Hostile inputs and faults, as an attacker or an unlucky user makes them (issue 23).
+
+* ``Mutations``: inputs mutated from real pages (``../shared/corpus``), one kind at a time:
+  names a file system allows but a newline-separated list breaks, FIFOs, links out of the
+  input folder and link loops, sidecars of the wrong types, gzip bombs, captions of
+  mentions without a sentence boundary, giant formulas, broken bytes... Each planted input
+  says what the build must make of it (a paper, a dead letter of a given type, either).
+* ``CanaryWatch``: files outside the input folder that a link points at, watched with
+  Linux inotify: the check is that nothing *opened* them (a read that leaks nothing into
+  the output still fails it), and their bytes must not appear in any output file either.
+* ``run_watched``: a command run as a process group under a timeout (no hang), its peak
+  RSS summed over the process tree sampled with psutil.
+* ``accounted``: every listed input is a paper or a dead letter of the build (by URI).
+
+Used by tests/test_hostile_inputs.py (one minimal input per class, and a seeded fuzz test
+of a few dozen inputs) and bench/fuzz.py (the longer run).
+"""
+from __future__ import annotations
+
+import ctypes
+import gzip
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+GB = 1024 ** 3
+
+
+# ------------------------------------------------------------------ running and measuring
+
+@dataclass
+class Watched:
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_rss: int  # bytes, summed over the process tree at its largest
+    seconds: float
+    timed_out: bool
+
+
+def sciga_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sciga", *args]
+
+
+def cli_env(extra: Optional[dict] = None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def _tree_rss(proc) -> int:
+    import psutil
+
+    total = 0
+    try:
+        procs = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def run_watched(cmd: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
+                on_tick: Optional[Callable] = None) -> Watched:
+    """Run ``cmd`` in its own process group; the whole group is killed at ``timeout``.
+    ``on_tick(psutil.Process)`` is called at each sample (fault injection hooks in there)."""
+    import psutil
+
+    t0 = time.time()
+    proc = subprocess.Popen(cmd, cwd=cwd or str(ROOT), env=env or cli_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True, text=True)
+    ps = psutil.Process(proc.pid)
+    peak, timed_out = 0, False
+    import threading
+
+    out: dict = {}
+
+    def pump(name, stream):
+        out[name] = stream.read()
+
+    threads = [threading.Thread(target=pump, args=("stdout", proc.stdout), daemon=True),
+               threading.Thread(target=pump, args=("stderr", proc.stderr), daemon=True)]
+    for t in threads:
+        t.start()
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss(ps))
+        if on_tick is not None:
+            on_tick(ps)
+        if time.time() - t0 > timeout:
+            timed_out = True
+            kill_group(proc.pid)
+            break
+        time.sleep(0.05)
+    proc.wait()
+    kill_group(proc.pid)  # workers left behind by a killed launcher
+    for t in threads:
+        t.join(timeout=10)
+    return Watched(proc.returncode, out.get("stdout", ""), out.get("stderr", ""), peak, time.time() - t0, timed_out)
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# ------------------------------------------------------------------ canaries (Linux inotify)
+
+IN_ACCESS, IN_OPEN = 0x001, 0x020
+
+
+class CanaryWatch:
+    """inotify watches on canary files: which of them were opened or read since ``start``."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = [Path(p) for p in paths]
+        self.libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        self.fd = -1
+        self.wd: dict[int, Path] = {}
+
+    def __enter__(self) -> CanaryWatch:
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        for p in self.paths:
+            wd = self.libc.inotify_add_watch(self.fd, str(p).encode(), IN_OPEN | IN_ACCESS)
+            if wd < 0:
+                raise OSError(ctypes.get_errno(), f"inotify_add_watch {p} failed")
+            self.wd[wd] = p
+        return self
+
+    def touched(self) -> list[str]:
+        """The canaries opened or read so far (by path)."""
+        seen = set()
+        while True:
+            try:
+                buf = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            i = 0
+            while i < len(buf):
+                wd, mask, _cookie, length = struct.unpack_from("iIII", buf, i)
+                if mask & (IN_OPEN | IN_ACCESS) and wd in self.wd:
+                    seen.add(str(self.wd[wd]))
+                i += 16 + length
+        self._seen = getattr(self, "_seen", set()) | seen
+        return sorted(self._seen)
+
+    def __exit__(self, *exc):
+        os.close(self.fd)
+        return False
+
+
+def bytes_leaked(out: Path, secrets: list[bytes]) -> list[str]:
+    """Files under ``out`` that hold one of ``secrets`` (the canaries' marker bytes)."""
+    found = []
+    for p in sorted(out.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            data = p.read_bytes()
+            found.extend(f"{p}" for s in secrets if s in data)
+    return found
+
+
+# ------------------------------------------------------------------ the build's accounting
+
+def build_rows(out: Path) -> tuple[list[dict], list[dict]]:
+    """(papers [{id, input_uri}], dead letters [{paper_id, stage, error_type, message, input_uri, scope}])."""
+    import pyarrow.parquet as pq
+
+    papers, dead = [], []
+    for f in sorted((out / "data" / "papers").glob("*.parquet")):
+        t = pq.read_table(f, columns=["id", "provenance"]).to_pylist()
+        papers.extend({"id": r["id"], "input_uri": (r["provenance"] or {}).get("input_uri")} for r in t)
+    for f in sorted((out / "data" / "dead_letter").glob("*.parquet")):
+        dead.extend(pq.read_table(f).to_pylist())
+    return papers, dead
+
+
+def accounted(out: Path, listed: set[str]) -> list[str]:
+    """Problems with the accounting: inputs neither a paper nor an input-scope dead letter,
+    outputs that are no input, a manifest that does not reconcile."""
+    papers, dead = build_rows(out)
+    seen = {p["input_uri"] for p in papers} | {d["input_uri"] for d in dead if d.get("scope", "input") != "part"}
+    problems = [f"lost: {u!r}" for u in sorted(listed - seen)]
+    problems += [f"not an input: {u!r}" for u in sorted(seen - listed)]
+    manifest = json.loads((out / "manifest.json").read_text())
+    if manifest["inputs"]["count"] != len(listed):
+        problems.append(f"the manifest counts {manifest['inputs']['count']} inputs, {len(listed)} were planted")
+    if not manifest["reconciled"]:
+        problems.append("the manifest says the build is not reconciled")
+    return problems
+
+
+# ------------------------------------------------------------------ mutations
+
+def corpus_pages(corpus: Path) -> list[Path]:
+    pages = sorted((corpus / "latexml").glob("*.html")) + sorted((corpus / "html").glob("*.html"))
+    assert pages, f"no pages under {corpus}"
+    return pages
+
+
+def png_bytes(seed: int, marker: bytes = b"") -> bytes:
+    """A small valid PNG; ``marker`` rides in a tEXt chunk (how a canary is recognised)."""
+    import io
+    import zlib
+
+    from PIL import Image
+
+    rng = random.Random(seed)
+    im = Image.new("RGB", (48, 32), (rng.randrange(256), rng.randrange(256), rng.randrange(256)))
+    buf = io.BytesIO()
+    im.save(buf, format="PNG")
+    data = buf.getvalue()
+    if marker:
+        chunk = b"tEXt" + b"canary\x00" + marker
+        text = struct.pack(">I", len(chunk) - 4) + chunk + struct.pack(">I", zlib.crc32(chunk) & 0xFFFFFFFF)
+        data = data[:33] + text + data[33:]  # after IHDR
+    return data
+
+
+@dataclass
+class Planted:
+    kind: str
+    uri: Optional[str]  # the input the listing must find (None: nothing to list, e.g. a link loop only)
+    expect: str = "any"  # "paper" | "dead" | "any"
+    dead_types: tuple[str, ...] = ()  # acceptable error_type values when dead
+    figure_error: Optional[str] = None  # an image_error prefix some figure of the paper must carry
+
+
+@dataclass
+class Mutations:
+    """Plants hostile inputs into ``inp`` (the --input folder); canaries live in ``outside``."""
+
+    inp: Path
+    outside: Path
+    pages: list[Path]
+    rng: random.Random
+    planted: list[Planted] = field(default_factory=list)
+    n: int = 0
+    marker: bytes = b"SCIGA-CANARY-7f3a9c"
+
+    def __post_init__(self):
+        self.inp.mkdir(parents=True, exist_ok=True)
+        self.outside.mkdir(parents=True, exist_ok=True)
+        self.canary_png = self.outside / "canary.png"
+        self.canary_png.write_bytes(png_bytes(1, self.marker))
+        self.canary_html = self.outside / "canary.html"
+        self.canary_html.write_bytes(self.pages[0].read_bytes().replace(b"</body>", self.marker + b"</body>"))
+        self.canary_json = self.outside / "canary.meta.json"
+        self.canary_json.write_text(json.dumps({"id": "2499.99999", "title": self.marker.decode()}))
+        self.canary_tex = self.outside / "canary.src.tar.gz"
+        self.canary_tex.write_bytes(gzip.compress(self.marker * 10, mtime=0))
+
+    @property
+    def canaries(self) -> list[Path]:
+        return [self.canary_png, self.canary_html, self.canary_json, self.canary_tex]
+
+    # helpers
+    def _id(self) -> str:
+        self.n += 1
+        return f"2490.{self.n:05d}"
+
+    def _base(self) -> bytes:
+        return self.rng.choice(self.pages).read_bytes()
+
+    def _folder(self, pid: str) -> Path:
+        d = self.inp / pid
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def _page(self, name: str, data: bytes, pid: Optional[str] = None, expect: str = "paper",
+              kind: Optional[str] = None, dead_types: tuple = (), sidecar: bool = True) -> Path:
+        pid = pid or f"2490.{self.n:05d}"  # the id the caller just put in the name
+        d = self._folder(pid)
+        page = d / name
+        page.write_bytes(data)
+        if sidecar:
+            stem = name[: -len(".html.gz")] if name.endswith(".html.gz") else name.rsplit(".", 1)[0]
+            (d / f"{stem}.meta.json").write_text(json.dumps({"id": pid, "title": f"Paper {pid}"}))
+        self.planted.append(Planted(kind or "page", str(page), expect, dead_types))
+        return page
+
+    def plain_page(self):
+        """A good page (a build whose only inputs are bad is another issue's case)."""
+        self._page(f"{self._id()}.html", self._base(), kind="plain_page")
+
+    # ---- names
+    def name_newline(self):
+        self._page(f"{self._id()}\n.html", self._base(), kind="name_newline")
+
+    def name_chain(self):
+        self._page(f"{self._id()}::x.html", self._base(), kind="name_chain")
+
+    def name_unicode_space(self):
+        self._page(f"{self._id()} ü é — 論文.html", self._base(), kind="name_unicode_space")
+
+    def name_long(self):
+        pid = self._id()
+        self._page(pid + "-" + "n" * 200 + ".html", self._base(), pid=pid, kind="name_long")
+
+    def name_leading_dash(self):
+        self._page(f"--{self._id()}.html", self._base(), kind="name_leading_dash")
+
+    # ---- file kinds
+    def fifo_page(self):
+        d = self._folder(self._id())
+        p = d / "page.html"
+        os.mkfifo(p)
+        self.planted.append(Planted("fifo_page", str(p), "dead", ("not_a_file",)))
+
+    def page_link_out(self):
+        d = self._folder(self._id())
+        p = d / "page.html"
+        p.symlink_to(self.canary_html)
+        self.planted.append(Planted("page_link_out", str(p), "dead", ("outside_input",)))
+
+    def broken_link_page(self):
+        d = self._folder(self._id())
+        p = d / "page.html"
+        p.symlink_to(d / "nowhere.html")
+        self.planted.append(Planted("broken_link_page", str(p), "dead", ("missing",)))
+
+    def dir_named_html(self):
+        pid = self._id()
+        d = self._folder(pid) / "folder.html"
+        d.mkdir()
+        page = d / f"{pid}.html"
+        page.write_bytes(self._base())
+        self.planted.append(Planted("dir_named_html", str(page), "paper"))
+
+    def link_loops(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="link_loops")
+        (page.parent / "self").symlink_to(".")
+        (page.parent / "loop").symlink_to("..")
+        (page.parent / "up").symlink_to(self.outside)  # a folder out of the input: never walked
+
+    def page_alias_link(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="page_alias_link")
+        (page.parent / "alias.html").symlink_to(page.name)  # the same page twice: listed once
+
+    def _image_page(self, src_for: Callable[[Path], str], kind: str, figure_error: Optional[str]):
+        """eml.html-like page whose first figure image is what ``src_for(folder)`` names."""
+        pid = self._id()
+        base = self._eml()
+        d = self._folder(pid)
+        src = src_for(d)
+        data = base.replace(b'src="x1.png"', f'src="{src}"'.encode(), 1)
+        page = d / f"{pid}.html"
+        page.write_bytes(data)
+        (d / "x2.png").write_bytes(png_bytes(self.n))
+        self.planted.append(Planted(kind, str(page), "paper", figure_error=figure_error))
+
+    def image_link_out(self):
+        def src(d: Path) -> str:
+            (d / "x1.png").symlink_to(self.canary_png)
+            return "x1.png"
+        self._image_page(src, "image_link_out", "outside_input")
+
+    def image_fifo(self):
+        def src(d: Path) -> str:
+            os.mkfifo(d / "x1.png")
+            return "x1.png"
+        self._image_page(src, "image_fifo", "not_a_file")
+
+    def image_src_escape(self):
+        srcs = ["../../outside/canary.png", str(self.canary_png), f"file://{self.canary_png}", "figs/../../canary.png"]
+        choice = self.rng.choice(srcs)
+        self._image_page(lambda d: choice, "image_src_escape", None)
+
+    def sidecar_link_out(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_link_out", expect="dead",
+                          dead_types=("outside_input",), sidecar=False)
+        (page.parent / f"{pid}.meta.json").symlink_to(self.canary_json)
+
+    def sidecar_fifo(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_fifo", expect="dead",
+                          dead_types=("not_a_file",), sidecar=False)
+        os.mkfifo(page.parent / f"{pid}.meta.json")
+
+    def sidecar_wrong_types(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_wrong_types", expect="dead",
+                          dead_types=("bad_metadata",), sidecar=False)
+        bad = self.rng.choice([{"id": 12345}, {"id": pid, "authors": "A. Author"}, {"id": pid, "categories": [1, 2]},
+                               {"id": pid, "conference": {"year": "twenty"}}, [pid], {"id": pid, "title": {"x": 1}}])
+        (page.parent / f"{pid}.meta.json").write_text(json.dumps(bad))
+
+    def tex_link_out(self):
+        pid = self._id()
+        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="tex_link_out")
+        (page.parent / f"{pid}.src.tar.gz").symlink_to(self.canary_tex)
+
+    # ---- contents
+    def truncated(self):
+        data = self._base()
+        self._page(f"{self._id()}.html", data[: self.rng.randrange(1, len(data))], kind="truncated", expect="any")
+
+    def bitflips(self):
+        data = bytearray(self._base())
+        for _ in range(self.rng.randint(1, 50)):
+            i = self.rng.randrange(len(data))
+            data[i] = self.rng.randrange(256)
+        self._page(f"{self._id()}.html", bytes(data), kind="bitflips", expect="any")
+
+    def empty(self):
+        self._page(f"{self._id()}.html", b"", kind="empty", expect="dead")
+
+    def not_html(self):
+        self._page(f"{self._id()}.html", self.rng.choice([b"%PDF-1.7\n" + os.urandom(2000), os.urandom(5000)]),
+                   kind="not_html", expect="dead")
+
+    def gzip_bomb(self, inflated_mb: int = 64):
+        import zlib
+
+        z = zlib.compressobj(9, zlib.DEFLATED, 31)
+        chunk = b"\0" * (1 << 20)
+        data = b"".join(z.compress(chunk) for _ in range(inflated_mb)) + z.flush()
+        self._page(f"{self._id()}.html.gz", data, kind="gzip_bomb", expect="dead", dead_types=("too_large",))
+
+    def _eml(self) -> bytes:
+        """A page with two figures (x1.png, x2.png), so a caption can mention the other one."""
+        return next((p for p in self.pages if p.name == "eml.html"), self.pages[0]).read_bytes()
+
+    def caption_mentions(self, chars: int = 50_000):
+        """Figure 1's caption: ``chars`` characters of mentions of Figure 2, no sentence boundary."""
+        unit = "as Figure 2 shows and "
+        body = (unit * (chars // len(unit) + 1))[:chars]
+        data = self._eml()
+        i = data.find(b"<figcaption")
+        j = data.find(b">", i) + 1
+        self._page(f"{self._id()}.html", data[:j] + body.encode() + data[j:], kind="caption_mentions")
+
+    def huge_alttext(self, chars: int = 300_000):
+        """A paragraph mentioning Figure 1 beside a formula whose alttext has ``chars`` characters."""
+        data = self._eml()
+        math = ('<math alttext="' + "x+" * (chars // 2) + 'y" display="inline"><mi>x</mi></math>').encode()
+        i = data.find(b'<p class="ltx_p"', max(0, data.find(b"<section")))
+        j = data.find(b">", i) + 1 if i >= 0 else 0
+        # The quote makes the sentence one pysbd must segment (no shortcut), as real prose does.
+        data = data[:j] + b'See "Figure 1" and ' + math + b" here. " + data[j:]
+        self._page(f"{self._id()}.html", data, kind="huge_alttext")
+
+    def deep_nesting(self, depth: int = 20_000):
+        data = self._base()
+        i = data.find(b"<article")
+        nest = b"<div>" * depth + b"deep" + b"</div>" * depth
+        self._page(f"{self._id()}.html", data[:i] + nest + data[i:], kind="deep_nesting", expect="any")
+
+    def entity_bomb(self):
+        dtd = (b'<?xml version="1.0"?><!DOCTYPE html [<!ENTITY a "aaaaaaaaaa">'
+               + b"".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">'.encode() for p, c in zip("abcdefgh", "bcdefghi"))
+               + b"]>")
+        data = dtd + self._base().replace(b"<body>", b"<body>&i;", 1)
+        self._page(f"{self._id()}.html", data, kind="entity_bomb", expect="any")
+
+    def bad_encoding(self):
+        data = self._base().replace(b"charset=UTF-8", b"charset=UTF-8") + bytes(range(128, 256)) * 50
+        self._page(f"{self._id()}.html", data, kind="bad_encoding", expect="any")
+
+    def many_figures(self, n: int = 3000):
+        figs = b"".join(f'<figure id="S9.F{i}" class="ltx_figure"><img src="x{i}.png"><figcaption class="ltx_caption">'
+                        f'<span class="ltx_tag ltx_tag_figure">Figure {i}: </span>Fig {i}</figcaption></figure>'.encode()
+                        for i in range(1, n + 1))
+        data = self._base()
+        i = data.find(b"</article>")
+        self._page(f"{self._id()}.html", data[:i] + figs + data[i:], kind="many_figures")
+
+    KINDS = ("name_newline", "name_chain", "name_unicode_space", "name_long", "name_leading_dash", "fifo_page",
+             "page_link_out", "broken_link_page", "dir_named_html", "link_loops", "page_alias_link", "image_link_out",
+             "image_fifo", "image_src_escape", "sidecar_link_out", "sidecar_fifo", "sidecar_wrong_types", "tex_link_out",
+             "truncated", "bitflips", "empty", "not_html", "gzip_bomb", "caption_mentions", "huge_alttext",
+             "deep_nesting", "entity_bomb", "bad_encoding", "many_figures")
+
+    def plant(self, count: int) -> list[Planted]:
+        """``count`` inputs, every kind once before any kind twice (seeded order)."""
+        kinds = []
+        while len(kinds) < count:
+            batch = list(self.KINDS)
+            self.rng.shuffle(batch)
+            kinds.extend(batch)
+        for k in kinds[:count]:
+            getattr(self, k)()
+        return self.planted
+
+    def listed(self) -> set[str]:
+        return {p.uri for p in self.planted if p.uri is not None}
+
+
+def build_checked(m: Mutations, out: Path, *extra: str, workers: str = "1", timeout: float = 600,
+                  rss_bound: int = int(1.5 * GB), expect_rc: int = 0, env: Optional[dict] = None,
+                  on_tick: Optional[Callable] = None) -> Watched:
+    """`sciga build` over the planted inputs, as a user runs it, with the issue's checks:
+    exit status, no hang, peak RSS of the process tree, no canary opened or leaked, every
+    input a paper or a dead letter, each planted input as it must come out."""
+    cmd = sciga_cmd("build", "--input", str(m.inp), "--output", str(out), "--workers", workers, "--quiet", *extra)
+    with CanaryWatch(m.canaries) as watch:
+        r = run_watched(cmd, timeout, env=cli_env(env), on_tick=on_tick)
+        touched = watch.touched()
+    assert not r.timed_out, f"the build hung (killed after {timeout:.0f} s); stderr: {r.stderr[-2000:]}"
+    assert r.returncode == expect_rc, f"exit {r.returncode}, expected {expect_rc}; stderr: {r.stderr[-3000:]}"
+    assert "Traceback" not in r.stderr, r.stderr[-3000:]
+    assert r.peak_rss < rss_bound, f"peak RSS {r.peak_rss / GB:.2f} GB, above {rss_bound / GB:.2f} GB"
+    assert not touched, f"files outside the input were opened: {touched}"
+    if expect_rc == 0:
+        assert not bytes_leaked(out, [m.marker]), "a canary's bytes reached the output"
+        problems = accounted(out, m.listed()) + check_expectations(out, m.planted)
+        assert not problems, "\n".join(problems)
+    return r
+
+
+def check_expectations(out: Path, planted: list[Planted]) -> list[str]:
+    """Each planted input came out as it must (a paper, a dead letter of the stated type,
+    a figure error of the stated kind)."""
+    import pyarrow.parquet as pq
+
+    papers, dead = build_rows(out)
+    paper_of = {p["input_uri"]: p["id"] for p in papers}
+    dead_of: dict[str, list[str]] = {}
+    for d in dead:
+        dead_of.setdefault(d["input_uri"], []).append(d["error_type"])
+    figures = []
+    for f in sorted((out / "data" / "figures").glob("*.parquet")):
+        figures.extend(pq.read_table(f, columns=["paper_id", "image_error"]).to_pylist())
+    problems = []
+    for p in planted:
+        if p.uri is None:
+            continue
+        if p.expect == "paper" and p.uri not in paper_of:
+            # A duplicate of another planted page is dead-lettered as one: that is still a paper's input.
+            if "duplicate" not in dead_of.get(p.uri, []):
+                problems.append(f"{p.kind}: {p.uri!r} should be a paper, got {dead_of.get(p.uri)}")
+        if p.expect == "dead" and p.uri not in dead_of:
+            problems.append(f"{p.kind}: {p.uri!r} should be a dead letter")
+        if p.expect == "dead" and p.dead_types and p.uri in dead_of and not set(dead_of[p.uri]) & set(p.dead_types):
+            problems.append(f"{p.kind}: {p.uri!r} dead-lettered as {dead_of[p.uri]}, expected one of {p.dead_types}")
+        if p.figure_error and p.uri in paper_of:
+            errs = [f["image_error"] or "" for f in figures if f["paper_id"] == paper_of[p.uri]]
+            if not any(e.startswith(p.figure_error) for e in errs):
+                problems.append(f"{p.kind}: no figure of {p.uri!r} carries {p.figure_error}: {errs}")
+    return problems
