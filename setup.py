@@ -1,32 +1,19 @@
 """sciga-builder: one distribution, console script ``sciga``.
 
 The code lives in top-level folders (pipelines/, transforms/, schemas/, quality/,
-training/, samples/) and installs as subpackages of ``sciga``. This file also ships the
+training/, explore/, publish/, samples/) and installs as subpackages of ``sciga``
+(through the links in sciga/). This file also ships the
 code to Dataflow workers (``--setup_file ./setup.py``).
 """
 import os
 
-from setuptools import setup
+from setuptools import find_packages, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TOP_LEVEL = ["pipelines", "transforms", "schemas", "quality", "training", "explore", "publish", "samples"]
+# sciga/<folder> are committed links to the top-level folders (sciga/__init__.py says why);
+# find_packages walks through them, and a wheel or sdist holds real folders.
+PACKAGES = find_packages(HERE, include=["sciga", "sciga.*"])
 
-
-def _packages():
-    pkgs, dirs = ["sciga"], {"sciga": "sciga"}
-    for top in TOP_LEVEL:
-        for root, subdirs, files in os.walk(os.path.join(HERE, top)):
-            subdirs[:] = sorted(d for d in subdirs if not d.startswith((".", "__")))
-            if "__init__.py" not in files:
-                continue
-            rel = os.path.relpath(root, HERE)
-            name = "sciga." + rel.replace(os.sep, ".")
-            pkgs.append(name)
-            dirs[name] = rel
-    return pkgs, dirs
-
-
-PACKAGES, PACKAGE_DIR = _packages()
 
 CORE = [
     "apache-beam>=2.77,<2.78",
@@ -38,7 +25,7 @@ CORE = [
     "fsspec>=2024.1",
     "pillow>=10,<13",
     "numpy>=1.24,<2",
-    "arxiv>=4.0,<5",  # sources/arxiv_api.py uses its lxml Atom parser and page-fetch hook
+    "arxiv>=4.0,<5",  # fetch/arxiv_api.py uses its lxml Atom parser and page-fetch hook
     "requests>=2.31",
     "tqdm>=4.66",
     "pyyaml>=6",
@@ -89,7 +76,6 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=PACKAGES,
-    package_dir=PACKAGE_DIR,
     # Data files are exactly the package_data globs below. With include_package_data=True
     # setuptools also scans the file list for data and warns that every data folder with an
     # importable name (samples/html, samples/meta, samples/tex, explore/sql) "would be

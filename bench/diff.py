@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from gate import FIGS_PER_PAPER, SUBFIGS, paper_rows  # bench/gate.py's generator (bench/ is on the path above)
 
 from sciga.transforms.write import manifest as mf
-from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
+from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
 
 RUN = r"""
 import json, sys, time

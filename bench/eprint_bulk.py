@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sciga.transforms.sources.bulk_eprints import BulkEprints
+from sciga.transforms.eprints.bulk_reader import BulkEprints
 
 from tests.bulk_fixtures import write_bulk
 from tests.sources_fixtures import tar_gz_of

@@ -30,7 +30,7 @@ from PIL import Image
 
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.write import manifest as mf
-from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
+from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
 
 CATEGORIES = ["cs.CV", "cs.CL", "astro-ph.GA", "math.AP", "physics.optics", "q-bio.NC", "stat.ML", "eess.IV", "econ.EM"]
 WORDS = ("we propose a method that routes tokens through a shallow path when consecutive frames are similar and "
@@ -163,8 +163,8 @@ def parse_seconds_per_paper(repeats: int = 5) -> float:
     sample papers are short (a few hundred tokens; real papers average ~6,400), so this
     underestimates a real build's parse time: the estimate below is a lower bound."""
     from sciga.samples import sample_dir
+    from sciga.transforms.inputs.pages import fallback_paper_id, list_inputs, read_bytes, read_sidecar
     from sciga.transforms.parse.latexml_html import parse_latexml_html
-    from sciga.transforms.sources.local_files import fallback_paper_id, list_inputs, read_bytes, read_sidecar
 
     uris = list_inputs([sample_dir()])
     t = time.perf_counter()

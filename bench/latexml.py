@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sciga.transforms.sources.eprint import read_eprint, read_source_dir
-from sciga.transforms.sources.latexml_convert import convert_eprint, find_main_file, latexml_version
+from sciga.transforms.eprints.eprint import read_eprint, read_source_dir
+from sciga.transforms.latexml.convert import convert_eprint, find_main_file, latexml_version
 
 TREES = {"dd3d": "tex/dd3d", "1709.07020": "tex/1709.07020/1709.07020v1.tar.gz", "2603.21852": "tex/2603.21852"}
 

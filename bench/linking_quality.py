@@ -34,8 +34,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout: the ``sciga`` package lives at the root
 
+from sciga.transforms.link.link_paper import link_paper
 from sciga.transforms.link.mentions import mention_rows
-from sciga.transforms.link.stage import link_paper
 from sciga.transforms.parse import parse_latexml_html
 
 

@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from lxml import etree
 
-from sciga.transforms.sources.corpus_selection import Selection
-from sciga.transforms.sources.oai_pmh import (
+from sciga.transforms.metadata.corpus_selection import Selection
+from sciga.transforms.metadata.oai_pmh import (
     OAI_NS,
     ListRecordsPage,
     OaiHarvester,
@@ -112,8 +112,8 @@ def serve(args) -> None:
 
 
 def harvest(args) -> None:
-    from sciga.transforms.sources.http_client import PoliteClient
-    from sciga.transforms.sources.metadata_sink import open_for_import
+    from sciga.transforms.fetch.http_client import PoliteClient
+    from sciga.transforms.metadata.cache_sink import open_for_import
 
     cache = open_for_import(args.out)
     http = PoliteClient(0.0, max_retries=2, read_timeout=120)

@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sciga.transforms.sources.eprint import read_eprint
-from sciga.transforms.sources.fetch_cache import FetchCache
-from sciga.transforms.sources.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, to_png_many
-from sciga.transforms.sources.tex_graphics import parse_document
+from sciga.transforms.eprints.eprint import read_eprint
+from sciga.transforms.eprints.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, to_png_many
+from sciga.transforms.eprints.tex_graphics import parse_document
+from sciga.transforms.fetch.cache import FetchCache
 
 
 def corpus() -> Path:
@@ -183,7 +183,7 @@ def bench_cache(n: int) -> list[str]:
 
 
 def _rec(pid: str, part: str):
-    from sciga.transforms.sources.fetch_cache import PartRecord
+    from sciga.transforms.fetch.cache import PartRecord
 
     return PartRecord(id=pid, part=part, status="ok", sha256="0" * 64, bytes=1, file=f"papers/{pid}/{pid}.{part}")
 

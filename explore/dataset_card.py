@@ -20,7 +20,7 @@ import yaml
 
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.schemas.hf_features import yaml_features
-from sciga.transforms.write.parquet_shards import SPLIT
+from sciga.transforms.write.shard_names import SPLIT
 
 CARD = "README.md"
 CARD_KEY = ".sciga/card.key"  # beside the card: which build state the card was rendered from

@@ -3,7 +3,7 @@
 Composition only. One composite transform per stage, in the order a paper meets them::
 
     list + plan inputs -> parse -> recover figures from TeX -> link -> vision -> write
-    (transforms/sources) (parse)  (link/tex_stage)             (link)  (vision)  (write)
+    (transforms/inputs)   (parse)  (tex_recovery)               (link)  (vision)  (write)
 
 Each stage passes ``PaperWork`` items on and sends failures to its ``dead_letter`` output.
 Results are kept in a result store under the build folder and only references travel
@@ -48,10 +48,10 @@ from sciga.pipelines.local_run import (
 )
 from sciga.pipelines.paths import check_output_folder
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
-from sciga.transforms.sources.plan import input_paper_ids, list_build_inputs
+from sciga.transforms.inputs.build_inputs import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.output_lock import OutputLock
-from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD
+from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD
 
 log = logging.getLogger("sciga.build")
 
@@ -128,7 +128,7 @@ class BuildOptions:
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
     from sciga.pipelines.sources_options import latexml_options_from_args, prepare_source_args, tex_options_from_args
     from sciga.pipelines.vision import vision_options_from_args
-    from sciga.transforms.link.beam import LinkOptions
+    from sciga.transforms.link.stage import LinkOptions
     from sciga.transforms.parse.stage import ParseOptions
 
     specs = list(args.input)
@@ -139,7 +139,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         args.metadata = args.metadata or sample_dir("meta")
     prepare_source_args(args)
     recorded = {k: v for k, v in sorted(vars(args).items())
-                if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags",
+                if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags", "forwards_to",
                              "verbose", "quiet", "progress_interval", "finalize_in_job", "module", "started")}  # not build options
     return BuildOptions(
         output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
@@ -186,7 +186,7 @@ def _input_list_file(inputs: Sequence[str], staging: str) -> str:
     """The input URIs as a file in the staging folder (a million URIs inlined with
     beam.Create would exceed Dataflow's job-graph size, a file scales), one JSON string a
     line: any name a file system allows (a newline in it included) comes back as it was."""
-    from sciga.transforms.sources.plan import input_list_lines
+    from sciga.transforms.inputs.build_inputs import input_list_lines
 
     path = posixpath.join(staging, "inputs.jsonl")
     fs, p = fsspec.core.url_to_fs(path)
@@ -225,10 +225,10 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
 
     from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.common.progress import Progress
-    from sciga.transforms.link.beam import LinkPapers
-    from sciga.transforms.link.tex_stage import RecoverFiguresFromTex
+    from sciga.transforms.inputs.build_inputs import PlanInputs, PlanOptions
+    from sciga.transforms.link.stage import LinkPapers
     from sciga.transforms.parse.stage import ParsePapers
-    from sciga.transforms.sources.plan import PlanInputs, PlanOptions
+    from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex
     from sciga.transforms.vision.options import GAIndex
     from sciga.transforms.vision.stage import Vision
     from sciga.transforms.write.stage import WriteBuild, WriteOptions
@@ -242,7 +242,7 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
         early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
-        from sciga.transforms.sources.plan import input_from_line
+        from sciga.transforms.inputs.build_inputs import input_from_line
 
         uris = (
             p
@@ -253,7 +253,7 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
         )
         if pages is not None:
             # --html-from latexml|auto: pages made from e-prints (converted once, kept in the build folder).
-            from sciga.transforms.sources.pages_from_eprints import PagesFromEprints
+            from sciga.transforms.latexml.pages_from_eprints import PagesFromEprints
 
             made = uris | "PagesFromEprints" >> PagesFromEprints(pages)
             uris = made.pages
@@ -364,8 +364,8 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
 
     from sciga.transforms.common.errors import StageError
     from sciga.transforms.common.result_store import store_root
-    from sciga.transforms.sources.bulk_eprints import BulkEprints
-    from sciga.transforms.sources.bulk_eprints_beam import ExtractBulkEprints
+    from sciga.transforms.eprints.bulk_beam import ExtractBulkEprints
+    from sciga.transforms.eprints.bulk_reader import BulkEprints
 
     try:
         bulk = BulkEprints.open(opts.eprints_bulk, posixpath.join(store_root(out_dir), "bulk"))
@@ -450,7 +450,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
     from sciga.transforms.common.progress import ProgressMonitor
     from sciga.transforms.common.result_store import store_root
-    from sciga.transforms.sources.local_files import input_list_hash
+    from sciga.transforms.inputs.pages import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
     from sciga.transforms.write.layout import layout_for
 
@@ -493,7 +493,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     else:
         bulk = None
     if opts.html_from != "ar5iv":
-        from sciga.transforms.sources.pages_from_eprints import PageSourceOptions
+        from sciga.transforms.latexml.pages_from_eprints import PageSourceOptions
 
         pages = PageSourceOptions(html_from=opts.html_from, converted_root=posixpath.join(store_root(out_dir), "latexml"),
                                   latexml=opts.latexml, tex_dirs=tuple(opts.tex.tex_dirs), bulk=bulk)
@@ -542,8 +542,6 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         counts, manifest = finalize_build(fin)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
 
-
-add_build_arguments = add_arguments  # the name tests and scripts know
 
 
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:

@@ -1,9 +1,9 @@
 """`sciga fetch`: flags, and which job they ask for.
 
 - arXiv ids, a query or ``--cached-metadata`` -> metadata, HTML pages and TeX e-prints in a
-  resumable cache: ``transforms/sources/fetch_job.py``;
+  resumable cache: ``transforms/fetch/job.py``;
 - ``--metadata-snapshot`` / ``--oai-pmh`` -> the selected papers' ``<id>.meta.json`` only:
-  ``transforms/sources/metadata_snapshot.py``, ``oai_pmh.py``;
+  ``transforms/metadata/snapshot.py``, ``oai_pmh.py``;
 - ``--plan`` -> what a corpus definition will cost, nothing sent: ``fetch_plan.py``.
 """
 from __future__ import annotations
@@ -100,7 +100,7 @@ def read_id_file(path: str) -> list[str]:
 
 def run_fetch(args: argparse.Namespace):
     """`sciga fetch`: a plan, a bulk metadata import, or the fetch job (``fetch_job.py``)."""
-    from sciga.transforms.sources.fetch_job import PARTS, FetchOptions, run_fetch_job
+    from sciga.transforms.fetch.job import PARTS, FetchOptions, run_fetch_job
 
     raw_ids = list(args.ids or [])
     if args.id_file:
@@ -166,7 +166,7 @@ def _check_corpus_flags(args: argparse.Namespace, raw_ids: list) -> str:
 
 
 def selection_from(args: argparse.Namespace):
-    from sciga.transforms.sources.corpus_selection import Selection, SelectionError, parse_categories, parse_day
+    from sciga.transforms.metadata.corpus_selection import Selection, SelectionError, parse_categories, parse_day
 
     try:
         return Selection(categories=parse_categories(args.category),
@@ -177,8 +177,8 @@ def selection_from(args: argparse.Namespace):
 
 
 def oai_options_from(args: argparse.Namespace, selection):
-    from sciga.transforms.sources.corpus_selection import SelectionError, oai_set_of, parse_day
-    from sciga.transforms.sources.oai_pmh import DEFAULT_OAI_URL, OaiHarvestOptions
+    from sciga.transforms.metadata.corpus_selection import SelectionError, oai_set_of, parse_day
+    from sciga.transforms.metadata.oai_pmh import DEFAULT_OAI_URL, OaiHarvestOptions
 
     url = args.oai_url or os.environ.get("SCIGA_OAI_URL") or DEFAULT_OAI_URL
     try:
@@ -223,8 +223,8 @@ def _finish_import(cache, bar, work):
 
 
 def run_snapshot_import(args: argparse.Namespace):
-    from sciga.transforms.sources.metadata_sink import open_for_import
-    from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot, snapshot_size
+    from sciga.transforms.metadata.cache_sink import open_for_import
+    from sciga.transforms.metadata.snapshot import SnapshotOptions, import_snapshot, snapshot_size
 
     options = SnapshotOptions(uri=args.metadata_snapshot, selection=selection_from(args))
     cache = open_for_import(args.output)
@@ -239,8 +239,8 @@ def run_snapshot_import(args: argparse.Namespace):
 
 
 def run_oai_harvest(args: argparse.Namespace):
-    from sciga.transforms.sources.metadata_sink import open_for_import
-    from sciga.transforms.sources.oai_pmh import OaiHarvester
+    from sciga.transforms.metadata.cache_sink import open_for_import
+    from sciga.transforms.metadata.oai_pmh import OaiHarvester
 
     options = oai_options_from(args, selection_from(args))
     endpoints, http_options = _http_from(args)
@@ -259,7 +259,7 @@ def run_oai_harvest(args: argparse.Namespace):
 
 
 def run_plan(args: argparse.Namespace, raw_ids: list):
-    from sciga.transforms.sources.fetch_plan import PlanOptions, plan_fetch
+    from sciga.transforms.fetch.cost_estimate import PlanOptions, plan_fetch
 
     endpoints, _ = _http_from(args)
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())

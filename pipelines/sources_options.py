@@ -11,7 +11,7 @@ import argparse
 import posixpath
 
 from sciga.pipelines.arg_types import non_negative_float, non_negative_int, positive_float, positive_int, unit_interval
-from sciga.transforms.sources.endpoints import (
+from sciga.transforms.fetch.endpoints import (
     DEFAULT_ARXIV_API_URL,
     DEFAULT_EPRINT_BASE_URL,
     DEFAULT_HTML_BASE_URL,
@@ -78,7 +78,7 @@ def tex_dirs(args: argparse.Namespace) -> list[str]:
 
 
 def tex_options_from_args(args: argparse.Namespace):
-    from sciga.transforms.link.tex_stage import TexOptions
+    from sciga.transforms.tex_recovery.stage import TexOptions
 
     return TexOptions(enabled=not args.no_tex, tex_dirs=tuple(tex_dirs(args)), threshold=args.tex_match_threshold,
                       number_min_jaccard=args.tex_number_min_jaccard, dpi=args.rasterize_dpi,
@@ -106,7 +106,7 @@ def add_endpoint_arguments(ap) -> None:
 def endpoints_from_args(args: argparse.Namespace):
     """--arxiv-api-url / --html-base-url / --eprint-base-url / --rate-limit, else their
     environment variables, else the defaults; one sentence for a bad value."""
-    from sciga.transforms.sources.endpoints import resolve_endpoints
+    from sciga.transforms.fetch.endpoints import resolve_endpoints
 
     try:
         return resolve_endpoints(args.arxiv_api_url, args.html_base_url, args.eprint_base_url, args.rate_limit)
@@ -115,19 +115,19 @@ def endpoints_from_args(args: argparse.Namespace):
 
 
 def http_options_from_args(args: argparse.Namespace):
-    from sciga.transforms.sources.endpoints import HttpOptions
+    from sciga.transforms.fetch.endpoints import HttpOptions
 
     return HttpOptions(max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)
 
 
 def latexml_options_from_args(args: argparse.Namespace):
-    from sciga.transforms.sources.latexml_convert import LatexmlOptions
+    from sciga.transforms.latexml.convert import LatexmlOptions
 
     return LatexmlOptions(timeout_s=args.latexml_timeout, max_memory_bytes=int(args.latexml_max_memory_gb * (1 << 30)))
 
 
 def fetch_transform(args: argparse.Namespace):
-    from sciga.transforms.sources.beam import FetchPapers
+    from sciga.transforms.fetch.beam import FetchPapers
 
     return FetchPapers(args.fetch_cache, endpoints_from_args(args), workers=args.fetch_workers,
                        max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)

@@ -93,7 +93,7 @@ class UpdateOptions:
 def _given_definition(args: argparse.Namespace) -> dict:
     """The definition fields the flags of this run set."""
     from sciga.transforms.common.errors import UserError
-    from sciga.transforms.sources.corpus_selection import Selection, SelectionError, parse_categories, parse_day
+    from sciga.transforms.metadata.corpus_selection import Selection, SelectionError, parse_categories, parse_day
 
     given: dict = {}
     try:
@@ -125,7 +125,7 @@ def definition_from_args(args: argparse.Namespace, rest: list[str]):
     one the flags make, saved with the build."""
     from sciga.publish.hub import REPO_ID_RE
     from sciga.transforms.common.errors import UserError
-    from sciga.transforms.sources.corpus_definition import (
+    from sciga.transforms.metadata.corpus_definition import (
         CorpusDefinition,
         DefinitionError,
         definition_path,
@@ -183,7 +183,7 @@ def options_from_args(args: argparse.Namespace, rest: Optional[list[str]]) -> Up
 
 
 def _is_first_run(out: str) -> bool:
-    from sciga.transforms.sources.corpus_definition import DefinitionError, load_definition
+    from sciga.transforms.metadata.corpus_definition import DefinitionError, load_definition
 
     try:
         return load_definition(out) is None
@@ -258,7 +258,7 @@ def run_update(o: UpdateOptions, stream=None) -> int:
 
 def _endpoints(d):
     from sciga.transforms.common.errors import UserError
-    from sciga.transforms.sources.endpoints import resolve_endpoints
+    from sciga.transforms.fetch.endpoints import resolve_endpoints
 
     try:
         return resolve_endpoints(d.arxiv_api_url, d.html_base_url, d.eprint_base_url, d.rate_limit)
@@ -267,9 +267,9 @@ def _endpoints(d):
 
 
 def _harvest(o: UpdateOptions, steps: Steps) -> Optional[int]:
-    from sciga.transforms.sources.corpus_selection import oai_set_of
-    from sciga.transforms.sources.metadata_sink import open_for_import
-    from sciga.transforms.sources.oai_pmh import DEFAULT_OAI_URL, OaiHarvester, OaiHarvestOptions
+    from sciga.transforms.metadata.cache_sink import open_for_import
+    from sciga.transforms.metadata.corpus_selection import oai_set_of
+    from sciga.transforms.metadata.oai_pmh import DEFAULT_OAI_URL, OaiHarvester, OaiHarvestOptions
 
     d = o.definition
     url = d.oai_url or os.environ.get("SCIGA_OAI_URL") or DEFAULT_OAI_URL
@@ -295,7 +295,7 @@ def _harvest(o: UpdateOptions, steps: Steps) -> Optional[int]:
 def _select(o: UpdateOptions, steps: Steps):
     from sciga.explore.build_folder import built_papers
     from sciga.transforms.common.errors import UserError
-    from sciga.transforms.sources.corpus_definition import plan_fetch, selected_papers
+    from sciga.transforms.metadata.corpus_definition import plan_fetch, selected_papers
 
     d = o.definition
     built, dead = built_papers(o.out)
@@ -311,7 +311,7 @@ def _select(o: UpdateOptions, steps: Steps):
 
 
 def _fetch(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:
-    from sciga.transforms.sources.fetch_job import FetchOptions, run_fetch_job
+    from sciga.transforms.fetch.job import FetchOptions, run_fetch_job
 
     d = o.definition
     todo = sorted(set(plan.new) | set(plan.revised))

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from sciga.quality.images import check_image
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.transforms.write.manifest import MANIFEST, shard_files
-from sciga.transforms.write.parquet_shards import SHARD_RE
+from sciga.transforms.write.shard_names import SHARD_RE
 
 
 def read_manifest(out_dir: str) -> tuple[Optional[dict], Optional[str]]:

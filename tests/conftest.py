@@ -143,10 +143,10 @@ def gcs_server(tmp_path_factory):
 def _build(*argv: str, beam_args=None):
     import argparse
 
-    from sciga.pipelines.build import add_build_arguments, run_build
+    from sciga.pipelines.build import add_arguments, run_build
 
     ap = argparse.ArgumentParser()
-    add_build_arguments(ap)
+    add_arguments(ap)
     return run_build(ap.parse_args(list(argv)), beam_args)
 
 

@@ -10,9 +10,9 @@ import pytest
 from lxml import etree
 
 from sciga.schemas.records import PaperMeta
+from sciga.transforms.link.link_paper import link_paper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.sentences import Sentencizer
-from sciga.transforms.link.stage import link_paper
 from sciga.transforms.parse import parse_latexml_html
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sciga.explore.views import connect
-from sciga.pipelines.build import add_build_arguments, run_build
+from sciga.pipelines.build import add_arguments, run_build
 from sciga.schemas.version import SCHEMA_VERSION
 
 from conftest import CORPUS, run_cli
@@ -20,7 +20,7 @@ from conftest import CORPUS, run_cli
 
 def build(*argv: str):
     ap = argparse.ArgumentParser()
-    add_build_arguments(ap)
+    add_arguments(ap)
     return run_build(ap.parse_args(list(argv)))
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sciga.pipelines.build import add_build_arguments, run_build
+from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 
 from conftest import ROOT, run_cli
@@ -25,7 +25,7 @@ from conftest import ROOT, run_cli
 
 def build(*argv: str, beam_args=None):
     ap = argparse.ArgumentParser()
-    add_build_arguments(ap)
+    add_arguments(ap)
     return run_build(ap.parse_args(list(argv)), beam_args)
 
 

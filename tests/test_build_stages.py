@@ -15,10 +15,10 @@ from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput
 from sciga.schemas.records import Medical
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.result_store import ResultStore, result_key
-from sciga.transforms.link.beam import LinkPapers
-from sciga.transforms.link.tex_stage import RecoverFiguresFromTex, TexOptions
+from sciga.transforms.inputs.build_inputs import PlanInputs, PlanOptions
+from sciga.transforms.link.stage import LinkPapers
 from sciga.transforms.parse.stage import ParseOptions, ParsePapers
-from sciga.transforms.sources.plan import PlanInputs, PlanOptions
+from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex, TexOptions
 from sciga.transforms.vision.options import VisionOptions, resolve_vision
 from sciga.transforms.vision.stage import Vision
 from sciga.transforms.write.layout import layout_for
@@ -86,7 +86,7 @@ def test_tex_stage_keeps_the_paper_when_its_eprint_is_unsafe(tmp_path):
 
 
 def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
-    from sciga.transforms.link.tex_stage import RecoverFromTex
+    from sciga.transforms.tex_recovery.stage import RecoverFromTex
 
     page = tmp_path / "2603.21852.html"  # a LaTeXML page whose figures were PDFs: no images beside it
     shutil.copy(corpus / "latexml" / "eml.html", page)
@@ -110,7 +110,7 @@ def test_link_stage_adds_mentions():
 
 def test_vision_stage_measures_images_by_reference(tmp_path):
     vision = resolve_vision(VisionOptions(), str(tmp_path))
-    from sciga.transforms.link.beam import LinkPaper
+    from sciga.transforms.link.stage import LinkPaper
 
     fn = LinkPaper()
     fn.setup()
@@ -131,7 +131,7 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
     store_root = str(tmp_path / "store")
     layout = layout_for(2)
     opts = WriteOptions(store_root=store_root, parts_root=str(tmp_path / "parts"), layout=layout)
-    from sciga.transforms.link.beam import LinkPaper
+    from sciga.transforms.link.stage import LinkPaper
     from sciga.transforms.vision.stage import MeasureFigures
 
     link = LinkPaper()
@@ -165,7 +165,7 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
 
 
 def test_merge_annotations_is_idempotent(tmp_path):
-    from sciga.transforms.link.beam import LinkPaper
+    from sciga.transforms.link.stage import LinkPaper
 
     link = LinkPaper()
     link.setup()

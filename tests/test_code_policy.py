@@ -19,8 +19,8 @@ NOQA = re.compile(r"#\s*" + "noqa" + r"(?P<rest>.*)$")
 ALLOWED_PRIVATE = {
     ("transforms/link/sentences.py", "re._MAXCACHE"): "the stdlib's regex cache size, raised for the sentence splitter",
     ("transforms/vision/ga_match.py", "m._canvas"): "MatchImage is defined in the same module",
-    ("transforms/sources/fetch_plan.py", "planner._row"): "_Planner is defined in the same module",
-    ("transforms/sources/fetch_plan.py", "pl._cached"): "_Planner is defined in the same module",
+    ("transforms/fetch/cost_estimate.py", "planner._row"): "_Planner is defined in the same module",
+    ("transforms/fetch/cost_estimate.py", "pl._cached"): "_Planner is defined in the same module",
     ("samples/make_figures.py", "d._image"): "Pillow's ImageDraw gives its image no other way; the sample figures use it",
 }
 

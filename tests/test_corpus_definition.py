@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 import pytest
 from oai_fixtures import make_paper, snapshot_obj
 
-from sciga.transforms.sources.arxiv_records import meta_from_snapshot
-from sciga.transforms.sources.corpus_definition import (
+from sciga.transforms.metadata.arxiv_records import meta_from_snapshot
+from sciga.transforms.metadata.cache_sink import MetadataSink, open_for_import
+from sciga.transforms.metadata.corpus_definition import (
     CachedPaper,
     CorpusDefinition,
     DefinitionError,
@@ -21,8 +22,7 @@ from sciga.transforms.sources.corpus_definition import (
     selected_papers,
     venue_of,
 )
-from sciga.transforms.sources.corpus_selection import Selection
-from sciga.transforms.sources.metadata_sink import MetadataSink, open_for_import
+from sciga.transforms.metadata.corpus_selection import Selection
 
 
 def meta(i: int, year: int, categories: str, comment=None) -> dict:

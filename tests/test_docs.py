@@ -283,7 +283,7 @@ def test_no_documented_error_type_is_stale():
 
 def _module_constants() -> dict[str, dict[str, str]]:
     """module name -> its module-level string constants, names imported from another of our
-    modules (``from sciga.transforms.link.stage import STAGE``) resolved."""
+    modules (``from sciga.transforms.link.link_paper import STAGE``) resolved."""
     trees = {}
     for d in PACKAGE_DIRS:
         for path in (ROOT / d).rglob("*.py"):

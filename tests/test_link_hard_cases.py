@@ -16,8 +16,8 @@ from link_fixtures import linked, mentions, needs_corpus, page_path, paragraph_h
 
 from sciga.schemas.arrow import MENTIONS, REF_SPAN, mention_row, to_table
 from sciga.schemas.version import SCHEMA_VERSION
-from sciga.transforms.link.stage import link_paper
-from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.link.link_paper import link_paper
+from sciga.transforms.vision.figure_rows import figure_rows
 
 
 def subs(paper, number):

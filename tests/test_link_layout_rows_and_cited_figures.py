@@ -28,8 +28,8 @@ from lxml import etree
 from sciga.transforms.link.grammar import find_expressions
 from sciga.transforms.link.spans import link_text
 from sciga.transforms.link.targets import FigureIndex
-from sciga.transforms.parse.figure_rows import figure_rows
 from sciga.transforms.parse.panel_labels import parse_label, printed_labels
+from sciga.transforms.vision.figure_rows import figure_rows
 
 
 def subs(paper, number):

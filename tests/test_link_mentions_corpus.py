@@ -139,8 +139,8 @@ def test_label_leftover_resolved_through_tex_label_map():
     from link_fixtures import parse, sentencizer
 
     from sciga.schemas.records import PaperMeta
+    from sciga.transforms.link.link_paper import link_paper
     from sciga.transforms.link.mentions import mention_rows
-    from sciga.transforms.link.stage import link_paper
 
     assert not [r for r in mentions("distildoc") if r.resolution == "label"]  # no map: left alone
     meta = PaperMeta.from_dict({"figure_labels": {"fig:new-hero": "1"}})  # sidecar / TeX stage
@@ -157,8 +157,8 @@ def test_label_leftover_resolved_through_tex_label_map():
 def test_linking_twice_changes_nothing():
     from link_fixtures import parse, sentencizer
 
+    from sciga.transforms.link.link_paper import link_paper
     from sciga.transforms.link.mentions import mention_rows
-    from sciga.transforms.link.stage import link_paper
 
     once = link_paper(parse("muse"), sentencizer=sentencizer())
     first = mention_rows(once)

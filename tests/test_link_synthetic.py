@@ -4,8 +4,8 @@ without captions, split from "Left: ... Right: ..."), an anchor
 followed by a typed panel, a LABEL leftover after a keyword, caption and title mentions."""
 from __future__ import annotations
 
+from sciga.transforms.link.link_paper import link_paper
 from sciga.transforms.link.mentions import mention_rows
-from sciga.transforms.link.stage import link_paper
 from sciga.transforms.parse import parse_latexml_html
 
 PAGE = """<!DOCTYPE html><html><head><title>A test paper</title></head><body>

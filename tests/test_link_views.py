@@ -14,7 +14,7 @@ from sciga.pipelines.cli import make_parser
 from sciga.schemas.build import PaperWork
 from sciga.schemas.records import Paragraph
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.link.beam import LinkPapers
+from sciga.transforms.link.stage import LinkPapers
 
 VIEW_COLUMNS = {
     "caption_context": ["paper_id", "figure_id", "number", "label", "caption", "caption_text", "image", "is_teaser",

@@ -10,14 +10,28 @@ import zipfile
 
 from quality_fixtures import ROOT
 
-SHIPPED = ("pipelines", "transforms", "schemas", "quality", "training", "samples", "sciga")
+SHIPPED = ("pipelines", "transforms", "schemas", "quality", "training", "explore", "publish", "samples", "sciga")
 
 
-def _checkout_files() -> list[str]:
+def _tracked() -> list[str]:
     """What a clean checkout holds: tracked files plus new files git does not ignore."""
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, check=True).stdout
-    return sorted(p for p in out.decode().split("\0") if p and os.path.isfile(ROOT / p))
+    return sorted(p for p in out.decode().split("\0") if p)
+
+
+def _checkout_files() -> list[str]:
+    return [p for p in _tracked() if os.path.isfile(ROOT / p) and not os.path.islink(ROOT / p)]
+
+
+def _checkout_links() -> list[str]:
+    """The committed links ``sciga/<folder> -> ../<folder>`` (sciga/__init__.py says why)."""
+    return [p for p in _tracked() if os.path.islink(ROOT / p)]
+
+
+def test_sciga_subpackages_are_committed_links_to_the_top_level_folders():
+    links = {p: os.readlink(ROOT / p) for p in _checkout_links()}
+    assert links == {f"sciga/{d}": f"../{d}" for d in SHIPPED if d != "sciga"}
 
 
 def test_wheel_builds_without_warnings_and_ships_every_data_file(tmp_path):
@@ -26,6 +40,8 @@ def test_wheel_builds_without_warnings_and_ships_every_data_file(tmp_path):
     for rel in files:
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
+    for rel in _checkout_links():
+        os.symlink(os.readlink(ROOT / rel), src / rel)
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1", PYTHONWARNINGS="default")
     res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", ".", "-w",
                           str(tmp_path / "wheel")], cwd=src, env=env, capture_output=True, text=True, timeout=300)

@@ -226,7 +226,7 @@ def test_mentions_in_titles_and_captions_are_checked_against_their_own_text(tmp_
     import argparse
     import shutil
 
-    from sciga.pipelines.build import add_build_arguments, run_build
+    from sciga.pipelines.build import add_arguments, run_build
 
     from conftest import CORPUS
 
@@ -235,7 +235,7 @@ def test_mentions_in_titles_and_captions_are_checked_against_their_own_text(tmp_
     for name in ("honline", "eml", "muse"):
         shutil.copy(CORPUS / "latexml" / f"{name}.html", inp / f"{name}.html")
     ap = argparse.ArgumentParser()
-    add_build_arguments(ap)
+    add_arguments(ap)
     out = tmp_path / "out"
     run_build(ap.parse_args(["--input", str(inp), "--output", str(out), "--no-tex"]))
     contexts = {(r["context"], r["paper_id"]) for r in read_rows(out, "mentions")}

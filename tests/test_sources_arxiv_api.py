@@ -5,8 +5,8 @@ from __future__ import annotations
 import arxiv
 import pytest
 
-from sciga.transforms.sources.arxiv_api import ArxivApiError, ArxivMetadata, PoliteArxivClient, normalize_id
-from sciga.transforms.sources.http_client import PoliteClient
+from sciga.transforms.fetch.arxiv_api import ArxivApiError, ArxivMetadata, PoliteArxivClient, normalize_id
+from sciga.transforms.fetch.http_client import PoliteClient
 
 from tests.sources_fixtures import CORPUS, FaultServer
 
@@ -152,7 +152,7 @@ def test_licence_and_extra_dois_when_the_feed_carries_them():
 
     from lxml import etree
 
-    from sciga.transforms.sources.arxiv_api import _extras
+    from sciga.transforms.fetch.arxiv_api import _extras
 
     body = json.loads((CORPUS / "arxiv_api" / "recorded" / "id_1605.08386_s0_m100_199195aa31ad.json").read_text())["body"]
     body = body.replace("</entry>", '<link href="http://creativecommons.org/licenses/by/4.0/" rel="license"/>'

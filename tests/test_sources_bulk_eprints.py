@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.sources.bulk_eprints import BulkEprints, default_storage_options
-from sciga.transforms.sources.eprint_bulk import Manifest, item_name, member_paper_id, parse_manifest
+from sciga.transforms.eprints.bulk_reader import BulkEprints, default_storage_options
+from sciga.transforms.eprints.bulk_tar import Manifest, item_name, member_paper_id, parse_manifest
 
 from tests.bulk_fixtures import TEX, S3Server, many_tars, paper_tar, standard_bulk
 from tests.conftest import ROOT
@@ -202,7 +202,7 @@ def test_s3_is_read_requester_pays_with_the_cost_stated_first(s3, s3_root, bulk_
 # -- kill -9 mid-extraction, then resume ----------------------------------------------------------
 _CHILD = r"""
 import json, sys, time
-from sciga.transforms.sources.bulk_eprints import BulkEprints
+from sciga.transforms.eprints.bulk_reader import BulkEprints
 
 class Slow(BulkEprints):
     def scan(self, name, wanted=(), *, on_bytes=None, rescan=False):
@@ -284,7 +284,7 @@ def test_flat_mirror_layout(tmp_path):
 
 def test_the_tex_figure_stage_finds_extracted_eprints_with_tex_input(bulk_dir, tmp_path):
     # `sciga build --tex-input <cache>/eprints`: the figure stage's lookup finds them by id.
-    from sciga.transforms.sources.tex_sources import load_source, locate_source
+    from sciga.transforms.eprints.tex_sources import load_source, locate_source
 
     bulk = BulkEprints.open(str(bulk_dir), str(tmp_path / "cache"))
     bulk.extract(["2101.00001", "astro-ph/0601001"])

@@ -21,7 +21,8 @@ import pytest
 
 from sciga.pipelines.cli import main
 from sciga.schemas.records import PaperMeta
-from sciga.transforms.sources.arxiv_records import (
+from sciga.transforms.fetch.cache import FetchCache
+from sciga.transforms.metadata.arxiv_records import (
     RecordError,
     meta_from_arxiv_format,
     meta_from_arxiv_raw,
@@ -30,11 +31,16 @@ from sciga.transforms.sources.arxiv_records import (
     split_author_string,
     tex_to_unicode,
 )
-from sciga.transforms.sources.corpus_selection import Selection, SelectionError, oai_set_of, parse_categories, parse_day
-from sciga.transforms.sources.fetch_cache import FetchCache
-from sciga.transforms.sources.metadata_sink import open_for_import
-from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot
-from sciga.transforms.sources.oai_pmh import ListRecordsPage, select_item
+from sciga.transforms.metadata.cache_sink import open_for_import
+from sciga.transforms.metadata.corpus_selection import (
+    Selection,
+    SelectionError,
+    oai_set_of,
+    parse_categories,
+    parse_day,
+)
+from sciga.transforms.metadata.oai_pmh import ListRecordsPage, select_item
+from sciga.transforms.metadata.snapshot import SnapshotOptions, import_snapshot
 
 from conftest import CORPUS
 from tests.oai_fixtures import make_paper, record_xml, snapshot_obj

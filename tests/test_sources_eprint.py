@@ -11,7 +11,7 @@ import time
 import pytest
 
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.sources.eprint import Limits, read_eprint, read_source_dir, safe_extract, safe_member_name
+from sciga.transforms.eprints.eprint import Limits, read_eprint, read_source_dir, safe_extract, safe_member_name
 
 from tests.sources_fixtures import CORPUS, symlink_tarball, tar_gz_of, traversal_tarball, zero_bomb
 
@@ -164,7 +164,7 @@ _PEAK_CHILD = r"""
 import sys
 import psutil
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.sources.eprint import Limits, read_eprint
+from sciga.transforms.eprints.eprint import Limits, read_eprint
 data = open(sys.argv[1], "rb").read()
 limits = Limits(max_member_bytes=int(sys.argv[2]) << 20) if len(sys.argv) > 2 else Limits()
 def hwm():  # the kernel's peak RSS of this process (VmHWM), in bytes

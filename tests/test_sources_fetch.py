@@ -306,8 +306,8 @@ def test_pages_read_from_a_dump_are_not_reported_as_downloads(tmp_path):
 
 def test_the_fetch_job_runs_from_typed_options_without_a_command_line(tmp_path):
     """The fetch job is an object of transforms/sources: typed options in, a summary out."""
-    from sciga.transforms.sources.endpoints import HttpOptions, resolve_endpoints
-    from sciga.transforms.sources.fetch_job import FetchOptions, run_fetch_job
+    from sciga.transforms.fetch.endpoints import HttpOptions, resolve_endpoints
+    from sciga.transforms.fetch.job import FetchOptions, run_fetch_job
 
     with FaultServer() as s:
         serve_papers(s)

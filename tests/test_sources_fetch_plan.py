@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from sciga.pipelines.cli import main
-from sciga.transforms.sources.corpus_selection import Selection
-from sciga.transforms.sources.endpoints import Endpoints
-from sciga.transforms.sources.eprint_coverage import bulk_eprint_coverage, item_of
-from sciga.transforms.sources.fetch_cache import FetchCache, gzip_deterministic
-from sciga.transforms.sources.fetch_plan import DEFAULT_HTML_BYTES, PlanOptions, plan_fetch
-from sciga.transforms.sources.metadata_sink import open_for_import
-from sciga.transforms.sources.metadata_snapshot import SnapshotOptions, import_snapshot
+from sciga.transforms.eprints.bulk_coverage import bulk_eprint_coverage, item_of
+from sciga.transforms.fetch.cache import FetchCache, gzip_deterministic
+from sciga.transforms.fetch.cost_estimate import DEFAULT_HTML_BYTES, PlanOptions, plan_fetch
+from sciga.transforms.fetch.endpoints import Endpoints
+from sciga.transforms.metadata.cache_sink import open_for_import
+from sciga.transforms.metadata.corpus_selection import Selection
+from sciga.transforms.metadata.snapshot import SnapshotOptions, import_snapshot
 
 from conftest import scoped_environ
 from tests.oai_fixtures import ListStore, OaiServer, make_paper, snapshot_obj
@@ -212,8 +212,8 @@ def test_plan_cli_sends_nothing_to_any_endpoint(tmp_path):
 
 
 def test_plan_after_an_oai_harvest_counts_the_harvested_papers(tmp_path):
-    from sciga.transforms.sources.http_client import PoliteClient
-    from sciga.transforms.sources.oai_pmh import OaiHarvester, OaiHarvestOptions
+    from sciga.transforms.fetch.http_client import PoliteClient
+    from sciga.transforms.metadata.oai_pmh import OaiHarvester, OaiHarvestOptions
 
     ps = corpus(30)
     cache = tmp_path / "cache"

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from sciga.transforms.sources.http_client import FetchError, PoliteClient, parse_retry_after
+from sciga.transforms.fetch.http_client import FetchError, PoliteClient, parse_retry_after
 
 from tests.sources_fixtures import FaultServer
 

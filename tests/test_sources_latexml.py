@@ -18,17 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.link.mentions import mention_rows
-from sciga.transforms.link.stage import link_paper
-from sciga.transforms.parse import parse_latexml_html
-from sciga.transforms.sources.eprint import read_source_dir
-from sciga.transforms.sources.latexml_convert import (
+from sciga.transforms.eprints.eprint import read_source_dir
+from sciga.transforms.latexml.convert import (
     LatexmlOptions,
     _strip_png_times,
     convert_eprint,
     find_main_file,
     latexml_version,
 )
+from sciga.transforms.link.link_paper import link_paper
+from sciga.transforms.link.mentions import mention_rows
+from sciga.transforms.parse import parse_latexml_html
 
 from tests.conftest import CORPUS
 
@@ -125,7 +125,7 @@ def test_same_input_same_bytes(tmp_path):
     pdf = (CORPUS / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes()
     files = {"main.tex": b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\today\\begin{figure}"
                          b"\\includegraphics{t.pdf}\\caption{Trees.}\\end{figure}\\end{document}\n", "t.pdf": pdf}
-    from sciga.transforms.sources.eprint import SourceTree
+    from sciga.transforms.eprints.eprint import SourceTree
 
     one = convert_eprint(SourceTree(kind="dir", files=files), paper_id="det")
     time.sleep(1.1)  # a second later: a wall-clock stamp would show
@@ -142,7 +142,7 @@ def test_a_tex_file_that_loops_forever_is_stopped_at_the_time_limit():
     marker = f"loop{uuid.uuid4().hex[:8]}"
     tex = (b"\\documentclass{article}\\begin{document}Hello.\\newcount\\n"
            b"\\loop \\advance\\n by 1 \\ifnum\\n>0 \\repeat\\end{document}\n")
-    from sciga.transforms.sources.eprint import SourceTree
+    from sciga.transforms.eprints.eprint import SourceTree
 
     t0 = time.monotonic()
     with pytest.raises(StageError) as ei:
@@ -159,7 +159,7 @@ def test_a_tex_file_that_loops_forever_is_stopped_at_the_time_limit():
 
 
 def test_a_fatal_tex_error_is_latexml_fatal():
-    from sciga.transforms.sources.eprint import SourceTree
+    from sciga.transforms.eprints.eprint import SourceTree
 
     names = ["\\undefined" + "".join(chr(97 + int(d)) for d in str(i)) for i in range(150)]
     tex = ("\\documentclass{article}\\begin{document}\n" + " ".join(names) + "\n\\end{document}\n").encode()
@@ -170,7 +170,7 @@ def test_a_fatal_tex_error_is_latexml_fatal():
 
 
 def test_no_main_file_and_pdf_only_are_reasons_before_latexml_runs():
-    from sciga.transforms.sources.eprint import SourceTree
+    from sciga.transforms.eprints.eprint import SourceTree
 
     parts = {"sections/intro.tex": b"\\section{Intro} text", "fig.png": b"\x89PNG",
              "notes.tex": b"% \\documentclass{article}\n% \\begin{document}\n"}
@@ -189,7 +189,7 @@ def test_the_memory_limit_applies_to_the_converter(tmp_path):
     fake.write_text('#!/usr/bin/perl\nif (grep { $_ eq "--VERSION" } @ARGV) { print STDERR "latexmlc (LaTeXML '
                     'version 0.8.7)\\n"; exit 0 }\nmy $x = "a" x (2 * 1024 ** 3);\nprint length($x), "\\n";\n')
     fake.chmod(0o755)
-    from sciga.transforms.sources.eprint import SourceTree
+    from sciga.transforms.eprints.eprint import SourceTree
 
     doc = {"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}"}
     with pytest.raises(StageError) as ei:

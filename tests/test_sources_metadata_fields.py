@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from sciga.schemas.records import Conference
-from sciga.transforms.sources.classifications import (
+from sciga.transforms.inputs.pages import read_sidecar
+from sciga.transforms.metadata.classifications import (
     acm_from_metadata,
     ccs_path,
     classes_from_html,
     classes_from_tex,
     msc_from_metadata,
 )
-from sciga.transforms.sources.comment_venue import parse_comment_venue
-from sciga.transforms.sources.local_files import read_sidecar
+from sciga.transforms.metadata.comment_venue import parse_comment_venue
 
 ROOT = Path(__file__).resolve().parents[1]
 

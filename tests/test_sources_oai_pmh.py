@@ -18,10 +18,10 @@ import pytest
 
 from sciga.pipelines.cli import main
 from sciga.schemas.records import PaperMeta
-from sciga.transforms.sources.corpus_selection import Selection
-from sciga.transforms.sources.http_client import PoliteClient
-from sciga.transforms.sources.metadata_sink import open_for_import
-from sciga.transforms.sources.oai_pmh import OaiHarvester, OaiHarvestOptions
+from sciga.transforms.fetch.http_client import PoliteClient
+from sciga.transforms.metadata.cache_sink import open_for_import
+from sciga.transforms.metadata.corpus_selection import Selection
+from sciga.transforms.metadata.oai_pmh import OaiHarvester, OaiHarvestOptions
 
 from tests.oai_fixtures import ListStore, OaiServer, make_paper
 from tests.sources_fixtures import ROOT
@@ -42,7 +42,7 @@ def papers(n: int = 240, start=datetime(2020, 11, 20, tzinfo=timezone.utc), step
 
 
 def expected(ps, sel: Selection) -> set:
-    from sciga.transforms.sources.arxiv_records import first_version_day, meta_from_snapshot
+    from sciga.transforms.metadata.arxiv_records import first_version_day, meta_from_snapshot
 
     from tests.oai_fixtures import snapshot_obj
 

@@ -11,11 +11,11 @@ from PIL import Image as PILImage
 
 from sciga.schemas.records import Figure, Image, Paper, Subfigure
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.link.tex_figure_match import html_caption_tokens, jaccard, match_figures, tokens
-from sciga.transforms.link.tex_recovery import is_blank, recover_figures
-from sciga.transforms.sources.eprint import SourceTree, read_eprint, read_source_dir
-from sciga.transforms.sources.rasterize import to_png
-from sciga.transforms.sources.tex_graphics import find_main, parse_document, tex_to_plain
+from sciga.transforms.eprints.eprint import SourceTree, read_eprint, read_source_dir
+from sciga.transforms.eprints.rasterize import to_png
+from sciga.transforms.eprints.tex_graphics import find_main, parse_document, tex_to_plain
+from sciga.transforms.tex_recovery.figure_match import html_caption_tokens, jaccard, match_figures, tokens
+from sciga.transforms.tex_recovery.recover import is_blank, recover_figures
 
 from tests.sources_fixtures import CORPUS, ROOT
 

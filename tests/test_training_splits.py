@@ -11,7 +11,7 @@ from sciga.training.captions import clean_caption
 from sciga.training.data import data_version, iter_example_images, load_examples
 from sciga.training.ground_truth import Candidate, Example, Unit, build_example
 from sciga.training.splits import assign_splits, in_experiment_subset, split_of
-from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.vision.figure_rows import figure_rows
 
 
 def test_split_is_8_1_1_deterministic_and_stable_when_papers_are_added():

@@ -6,7 +6,7 @@ import pytest
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
 from sciga.schemas.records import Figure, Paper, Paragraph, RefSpan, Section, Subfigure
-from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.medical import (
     DOCFIGURE_LABELS,
     KEYWORDS_FILE,

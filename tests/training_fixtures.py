@@ -31,9 +31,9 @@ from sciga.schemas.records import (
     Subjects,
 )
 from sciga.training.splits import split_of
-from sciga.transforms.parse.figure_rows import figure_rows
+from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.write import manifest as mf
-from sciga.transforms.write.parquet_shards import empty_table_bytes, shard_name, table_bytes
+from sciga.transforms.write.shard_names import empty_table_bytes, shard_name, table_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))

@@ -1,2 +1,3 @@
 """The build's stages, in the order a paper meets them, each may use only those before it:
-common (shared utilities) -> sources -> parse -> link -> vision -> write."""
+common (shared utilities) -> where papers come from (inputs, fetch, metadata, eprints,
+latexml) -> parse -> tex_recovery and link -> vision -> write."""

@@ -299,15 +299,10 @@ def code_fingerprint(packages: Iterable[str] = ("schemas", "transforms")) -> str
     import sciga
 
     h = hashlib.sha256()
-    roots = [p for p in sciga.__path__]
+    here = os.path.dirname(os.path.abspath(sciga.__file__))  # sciga/<pkg> is a link in a checkout
     for pkg in packages:
-        base = None
-        for r in roots:
-            cand = os.path.join(r, pkg)
-            if os.path.isdir(cand):
-                base = cand
-                break
-        if base is None:
+        base = os.path.join(here, pkg)
+        if not os.path.isdir(base):
             continue
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))

@@ -30,7 +30,7 @@ from sciga.schemas import ids
 from sciga.schemas.records import Figure, Image, Subfigure, Table
 from sciga.transforms.parse.images import collect_graphics, image_from_element, is_graphic
 from sciga.transforms.parse.panel_labels import PanelLabel, printed_labels
-from sciga.transforms.parse.text import RenderOptions, TextBuilder, plain_text, render_into
+from sciga.transforms.parse.text import RenderOptions, TextBuilder, css_classes, plain_text, render_into
 
 _NUMBER_RE = re.compile(r"([A-Z]{0,2}\d+(?:[.\-]\d+)*[a-z]?|[IVXLC]+)\W*$")
 _TAG_ONLY_RE = re.compile(r"^\s*(?:<TAG>.*?</TAG>\s*)?$", re.S)
@@ -39,11 +39,6 @@ _TAG_ONLY_RE = re.compile(r"^\s*(?:<TAG>.*?</TAG>\s*)?$", re.S)
 def has_caption_text(text: Optional[str]) -> bool:
     """Is there caption text besides the tag? ``"<TAG> (a) </TAG>"`` alone is not a caption."""
     return bool(text) and not _TAG_ONLY_RE.match(text)
-
-
-def classes(el) -> tuple:
-    c = el.get("class")
-    return tuple(c.split()) if c else ()
 
 
 def float_kind(el) -> Optional[str]:
@@ -71,7 +66,7 @@ def float_kind(el) -> Optional[str]:
 
 
 def is_caption(el) -> bool:
-    return el.tag == "figcaption" or "ltx_caption" in classes(el)
+    return el.tag == "figcaption" or "ltx_caption" in css_classes(el)
 
 
 @dataclass
@@ -93,7 +88,7 @@ def read_caption(el) -> Caption:
     citations = [(a, min(b, len(text))) for a, b in citations]
     label = number = None
     for sub in el.iter():
-        if isinstance(sub.tag, str) and "ltx_tag" in classes(sub):
+        if isinstance(sub.tag, str) and "ltx_tag" in css_classes(sub):
             label = plain_text(sub) or None
             break
     if label:
@@ -434,7 +429,7 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
     if not captions:
         captions = [None]
     html_id = fig_el.get("id")
-    cls = classes(fig_el)
+    cls = css_classes(fig_el)
     teaser = (
         "ltx_teaserfigure" in cls
         or bool(html_id and re.match(r"^(?:.*\.)?S0\.F\d+$", html_id))

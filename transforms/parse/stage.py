@@ -15,15 +15,15 @@ from sciga.schemas.build import PaperWork, PlannedInput
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.result_store import absent_dep, file_dep, result_key, sha256_hex
 from sciga.transforms.common.stage_fn import PaperStageFn
-from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES
-from sciga.transforms.parse.latexml_html import parse_latexml_html
-from sciga.transforms.sources.local_files import (
+from sciga.transforms.inputs.pages import (
     fallback_paper_id,
     find_sidecar,
     read_bytes,
     read_sidecar_bytes,
     sidecar_meta,
 )
+from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES
+from sciga.transforms.parse.latexml_html import parse_latexml_html
 
 
 @dataclass(frozen=True)

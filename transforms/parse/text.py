@@ -102,6 +102,7 @@ def math_alttext(el) -> str:
 
 
 def css_classes(el) -> tuple:
+    """An element's CSS classes (LaTeXML marks every construct with ``ltx_*`` classes)."""
     c = el.get("class")
     return tuple(c.split()) if c else ()
 

@@ -20,7 +20,7 @@ from typing import Optional
 import fsspec
 
 from sciga.schemas.build import FileDep
-from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
+from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT, GAEntry
 from sciga.transforms.vision.ga_match import GAThresholds

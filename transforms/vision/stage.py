@@ -27,9 +27,9 @@ from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
 from sciga.transforms.common.stage_fn import PaperStageFn
-from sciga.transforms.parse.figure_rows import figure_rows
-from sciga.transforms.sources.assets import find_asset, read_image_ref
+from sciga.transforms.inputs.page_images import find_asset, read_image_ref
 from sciga.transforms.vision.figure_images import annotate_image
+from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
 from sciga.transforms.vision.options import GAIndex, ResolvedVision

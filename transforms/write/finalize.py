@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import fsspec
 
 from sciga.schemas.arrow import CONFIGS
-from sciga.transforms.write.parquet_shards import empty_table_bytes, shard_name
+from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
 
 def read_part_infos(parts_root: str) -> list[dict]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sciga.transforms.write.parquet_shards import DEFAULT_ROWS_PER_SHARD, stable_hash
+from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD, stable_hash
 
 FIGURE_ROWS_PER_PAPER = 10  # planning estimate only; parts absorb the difference
 MENTIONS_PER_PAPER = 40

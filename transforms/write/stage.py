@@ -40,11 +40,11 @@ from sciga.transforms.common.result_store import (
     deps_to_json,
     table_size,
 )
-from sciga.transforms.parse.dedupe import duplicate_dead_letter, rank
-from sciga.transforms.sources.assets import DEFAULT_MAX_IMAGE_BYTES
+from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
+from sciga.transforms.write.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.write.layout import ShardLayout
-from sciga.transforms.write.parquet_shards import SORT_KEYS
-from sciga.transforms.write.parts import PartWriter, cut_parts, write_sidecar
+from sciga.transforms.write.part_writer import PartWriter, cut_parts, write_sidecar
+from sciga.transforms.write.shard_names import SORT_KEYS
 
 log = logging.getLogger("sciga.write")
 CONFIGS_OF_A_PAPER = ("papers", "figures", "mentions")
@@ -234,7 +234,7 @@ def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.T
     ``image_status`` settled; returns it with the number of embedded images."""
     from sciga.schemas.build import ImageRef
     from sciga.schemas.images import UNREADABLE, settle_status
-    from sciga.transforms.sources.assets import read_image_ref
+    from sciga.transforms.inputs.page_images import read_image_ref
 
     image = table.column("image").combine_chunks()
     if isinstance(image, pa.ChunkedArray):
