@@ -37,10 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-from gate import FIGS_PER_PAPER, SUBFIGS, paper_rows  # bench/gate.py's generator (bench/ is on the path above)
-
-from sciga.transforms.write import manifest as mf
-from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
+from gate import paper_rows, write_build  # bench/gate.py's generator and writer (bench/ is on the path above)
 
 RUN = r"""
 import json, sys, time
@@ -101,47 +98,17 @@ def mutate(i: int, paper: dict, figures: list, mentions: list) -> None:
 
 def write(out: str, ids) -> None:
     """Papers ``ids`` (generator indices; a negative index is paper -i with a change) into
-    shards of the default sizes, in order, then the manifest."""
-    per = {c: DEFAULT_ROWS_PER_SHARD[c] for c in ("papers", "figures", "mentions")}
+    shards of the default sizes, in order, then the manifest (bench/gate.py's writer)."""
     ids = list(ids)
-    n = len(ids)
-    n_shards = {"papers": -(-n // per["papers"]), "figures": -(-n * (FIGS_PER_PAPER + SUBFIGS) // per["figures"]),
-                "mentions": -(-n * 8 // per["mentions"])}
-    block = per["figures"] // (FIGS_PER_PAPER + SUBFIGS)
-    buffers = {"papers": [], "mentions": []}
-    index = {"papers": 0, "figures": 0, "mentions": 0}
 
-    def flush(config, rows):
-        path = os.path.join(out, "data", config, shard_name(index[config], n_shards[config]))
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as f:
-            f.write(table_bytes(config, rows))
-        index[config] += 1
+    def rows(k: int):
+        j = ids[k]
+        p, fr, m = paper_rows(abs(j))
+        if j < 0:
+            mutate(-j, p, fr, m)
+        return p, fr, m
 
-    for start in range(0, n, block):
-        figs = []
-        for j in ids[start:start + block]:
-            p, fr, m = paper_rows(abs(j))
-            if j < 0:
-                mutate(-j, p, fr, m)
-            buffers["papers"].append(p)
-            buffers["mentions"].extend(m)
-            figs.extend(fr)
-        flush("figures", figs)
-        for config in ("papers", "mentions"):
-            while len(buffers[config]) >= per[config]:
-                flush(config, buffers[config][:per[config]])
-                buffers[config] = buffers[config][per[config]:]
-    for config in ("papers", "mentions"):
-        if buffers[config]:
-            flush(config, buffers[config])
-    path = os.path.join(out, "data", "dead_letter", shard_name(0, 1))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(empty_table_bytes("dead_letter"))
-    counts, files = mf.count_build(out)
-    counts.inputs = n
-    mf.write_manifest(out, counts, files, "synthetic", {"bench": True})
+    write_build(out, len(ids), rows)
 
 
 def make_pair(root: str, n: int) -> tuple[str, str, dict]:

@@ -106,8 +106,11 @@ def paper_rows(i: int):
     return paper, figure_rows, mentions
 
 
-def write_build(out: str, n_papers: int) -> dict:
-    """Generate and write; returns seconds spent in the writer (generation excluded)."""
+def write_build(out: str, n_papers: int, rows=None) -> dict:
+    """Generate and write; returns seconds spent in the writer (generation excluded).
+    ``rows(i) -> (paper, figure rows, mentions)`` is paper ``i`` of the build (default:
+    ``paper_rows``; bench/diff.py passes its own, with changed papers)."""
+    rows = rows or paper_rows
     spent = {"papers": 0.0, "figures": 0.0, "mentions": 0.0, "dead_letter": 0.0}
     per = {"papers": DEFAULT_ROWS_PER_SHARD["papers"], "figures": DEFAULT_ROWS_PER_SHARD["figures"],
            "mentions": DEFAULT_ROWS_PER_SHARD["mentions"]}
@@ -132,7 +135,7 @@ def write_build(out: str, n_papers: int) -> dict:
     for start in range(0, n_papers, block):
         figs = []
         for i in range(start, min(n_papers, start + block)):
-            p, fr, m = paper_rows(i)
+            p, fr, m = rows(i)
             buffers["papers"].append(p)
             buffers["mentions"].extend(m)
             figs.extend(fr)

@@ -16,6 +16,8 @@ from typing import Optional
 
 import fsspec
 
+from sciga.transforms.common.errors import exception_chain
+
 PAPERS_PER_WORKER_START = 16  # starting a worker process costs about what parsing this many papers does
 
 
@@ -195,18 +197,10 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     return handler
 
 
-def _exception_chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def no_space_left(exc: BaseException) -> bool:
     """A full disk anywhere in ``exc``'s chain, raised here or in a worker process (whose
     failure reaches the launcher as the text of its traceback)."""
-    for e in _exception_chain(exc):
+    for e in exception_chain(exc):
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
         text = str(e)
@@ -218,7 +212,7 @@ def no_space_left(exc: BaseException) -> bool:
 def was_interrupted(exc: BaseException) -> bool:
     """Ctrl-C, which Beam's in-process runner re-raises as ``RuntimeError("KeyboardInterrupt
     [while running ...]")`` from the thread that ran the bundle."""
-    for e in _exception_chain(exc):
+    for e in exception_chain(exc):
         if isinstance(e, KeyboardInterrupt) or (isinstance(e, RuntimeError) and str(e).startswith("KeyboardInterrupt")):
             return True
     return False

@@ -13,6 +13,9 @@ names the input and what to do; the `sciga` command line prints it as
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Optional
+
 
 class StageError(Exception):
     """``transient``: the failure may not happen again (a tool killed by a signal, a
@@ -33,3 +36,12 @@ class StageError(Exception):
 
 class UserError(Exception):
     """One sentence for a person: what input was wrong and what to do about it."""
+
+
+def exception_chain(exc: Optional[BaseException]) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, each once."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__

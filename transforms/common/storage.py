@@ -22,6 +22,8 @@ from typing import Optional
 
 import fsspec
 
+from sciga.transforms.common.errors import exception_chain
+
 LOCAL_PROTOCOLS = (None, "", "file", "local")
 # Object stores whose first path segment is a bucket that must exist beforehand.
 BUCKET_PROTOCOLS = {"gs": "gs", "gcs": "gs", "s3": "s3", "s3a": "s3"}
@@ -163,14 +165,6 @@ def _missing_bucket(proto: str, bucket: str) -> str:
 _GCS_BUCKET_IN_URL = re.compile(r"(?:^|[\s/])b/([^/?\s]+)")
 
 
-def _chain(exc: BaseException):
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
-
-
 def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Optional[str]:
     """One sentence for a storage failure anywhere in ``exc``'s chain (no permission, no
     credentials, credentials refused), or None when it is not one. The server's own text is
@@ -178,7 +172,7 @@ def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Opti
     where = None
     if url and bucket_of(url):
         where = f"{BUCKET_PROTOCOLS[protocol_of(url)]}://{bucket_of(url)}"
-    for e in _chain(exc):
+    for e in exception_chain(exc):
         mod = type(e).__module__ or ""
         text = str(e)
         if mod.startswith("google.auth") and type(e).__name__ == "DefaultCredentialsError":
