@@ -31,7 +31,11 @@ import posixpath
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from sciga.transforms.fetch.endpoints import HttpOptions
+    from sciga.transforms.metadata.corpus_definition import CorpusDefinition
 
 BUMPS = ("patch", "minor", "major")
 DEFINITION_FLAGS = {  # CorpusDefinition field -> the flag that sets it
@@ -80,13 +84,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 @dataclass(frozen=True)
 class UpdateOptions:
     out: str
-    definition: object  # CorpusDefinition
+    definition: CorpusDefinition
     bump: str = "patch"
     dry_run: bool = False
     hub_endpoint: Optional[str] = None
     run_build_args: tuple[str, ...] = ()  # this run's extra `sciga build` / Beam flags
     progress: bool = True
-    http: object = None  # HttpOptions
+    http: Optional[HttpOptions] = None
     gate: dict = field(default_factory=dict)  # run_gate keyword arguments
 
 

@@ -14,7 +14,7 @@ an e-print later recomputes exactly that paper.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -25,6 +25,9 @@ from sciga.transforms.common.result_store import absent_dep, stat_dep
 from sciga.transforms.common.stage_fn import PaperStageFn, is_transient
 from sciga.transforms.eprints.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
 from sciga.transforms.tex_recovery.figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
+
+if TYPE_CHECKING:
+    from sciga.transforms.eprints.bulk_reader import BulkEprints
 
 STAGE = "tex_source"
 
@@ -39,9 +42,8 @@ class TexOptions:
     max_side: int = DEFAULT_MAX_SIDE
     timeout: float = DEFAULT_TIMEOUT  # seconds per PDF / EPS figure
     check_blank: bool = True
-    # arXiv's bulk tars (--eprints-bulk: a bulk_eprints.BulkEprints), for papers whose
-    # source is in none of the places above.
-    bulk: Optional[object] = None
+    # arXiv's bulk tars (--eprints-bulk), for papers whose source is in none of the places above.
+    bulk: Optional[BulkEprints] = None
 
 
 def tex_image_paths(paper) -> list[str]:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import SCHEMAS
+from sciga.schemas.build import PartInfo
 from sciga.transforms.write.layout import ShardLayout
 
 ZSTD_LEVEL = 6
@@ -169,9 +170,9 @@ class PartWriter:
         return self.path, self._hashing.n, self._hashing.h.hexdigest()
 
 
-def write_sidecar(info: dict) -> None:
-    fs, p = fsspec.core.url_to_fs(posixpath.join(info["root"], info["config"],
-                                                 part_name(info["group"], info["part"]) + ".json"))
+def write_sidecar(parts_root: str, info: PartInfo) -> None:
+    """The part's sidecar, ``<parts_root>/<config>/<part>.parquet.json`` (``read_part_infos``)."""
+    fs, p = fsspec.core.url_to_fs(posixpath.join(parts_root, info.config, part_name(info.group, info.part) + ".json"))
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with fs.open(p, "w") as f:
-        json.dump({k: v for k, v in info.items() if k != "root"}, f, sort_keys=True)
+        json.dump(info.to_json(), f, sort_keys=True)
