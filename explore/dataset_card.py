@@ -12,6 +12,7 @@ result in the commit message.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 import duckdb
 import fsspec
@@ -67,11 +68,11 @@ def card_metadata(facts: dict, papers: int) -> dict:
     for config in CONFIGS:
         # Every config is declared, an empty one too: it exists (an empty dead_letter is the
         # good news), it streams as zero rows, and its features say what a row would hold.
-        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
+        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
         if config == "papers":
             entry["default"] = True
         configs.append(entry)
-        info = {"config_name": config}
+        info: dict[str, Any] = {"config_name": config}
         info["features"] = yaml_features(SCHEMAS[config])
         info["splits"] = [{"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}]
         info["download_size"] = facts[config]["parquet_bytes"]

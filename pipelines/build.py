@@ -125,7 +125,7 @@ class BuildOptions:
     no_images: bool = False
     html_from: str = "ar5iv"  # ar5iv | latexml | auto (pages made from e-prints)
     eprints_bulk: Optional[str] = None  # arXiv's bulk source tars
-    latexml: Optional[LatexmlOptions] = None
+    latexml: LatexmlOptions = field(default_factory=lambda: _default_latexml())
     workers: Optional[int] = None
     rebuild: bool = False
     quiet: bool = False
@@ -133,6 +133,12 @@ class BuildOptions:
     progress_interval: float = 10.0
     finalize_in_job: bool = False
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
+
+
+def _default_latexml() -> LatexmlOptions:
+    from sciga.transforms.latexml.convert import LatexmlOptions
+
+    return LatexmlOptions()
 
 
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
@@ -382,6 +388,7 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
     from sciga.transforms.eprints.bulk_beam import ExtractBulkEprints
     from sciga.transforms.eprints.bulk_reader import BulkEprints
 
+    assert opts.eprints_bulk, "open_bulk is called for --eprints-bulk only"
     try:
         bulk = BulkEprints.open(opts.eprints_bulk, posixpath.join(store_root(out_dir), "bulk"))
     except StageError as e:

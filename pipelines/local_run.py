@@ -195,7 +195,7 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     return handler
 
 
-def _exception_chain(exc: BaseException):
+def _exception_chain(exc: Optional[BaseException]):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

@@ -33,8 +33,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from sciga.transforms.fetch.endpoints import HttpOptions
+
 if TYPE_CHECKING:
-    from sciga.transforms.fetch.endpoints import HttpOptions
     from sciga.transforms.metadata.corpus_definition import CorpusDefinition
 
 BUMPS = ("patch", "minor", "major")
@@ -90,7 +91,7 @@ class UpdateOptions:
     hub_endpoint: Optional[str] = None
     run_build_args: tuple[str, ...] = ()  # this run's extra `sciga build` / Beam flags
     progress: bool = True
-    http: Optional[HttpOptions] = None
+    http: HttpOptions = field(default_factory=HttpOptions)
     gate: dict = field(default_factory=dict)  # run_gate keyword arguments
 
 
@@ -201,7 +202,8 @@ class Steps:
     """Prints one line per step (and keeps them for OUT/.sciga/update/last.json)."""
 
     def __init__(self, out: str, stream=None):
-        self.out, self.stream, self.lines, self.t0 = out, stream or sys.stdout, [], time.time()
+        self.out, self.stream, self.t0 = out, stream or sys.stdout, time.time()
+        self.lines: list[str] = []
 
     def say(self, step: str, text: str) -> None:
         line = f"  {step:<9} {text}"

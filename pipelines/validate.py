@@ -19,7 +19,7 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 REPORT_DIR = "quality"
 
 
-def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
+def add_gate_arguments(ap: argparse._ActionsContainer) -> None:
     ap.add_argument("--max-dead-letter-rate", type=rate, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
                     help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
     ap.add_argument("--max-missing-image-rate", type=rate, default=DEFAULT_MAX_MISSING_IMAGE_RATE, metavar="R",

@@ -408,7 +408,9 @@ def _additions(api, repo_id: str, local: dict, add: list) -> list:
     import fsspec
     from huggingface_hub import CommitOperationAdd
 
-    ops, batch, size = [], [], 0
+    ops: list = []
+    batch: list = []
+    size = 0
 
     def flush():
         nonlocal batch, size

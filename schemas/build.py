@@ -90,6 +90,12 @@ class PaperWork:
     def count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
 
+    def live_paper(self) -> Paper:
+        """The paper of an item still on its way (the stages after parsing only see those)."""
+        if self.paper is None:
+            raise ValueError(f"{self.uri}: a dead-lettered input reached a stage after parsing")  # a bug
+        return self.paper
+
 
 @dataclass
 class ResultRef:

@@ -163,7 +163,7 @@ def _missing_bucket(proto: str, bucket: str) -> str:
 _GCS_BUCKET_IN_URL = re.compile(r"(?:^|[\s/])b/([^/?\s]+)")
 
 
-def _chain(exc: BaseException):
+def _chain(exc: Optional[BaseException]):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

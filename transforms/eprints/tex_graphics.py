@@ -170,8 +170,8 @@ def find_main(tree: SourceTree) -> Optional[str]:
         return roots[0]
     included = set()
     for p in texs:
-        for m in re.finditer(r"\\(?:input|include|subfile)\s*\{([^{}]+)\}", texts[p]):
-            included.add(posixpath.normpath(m.group(1).strip()).removesuffix(".tex"))
+        for inc in re.finditer(r"\\(?:input|include|subfile)\s*\{([^{}]+)\}", texts[p]):
+            included.add(posixpath.normpath(inc.group(1).strip()).removesuffix(".tex"))
     top = [p for p in roots if p.removesuffix(".tex") not in included] or roots
     preferred = ("main", "ms", "paper", "article", "manuscript", "root")
     top.sort(key=lambda p: (p.count("/"), posixpath.basename(p).removesuffix(".tex").lower() not in preferred,

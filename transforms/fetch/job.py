@@ -136,14 +136,14 @@ class FetchProgress:
         """``n`` more parts are known to be coming."""
         with self.lock:
             self.known += n
-            if self.bar is not None and self.known > self.bar.total:
+            if self.bar is not None and self.known > (self.bar.total or 0):
                 self.bar.total = self.known
                 self.bar.refresh()
 
     def expect(self, n: int) -> None:
         """The whole run will have about ``n`` parts (a query's total): a real ETA early on."""
         with self.lock:
-            if self.bar is not None and n > self.bar.total:
+            if self.bar is not None and n > (self.bar.total or 0):
                 self.bar.total = n
                 self.bar.refresh()
 
@@ -156,7 +156,7 @@ class FetchProgress:
 
     def close(self) -> None:
         if self.bar is not None:
-            if self.bar.n < self.bar.total and not self.interrupted:
+            if self.bar.n < (self.bar.total or 0) and not self.interrupted:
                 self.bar.total = self.bar.n  # parts of failed papers never came
             self.bar.refresh()
             self.bar.close()

@@ -69,7 +69,7 @@ def reusable(header: Optional[ResultHeader],
 class PlanInput(beam.DoFn):
     """input URI -> ``PlannedInput`` (main output) or a reusable ``ResultRef`` (``reused``)."""
 
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, object]] = None):
+    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
         self.options = options
         self.checkers = dict(checkers or {})
         self.progress = Progress(options.progress_dir)
@@ -109,7 +109,7 @@ class PlanInput(beam.DoFn):
 class PlanInputs(beam.PTransform):
     """PCollection[input URI] -> {``planned``: PlannedInput, ``reused``: ResultRef}."""
 
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, object]] = None):
+    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
         super().__init__()
         self.options = options
         self.checkers = checkers

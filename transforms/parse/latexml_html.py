@@ -52,6 +52,7 @@ def _identity(meta: PaperMeta, ident: front_matter.PageIdentity, fallback_id: Op
               input_uri: str) -> tuple[str, Optional[str], str]:
     """(paper id, version, where the id came from): the metadata's id wins over the page's, the
     page's over ``fallback_id``; ParseError when none names the paper."""
+    paper_id: Optional[str]
     if meta.id:
         paper_id, v = ids.split_version(meta.id)
         version, id_source = meta.version or v or ident.version, "metadata"

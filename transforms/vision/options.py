@@ -137,8 +137,8 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
             fs, p = fsspec.core.url_to_fs(ga_uri)
             fs.makedirs(posixpath.dirname(p), exist_ok=True)
             with fs.open(p, "w") as f:
-                for e in entries:
-                    f.write(json.dumps(dataclasses.asdict(e), sort_keys=True) + "\n")
+                for entry in entries:
+                    f.write(json.dumps(dataclasses.asdict(entry), sort_keys=True) + "\n")
     return ResolvedVision(options=options, keywords=keywords, medical_meta=medical_meta,
                           embed_meta=embed_meta, ga_entries_uri=ga_uri, ga_count=n_ga, weights_sha256=tuple(weights))
 

@@ -92,7 +92,7 @@ class MeasureFigures(PaperStageFn):
 
     def run(self, work: PaperWork):
         v, o = self.vision, self.vision.options
-        paper = work.paper
+        paper = work.live_paper()
         rows = annotate_keywords(paper, figure_rows(paper), self.matcher)
         entry = self.ga_index.get(paper.id) if v.ga_entries_uri else None
         if v.ga_entries_uri:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Sequence
-from typing import Optional
+from typing import IO, Optional
 
 import fsspec
 import pyarrow as pa
@@ -133,7 +133,7 @@ class PartWriter:
         self._pending_rows = 0
         self._pending_bytes = 0
         self._writer: Optional[pq.ParquetWriter] = None
-        self._file = None
+        self._file: Optional[IO[bytes]] = None
         self._hashing: Optional[_HashingFile] = None
         self.rows = 0
 
@@ -163,7 +163,7 @@ class PartWriter:
     def close(self) -> Optional[tuple[str, int, str]]:
         """(path, bytes, sha256) of the file written; None when no row came."""
         self._flush_row_group()
-        if self._writer is None:
+        if self._writer is None or self._file is None or self._hashing is None:  # set together: no row came
             return None
         self._writer.close()
         self._file.close()

@@ -67,6 +67,8 @@ class WriteOptions:
 def result_tables(work: PaperWork) -> dict[str, pa.Table]:
     """A finished paper as the tables the store keeps (sorted as its shards are)."""
     p = work.paper
+    if p is None:
+        raise RuntimeError(f"{work.uri}: a dead-lettered input has no tables to store")  # a bug: callers check
     figures = sorted((figure_row(r) for r in work.figure_rows), key=SORT_KEYS["figures"])
     mentions = sorted((mention_row(r) for r in work.mentions), key=SORT_KEYS["mentions"])
     return {
@@ -330,6 +332,8 @@ def _link_or_copy(src: str, dst: str) -> bool:
 
 def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
     """The stored table of ``config`` for a write item (its paper's result must be there)."""
+    if it.key is None:
+        raise RuntimeError(f"{it.paper_id}: a write item of a paper has no result key")  # a bug: every paper has one
     res = store.read(it.key, tables=(config,))
     if res is None:
         raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
