@@ -199,7 +199,7 @@ class BulkEprints:
     def refusal_path(self, paper_id: str) -> str:
         return _join(self.cache_dir, "refused", ids.safe_filename(paper_id) + ".json")
 
-    def _refusal(self, paper_id: str, idx: TarIndex) -> Optional[tuple[str, str]]:
+    def refusal(self, paper_id: str, idx: TarIndex) -> Optional[tuple[str, str]]:
         """The reason a previous run refused this paper's e-print, if the member is the same."""
         try:
             with self.cfs.open(self.refusal_path(paper_id), "rb") as f:
@@ -238,7 +238,7 @@ class BulkEprints:
             self._indexes[name] = idx
         return idx
 
-    def _write(self, path: str, data: bytes) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         """Write atomically: a temporary file renamed into place (local), or one object
         put (object stores write whole objects)."""
         if _is_local(self.cfs):
@@ -268,7 +268,7 @@ class BulkEprints:
             return os.path.join(self.cache_dir, ".staging")
         return os.path.join(tempfile.gettempdir(), "sciga-bulk-staging")
 
-    def _has_eprint(self, paper_id: str) -> bool:
+    def has_eprint(self, paper_id: str) -> bool:
         return self.cfs.exists(self.eprint_path(paper_id))
 
     # -- planning -------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ class BulkEprints:
             members = idx.by_paper()
             for pid in pids:
                 m = members.get(pid)
-                if idx.ok and m is not None and m.kind == "gz" and not m.error_type and not self._has_eprint(pid):
+                if idx.ok and m is not None and m.kind == "gz" and not m.error_type and not self.has_eprint(pid):
                     rr += 1
                     rr_bytes += m.size
         pays = self.requester_pays
@@ -322,7 +322,7 @@ class BulkEprints:
             staged[rec.paper_id] = tmp
             return open(tmp, "wb")
 
-        want = {p for p in wanted if not self._has_eprint(p)}
+        want = {p for p in wanted if not self.has_eprint(p)}
         try:
             try:
                 # The manifest's size spares a HEAD per tar; a shorter or longer object
@@ -349,7 +349,7 @@ class BulkEprints:
                 # A read that broke off (network, missing object) or a tar of the wrong size
                 # (a copy still arriving) is no verdict on the tar: tried again next run.
                 return idx, written
-            self._write(self._index_path(name), json.dumps(idx.to_json(), sort_keys=True).encode())
+            self.write_atomic(self._index_path(name), json.dumps(idx.to_json(), sort_keys=True).encode())
             with self._lock:
                 self._indexes[name] = idx
             return idx, written
@@ -408,12 +408,12 @@ class BulkEprints:
 
     def _range_read(self, idx: TarIndex, paper_id: str, label: str) -> bytes:
         """One member of a verified tar, by range, checked against the index's sha256."""
-        out = self._range_read_many(idx, [paper_id], label)[paper_id]
+        out = self.range_read_many(idx, [paper_id], label)[paper_id]
         if isinstance(out, StageError):
             raise out
         return out
 
-    def _range_read_many(self, idx: TarIndex, paper_ids: list, label: str, batch: int = 32) -> dict:
+    def range_read_many(self, idx: TarIndex, paper_ids: list, label: str, batch: int = 32) -> dict:
         """{paper id: bytes or StageError} for members of one verified tar: byte ranges
         fetched ``batch`` at a time with ``cat_ranges`` (concurrent requests on S3)."""
         recs = idx.by_paper()
@@ -507,7 +507,7 @@ class _Extraction:
     def remember(self, pid: str, idx: TarIndex, err: StageError) -> None:
         """Keep a refusal so that a later run does not read the member again to refuse it."""
         rec = idx.by_paper()[pid]
-        self.reader._write(self.reader.refusal_path(pid), json.dumps(
+        self.reader.write_atomic(self.reader.refusal_path(pid), json.dumps(
             {"tar": idx.name, "sha256": rec.sha256, "error_type": err.error_type, "message": err.message},
             sort_keys=True).encode())
 
@@ -516,7 +516,7 @@ class _Extraction:
         reads of its members."""
         reader, rep = self.reader, self.rep
         pids = self.by_tar[name]
-        done = [p for p in pids if reader._has_eprint(p)]
+        done = [p for p in pids if reader.has_eprint(p)]
         idx = reader.index(name)
         written: dict[str, str] = {}
         if idx is None:
@@ -527,9 +527,9 @@ class _Extraction:
             with self.lock:
                 rep.tars_reused.append(name)
         label = reader.tar_uri(reader.manifest.by_name[name])
-        fetched = reader._range_read_many(idx, [p for p in pids if p not in done and p not in written
+        fetched = reader.range_read_many(idx, [p for p in pids if p not in done and p not in written
                                                 and paper_problem(idx, p, label) is None
-                                                and not (self.validate and reader._refusal(p, idx))], label)
+                                                and not (self.validate and reader.refusal(p, idx))], label)
         for pid in pids:
             if pid in done:
                 with self.lock:
@@ -562,7 +562,7 @@ class _Extraction:
         refusal remembered, or the e-print stage says why not."""
         reader = self.reader
         err = paper_problem(idx, pid, label)
-        known = reader._refusal(pid, idx) if err is None and self.validate else None
+        known = reader.refusal(pid, idx) if err is None and self.validate else None
         if known is not None:
             return StageError(STAGE, known[0], known[1], pid)
         if err is not None:
@@ -574,7 +574,7 @@ class _Extraction:
             self.count(len(data))
             err = self.refused(pid, data)
             if err is None:
-                reader._write(reader.eprint_path(pid), data)
+                reader.write_atomic(reader.eprint_path(pid), data)
             else:
                 self.remember(pid, idx, err)
         except StageError as e:
