@@ -25,7 +25,7 @@ import logging
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import fsspec
 
@@ -59,7 +59,7 @@ class RemoteFile:
 @dataclass
 class LocalFile:
     path_in_repo: str
-    source: object  # local file path (str), bytes, or RemoteFile
+    source: Union[str, bytes, RemoteFile]  # a local file path, the bytes, or a file of a remote build
     size: int
     sha256: str
     git_oid: str
