@@ -12,6 +12,7 @@ result in the commit message.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 import duckdb
 import fsspec
@@ -67,11 +68,11 @@ def card_metadata(facts: dict, papers: int) -> dict:
     for config in CONFIGS:
         # Every config is declared, an empty one too: it exists (an empty dead_letter is the
         # good news), it streams as zero rows, and its features say what a row would hold.
-        entry = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
+        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
         if config == "papers":
             entry["default"] = True
         configs.append(entry)
-        info = {"config_name": config}
+        info: dict[str, Any] = {"config_name": config}
         info["features"] = yaml_features(SCHEMAS[config])
         info["splits"] = [{"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}]
         info["download_size"] = facts[config]["parquet_bytes"]
@@ -146,7 +147,7 @@ def _table(header: list[str], rows: list) -> str:
 
 def render_card(out_dir: str, manifest: dict) -> str:
     """The card of the build in ``out_dir`` (any fsspec path), from its manifest and shards."""
-    from sciga.explore.stats import OVERALL, compute_stats
+    from sciga.explore.stats import compute_stats
     from sciga.explore.views import connect
 
     facts = shard_facts(out_dir, manifest)
@@ -158,26 +159,11 @@ def render_card(out_dir: str, manifest: dict) -> str:
     meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]))
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
-    per = stats.per_category
-    overall = per[per["category"] == OVERALL]
-    stat_rows = [(r.label, r.n, _number(r.mean), _number(r.std), _number(r.max, "")) for r in overall.itertuples()]
-    cats = sorted(set(per["category"]) - {OVERALL})
-    cat_rows = []
-    for c in cats:
-        part = per[per["category"] == c].set_index("metric")
-        cat_rows.append([c, int(part.loc["title_tokens", "n"])] + [
-            _number(part.loc[m, "mean"], ".1f") if m in part.index else ""
-            for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
-    ga_rows = [(r.ga_type, r.papers, _number(r.percent_of_papers, ".1f"), _number(r.percent_of_gas, ".1f"))
-               for r in stats.ga_types.itertuples()]
     empty = [c for c in CONFIGS if not facts[c]["rows"]]
     empty_note = (f"\n\nConfigs without rows in this build ({', '.join(empty)}) are declared with their features and "
                   "a typed, empty shard: they stream as zero rows (`streaming=True`), SQL reads them as empty "
                   "tables; `datasets` refuses to load an empty split without streaming "
                   "(`Instruction \"train\" corresponds to no data`).") if empty else ""
-    inputs = manifest.get("inputs") or {}
-    shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
-                   for c in CONFIGS for e in facts[c]["files"]]
 
     body = f"""
 # Scientific figures in context
@@ -220,18 +206,7 @@ SELECT count(*) FROM 'hf://datasets/ORG/NAME@vX.Y.Z/data/figures/*.parquet';
 
 ## Statistics
 
-Token lengths count whitespace tokens of the stored text, SciGA's special tokens verbatim
-(`<MATH>` ... `</MATH>` each one token); full text is all section bodies.
-
-{_table(["statistic (all papers)", "n", "mean", "std", "max"], stat_rows)}
-
-Per top-level arXiv category (means):
-
-{_table(["category", "papers", "title", "abstract", "full text", "caption", "figures", "subfigures"], cat_rows)}
-
-Graphical-abstract types:
-
-{_table(["type", "papers", "% of papers", "% of GAs"], ga_rows)}
+{_statistics_section(stats)}
 
 ## Text conventions
 
@@ -249,15 +224,56 @@ in `papers.license`. Check it before redistributing a paper's text or figures.
 
 ## How it was built
 
-- builder: sciga-builder {manifest.get('builder_version')}, schema version {manifest.get('schema_version')}
+{_build_section(manifest, counts, facts, extra)}"""
+    return f"---\n{front}---\n{body}"
+
+
+def _statistics_section(stats) -> str:
+    """The card's statistics: token lengths and counts over all papers and per top-level arXiv
+    category, and the graphical-abstract types."""
+    from sciga.explore.stats import OVERALL
+
+    per = stats.per_category
+    overall = per[per["category"] == OVERALL]
+    stat_rows = [(r.label, r.n, _number(r.mean), _number(r.std), _number(r.max, "")) for r in overall.itertuples()]
+    cats = sorted(set(per["category"]) - {OVERALL})
+    cat_rows = []
+    for c in cats:
+        part = per[per["category"] == c].set_index("metric")
+        cat_rows.append([c, int(part.loc["title_tokens", "n"])] + [
+            _number(part.loc[m, "mean"], ".1f") if m in part.index else ""
+            for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
+    ga_rows = [(r.ga_type, r.papers, _number(r.percent_of_papers, ".1f"), _number(r.percent_of_gas, ".1f"))
+               for r in stats.ga_types.itertuples()]
+    return f"""Token lengths count whitespace tokens of the stored text, SciGA's special tokens verbatim
+(`<MATH>` ... `</MATH>` each one token); full text is all section bodies.
+
+{_table(["statistic (all papers)", "n", "mean", "std", "max"], stat_rows)}
+
+Per top-level arXiv category (means):
+
+{_table(["category", "papers", "title", "abstract", "full text", "caption", "figures", "subfigures"], cat_rows)}
+
+Graphical-abstract types:
+
+{_table(["type", "papers", "% of papers", "% of GAs"], ga_rows)}"""
+
+
+def _build_section(manifest: dict, counts: dict, facts: dict, extra: dict) -> str:
+    """The card's "How it was built": builder, inputs, sources, dead letters, the quality gate
+    and every shard with its sha256."""
+    inputs = manifest.get("inputs") or {}
+    shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
+                   for c in CONFIGS for e in facts[c]["files"]]
+    section = f"""- builder: sciga-builder {manifest.get('builder_version')}, schema version {manifest.get('schema_version')}
 - inputs: {inputs.get('count')} pages, list sha256 `{inputs.get('sha256')}`
 - sources (`provenance.source`): {', '.join(f'{s} {n}' for s, n in extra['sources'])}
 - HTML generator: {', '.join(f'{s.strip()} {n}' for s, n in extra['generators'])}
 - paper ids from: {', '.join(f'{s} {n}' for s, n in extra['id_sources'])}
 - dead letters (inputs that failed a stage, kept in `dead_letter`): {counts.get('dead_letter', 0)}"""
     if extra["dead_letter"]:
-        body += " (" + ", ".join(f"{t} {n}" for t, n in extra["dead_letter"]) + ")"
-    body += f"""
+        section += " (" + ", ".join(f"{t} {n}" for t, n in extra["dead_letter"]) + ")"
+    section += f"""
 - quality gate: `sciga validate` checks a build with Great Expectations; `sciga publish` runs it
   first and uploads nothing that fails it
 
@@ -272,7 +288,7 @@ clock value is written into them.
 
 </details>
 """
-    return f"---\n{front}---\n{body}"
+    return section
 
 
 def card_path(out_dir: str) -> str:

@@ -99,7 +99,7 @@ class BuildSide:
     """One build as the diff reads it: its shards, their footers and its versions."""
 
     location: str  # as given
-    fs: object
+    fs: fsspec.AbstractFileSystem
     root: str  # path inside ``fs``
     files: dict = field(default_factory=dict)  # config -> [ShardFile]
     schemas: dict = field(default_factory=dict)  # config -> pa.Schema (unified over its files) or None

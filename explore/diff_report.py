@@ -37,7 +37,8 @@ def _versions(pair: tuple) -> str:
 
 def take_first(it, n: Optional[int]) -> tuple[list, int]:
     """The first ``n`` items of ``it`` (all with n None) and how many there were in all."""
-    shown, total = [], 0
+    shown: list = []
+    total = 0
     for x in it:
         total += 1
         if n is None or len(shown) < n:

@@ -28,7 +28,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import fsspec
 
@@ -52,6 +52,15 @@ from sciga.transforms.inputs.build_inputs import input_paper_ids, list_build_inp
 from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.output_lock import OutputLock
 from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD
+
+if TYPE_CHECKING:  # option types of the stages; imported where they are built (start-up time)
+    from sciga.pipelines.remote_run import RunOutcome
+    from sciga.pipelines.sources_options import IdFetchOptions
+    from sciga.transforms.latexml.convert import LatexmlOptions
+    from sciga.transforms.link.stage import LinkOptions
+    from sciga.transforms.parse.stage import ParseOptions
+    from sciga.transforms.tex_recovery.stage import TexOptions
+    from sciga.transforms.vision.options import VisionOptions
 
 log = logging.getLogger("sciga.build")
 
@@ -104,18 +113,19 @@ class BuildOptions:
     """Everything a build needs, resolved from the command line once."""
 
     output: str
+    parse: ParseOptions
+    tex: TexOptions
+    link: LinkOptions
+    vision: VisionOptions
     specs: tuple[str, ...] = ()
     fetch_ids: tuple[str, ...] = ()
-    parse: object = None  # ParseOptions
-    tex: object = None  # TexOptions
-    link: object = None  # LinkOptions
-    vision: object = None  # VisionOptions
+    fetch: Optional[IdFetchOptions] = None  # how the --ids are fetched (set with fetch_ids)
     papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"]
     figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"]
     no_images: bool = False
     html_from: str = "ar5iv"  # ar5iv | latexml | auto (pages made from e-prints)
     eprints_bulk: Optional[str] = None  # arXiv's bulk source tars
-    latexml: object = None  # LatexmlOptions
+    latexml: LatexmlOptions = field(default_factory=lambda: _default_latexml())
     workers: Optional[int] = None
     rebuild: bool = False
     quiet: bool = False
@@ -125,8 +135,19 @@ class BuildOptions:
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
 
 
+def _default_latexml() -> LatexmlOptions:
+    from sciga.transforms.latexml.convert import LatexmlOptions
+
+    return LatexmlOptions()
+
+
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
-    from sciga.pipelines.sources_options import latexml_options_from_args, prepare_source_args, tex_options_from_args
+    from sciga.pipelines.sources_options import (
+        id_fetch_options_from_args,
+        latexml_options_from_args,
+        prepare_source_args,
+        tex_options_from_args,
+    )
     from sciga.pipelines.vision import vision_options_from_args
     from sciga.transforms.link.stage import LinkOptions
     from sciga.transforms.parse.stage import ParseOptions
@@ -142,7 +163,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
                 if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags", "forwards_to",
                              "verbose", "quiet", "progress_interval", "finalize_in_job", "module", "started")}  # not build options
     return BuildOptions(
-        output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids),
+        output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids), fetch=id_fetch_options_from_args(args),
         parse=ParseOptions(max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata),
         tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
         vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
@@ -179,7 +200,7 @@ class BuildResult:
     seconds: float
     # Set when the runner did not run the job to completion here (dry run, template, a job
     # submitted without waiting): nothing was finalized, ``counts`` are empty.
-    outcome: Optional[object] = None  # pipelines.remote_run.RunOutcome
+    outcome: Optional[RunOutcome] = None
 
 
 def _input_list_file(inputs: Sequence[str], staging: str) -> str:
@@ -218,7 +239,7 @@ def _fetch_dead_ref(dl):
 
 
 def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision, layout, fingerprint: str,
-                   store_root: str, parts_root: str, progress_dir: Optional[str], fetch_args=None, tex=None,
+                   store_root: str, parts_root: str, progress_dir: Optional[str], tex=None,
                    pages=None, previous_parts: Optional[str] = None):
     """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
     import apache_beam as beam
@@ -234,11 +255,11 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     from sciga.transforms.write.stage import WriteBuild, WriteOptions
 
     early_refs = []
-    if opts.fetch_ids:
+    if opts.fetch_ids and opts.fetch is not None:
         # sciga build --ids: fetch into a store first (same polite client as `sciga fetch`).
         from sciga.pipelines.sources_options import fetch_transform
 
-        fetched = p | "Ids" >> beam.Create(list(opts.fetch_ids)) | "Fetch" >> fetch_transform(fetch_args)
+        fetched = p | "Ids" >> beam.Create(list(opts.fetch_ids)) | "Fetch" >> fetch_transform(opts.fetch)
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
         early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
@@ -318,8 +339,8 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
     if started is not None:
         run["seconds"] = round(time.time() - started, 3)
     run.update(finished_unix=int(time.time()), results_pruned=pruned,
-               shard_parts_written=sum(1 for i in infos if i.get("path") and not i.get("reused")),
-               shard_parts_reused=sum(1 for i in infos if i.get("reused")))
+               shard_parts_written=sum(1 for i in infos if i.path and not i.reused),
+               shard_parts_reused=sum(1 for i in infos if i.reused))
     manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
@@ -367,6 +388,7 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
     from sciga.transforms.eprints.bulk_beam import ExtractBulkEprints
     from sciga.transforms.eprints.bulk_reader import BulkEprints
 
+    assert opts.eprints_bulk, "open_bulk is called for --eprints-bulk only"
     try:
         bulk = BulkEprints.open(opts.eprints_bulk, posixpath.join(store_root(out_dir), "bulk"))
     except StageError as e:
@@ -518,7 +540,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
                 parts = build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout,
                                        fingerprint=fingerprint, store_root=sroot, parts_root=parts_root,
-                                       progress_dir=progress_dir, fetch_args=args, tex=tex, pages=pages,
+                                       progress_dir=progress_dir, tex=tex, pages=pages,
                                        previous_parts=prev_uri)
                 if opts.finalize_in_job:
                     finalize_in_job(parts, fin)

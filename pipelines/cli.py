@@ -224,7 +224,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
-def was_interrupted(e: BaseException) -> bool:
+def was_interrupted(e: Optional[BaseException]) -> bool:
     """Ctrl-C, possibly wrapped on its way out of a pipeline."""
     seen = set()
     while e is not None and id(e) not in seen:

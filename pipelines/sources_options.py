@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 from sciga.pipelines.arg_types import non_negative_float, non_negative_int, positive_float, positive_int, unit_interval
 from sciga.transforms.fetch.endpoints import (
@@ -17,7 +19,25 @@ from sciga.transforms.fetch.endpoints import (
     DEFAULT_HTML_BASE_URL,
     DEFAULT_RATE_LIMIT,
     ENV,
+    Endpoints,
+    HttpOptions,
 )
+
+if TYPE_CHECKING:
+    from sciga.transforms.fetch.beam import FetchPapers
+    from sciga.transforms.latexml.convert import LatexmlOptions
+    from sciga.transforms.tex_recovery.stage import TexOptions
+
+
+@dataclass(frozen=True)
+class IdFetchOptions:
+    """How ``sciga build --ids`` fetches its papers inside the pipeline (the polite client of
+    ``sciga fetch``)."""
+
+    store: str  # the fetch store (--fetch-cache, default OUTPUT/fetch_cache)
+    endpoints: Endpoints
+    http: HttpOptions
+    workers: int = 1
 
 
 def add_source_build_arguments(ap: argparse.ArgumentParser) -> None:
@@ -77,7 +97,7 @@ def tex_dirs(args: argparse.Namespace) -> list[str]:
     return dirs
 
 
-def tex_options_from_args(args: argparse.Namespace):
+def tex_options_from_args(args: argparse.Namespace) -> TexOptions:
     from sciga.transforms.tex_recovery.stage import TexOptions
 
     return TexOptions(enabled=not args.no_tex, tex_dirs=tuple(tex_dirs(args)), threshold=args.tex_match_threshold,
@@ -103,7 +123,7 @@ def add_endpoint_arguments(ap) -> None:
                     help="first backoff delay; doubles per retry, capped at 60 s (a Retry-After header wins)")
 
 
-def endpoints_from_args(args: argparse.Namespace):
+def endpoints_from_args(args: argparse.Namespace) -> Endpoints:
     """--arxiv-api-url / --html-base-url / --eprint-base-url / --rate-limit, else their
     environment variables, else the defaults; one sentence for a bad value."""
     from sciga.transforms.fetch.endpoints import resolve_endpoints
@@ -114,20 +134,26 @@ def endpoints_from_args(args: argparse.Namespace):
         raise SystemExit(str(e)) from None
 
 
-def http_options_from_args(args: argparse.Namespace):
-    from sciga.transforms.fetch.endpoints import HttpOptions
-
+def http_options_from_args(args: argparse.Namespace) -> HttpOptions:
     return HttpOptions(max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)
 
 
-def latexml_options_from_args(args: argparse.Namespace):
+def latexml_options_from_args(args: argparse.Namespace) -> LatexmlOptions:
     from sciga.transforms.latexml.convert import LatexmlOptions
 
     return LatexmlOptions(timeout_s=args.latexml_timeout, max_memory_bytes=int(args.latexml_max_memory_gb * (1 << 30)))
 
 
-def fetch_transform(args: argparse.Namespace):
+def id_fetch_options_from_args(args: argparse.Namespace) -> Optional[IdFetchOptions]:
+    """The fetch of ``--ids`` / ``--id-file`` (after ``prepare_source_args``); None without ids."""
+    if not args.fetch_ids:
+        return None
+    return IdFetchOptions(store=args.fetch_cache, endpoints=endpoints_from_args(args),
+                          http=http_options_from_args(args), workers=args.fetch_workers)
+
+
+def fetch_transform(opts: IdFetchOptions) -> FetchPapers:
     from sciga.transforms.fetch.beam import FetchPapers
 
-    return FetchPapers(args.fetch_cache, endpoints_from_args(args), workers=args.fetch_workers,
-                       max_retries=args.max_retries, timeout=args.timeout, backoff=args.retry_backoff)
+    return FetchPapers(opts.store, opts.endpoints, workers=opts.workers, max_retries=opts.http.max_retries,
+                       timeout=opts.http.timeout, backoff=opts.http.backoff)

@@ -31,7 +31,12 @@ import posixpath
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+from sciga.transforms.fetch.endpoints import HttpOptions
+
+if TYPE_CHECKING:
+    from sciga.transforms.metadata.corpus_definition import CorpusDefinition
 
 BUMPS = ("patch", "minor", "major")
 DEFINITION_FLAGS = {  # CorpusDefinition field -> the flag that sets it
@@ -80,13 +85,13 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 @dataclass(frozen=True)
 class UpdateOptions:
     out: str
-    definition: object  # CorpusDefinition
+    definition: CorpusDefinition
     bump: str = "patch"
     dry_run: bool = False
     hub_endpoint: Optional[str] = None
     run_build_args: tuple[str, ...] = ()  # this run's extra `sciga build` / Beam flags
     progress: bool = True
-    http: object = None  # HttpOptions
+    http: HttpOptions = field(default_factory=HttpOptions)
     gate: dict = field(default_factory=dict)  # run_gate keyword arguments
 
 
@@ -197,7 +202,8 @@ class Steps:
     """Prints one line per step (and keeps them for OUT/.sciga/update/last.json)."""
 
     def __init__(self, out: str, stream=None):
-        self.out, self.stream, self.lines, self.t0 = out, stream or sys.stdout, [], time.time()
+        self.out, self.stream, self.t0 = out, stream or sys.stdout, time.time()
+        self.lines: list[str] = []
 
     def say(self, step: str, text: str) -> None:
         line = f"  {step:<9} {text}"

@@ -9,6 +9,7 @@ import argparse
 import os
 import posixpath
 import sys
+from typing import Any, Protocol
 
 import fsspec
 
@@ -19,7 +20,13 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 REPORT_DIR = "quality"
 
 
-def add_gate_arguments(ap: argparse.ArgumentParser) -> None:
+class ArgumentAdder(Protocol):
+    """A parser or one of its argument groups."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def add_gate_arguments(ap: ArgumentAdder) -> None:
     ap.add_argument("--max-dead-letter-rate", type=rate, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
                     help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
     ap.add_argument("--max-missing-image-rate", type=rate, default=DEFAULT_MAX_MISSING_IMAGE_RATE, metavar="R",

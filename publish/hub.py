@@ -25,7 +25,7 @@ import logging
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import fsspec
 
@@ -59,7 +59,7 @@ class RemoteFile:
 @dataclass
 class LocalFile:
     path_in_repo: str
-    source: object  # local file path (str), bytes, or RemoteFile
+    source: Union[str, bytes, RemoteFile]  # a local file path, the bytes, or a file of a remote build
     size: int
     sha256: str
     git_oid: str
@@ -228,11 +228,10 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
     """``gate_result``: the gate's result on this very build, when the caller just ran it
     (`sciga update`); ``changes``: the changelog against the previous version, when the
     caller computed it (``publish/changelog.py``)."""
-    from huggingface_hub import CommitOperationDelete, HfApi, get_token
+    from huggingface_hub import HfApi, get_token
     from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
     from sciga.explore.build_folder import check_is_build
-    from sciga.explore.dataset_card import gate_summary
     from sciga.quality.gate import run_gate
 
     if not REPO_ID_RE.match(repo_id):
@@ -303,6 +302,22 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         return result
 
     # 4. Write: repo, one commit, the tag.
+    result.commit = _commit_and_tag(api, repo_id, version, manifest, gate, local, result,
+                                    repo_exists=repo_exists, private=private, head=head)
+    return result
+
+
+def _commit_and_tag(api, repo_id: str, version: str, manifest: dict, gate, local: dict, result: PublishResult, *,
+                    repo_exists: bool, private: bool, head: Optional[str]) -> Optional[str]:
+    """Step 4 of ``publish``: create the repo when missing, commit what differs from main in one
+    commit, tag it ``version``; the commit tagged. Every Hub or network failure becomes one
+    sentence (PublishError)."""
+    from huggingface_hub import CommitOperationDelete
+    from huggingface_hub.errors import HfHubHTTPError
+
+    from sciga.explore.dataset_card import gate_summary
+
+    add, delete = result.added, result.deleted
     try:
         if not repo_exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
@@ -340,8 +355,7 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         if isinstance(cause, HfHubHTTPError):
             raise _hub_error(cause, "uploading a shard", repo_id) from None
         raise PublishError(f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused.") from None
-    result.commit = commit
-    return result
+    return commit
 
 
 def repo_tags(repo_id: str, endpoint: Optional[str] = None) -> dict:
@@ -394,7 +408,9 @@ def _additions(api, repo_id: str, local: dict, add: list) -> list:
     import fsspec
     from huggingface_hub import CommitOperationAdd
 
-    ops, batch, size = [], [], 0
+    ops: list = []
+    batch: list = []
+    size = 0
 
     def flush():
         nonlocal batch, size

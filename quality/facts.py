@@ -130,7 +130,7 @@ def _check_shard(args) -> list[tuple]:
     never pickled between processes."""
     path, protocol, level, max_pixels = args
     fs = fsspec.filesystem(protocol)
-    out = []
+    out: list = []
     with fs.open(path, "rb") as f:
         pf = pq.ParquetFile(f)
         names = set(pf.schema_arrow.names)

@@ -90,6 +90,12 @@ class PaperWork:
     def count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
 
+    def live_paper(self) -> Paper:
+        """The paper of an item still on its way (the stages after parsing only see those)."""
+        if self.paper is None:
+            raise ValueError(f"{self.uri}: a dead-lettered input reached a stage after parsing")  # a bug
+        return self.paper
+
 
 @dataclass
 class ResultRef:
@@ -147,3 +153,102 @@ class WriteItem:
     dead: Optional[DeadLetter] = None
     size: Optional[list[int]] = None  # [rows, Arrow bytes, image bytes] of its stored table for this config
     final: bool = True  # ResultRef.final
+
+
+# ------------------------------------------------------------------ what the writer keeps on disk
+# The two records below are written as JSON (``to_json``) and read back (``from_json``); the
+# bytes on disk are part of the build's contract (a rerun of an older build's folder reads
+# them), so ``to_json`` writes exactly the keys that were always written.
+
+
+def _file_dep_json(dep: FileDep) -> dict:
+    return {k: v for k, v in vars(dep).items() if v is not None}
+
+
+@dataclass
+class ResultHeader:
+    """The header of a stored result (``header.json`` in its zip in the result store): the
+    facts the plan stage needs to reuse it and the writer needs to place it, without reading
+    its tables."""
+
+    key: str
+    uri: str
+    paper_id: Optional[str] = None
+    is_paper: bool = False
+    version: Optional[str] = None
+    n_figures: int = 0
+    n_paragraphs: int = 0
+    content_sha256: Optional[str] = None
+    dead: list[DeadLetter] = field(default_factory=list)
+    deps: list[FileDep] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # model steps whose annotations are still to merge
+    complete: bool = False  # no pending annotations
+    stats: dict[str, int] = field(default_factory=dict)
+    # False: made with a failure that may pass (an interrupted tool, an I/O error); the
+    # writer reads it in this build, the next build computes the paper again.
+    final: bool = True
+    # config -> [rows, Arrow bytes, image bytes] of the stored tables; set by the store when
+    # it writes the result (``ResultStore.write``).
+    sizes: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "key": self.key, "uri": self.uri, "paper_id": self.paper_id, "is_paper": self.is_paper,
+            "version": self.version, "n_figures": self.n_figures, "n_paragraphs": self.n_paragraphs,
+            "content_sha256": self.content_sha256, "dead": [dict(vars(d)) for d in self.dead],
+            "deps": [_file_dep_json(d) for d in self.deps], "pending": list(self.pending), "complete": self.complete,
+            "stats": dict(sorted(self.stats.items())), "final": self.final,
+            "sizes": {k: list(v) for k, v in self.sizes.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> ResultHeader:
+        """A header as stored; keys an older build did not write take their defaults."""
+        return cls(
+            key=d["key"], uri=d["uri"], paper_id=d.get("paper_id"), is_paper=bool(d.get("is_paper")),
+            version=d.get("version"), n_figures=int(d.get("n_figures") or 0),
+            n_paragraphs=int(d.get("n_paragraphs") or 0), content_sha256=d.get("content_sha256"),
+            dead=[DeadLetter(**x) for x in d.get("dead") or []], deps=[FileDep(**x) for x in d.get("deps") or []],
+            pending=list(d.get("pending") or []), complete=bool(d.get("complete")),
+            stats=dict(d.get("stats") or {}), final=bool(d.get("final", True)),
+            sizes={k: list(v) for k, v in (d.get("sizes") or {}).items()},
+        )
+
+
+@dataclass
+class PartInfo:
+    """One part file the writer staged (``<parts>/<config>/<part>.parquet``) and its sidecar
+    (``<part>.parquet.json``): what finalizing needs to number it into ``data/``, count the
+    build and keep the results it stands on."""
+
+    config: str
+    group: int
+    part: int
+    path: Optional[str] = None  # None: the part holds no row and no file was written
+    rows: int = 0
+    bytes: int = 0
+    sha256: Optional[str] = None
+    counts: dict[str, int] = field(default_factory=dict)
+    keys: list[str] = field(default_factory=list)  # the results in the part
+    # Of the part's results and the options that shape its rows (``part_fingerprint``): a
+    # later build takes a part with the same fingerprint over. None when a result in it is
+    # not final; dead-letter parts are never taken over and carry none.
+    fingerprint: Optional[str] = None
+    reused: bool = False  # taken over from the previous build
+
+    def to_json(self) -> dict:
+        out: dict = {"config": self.config, "group": self.group, "part": self.part}
+        if self.config != "dead_letter":
+            out["fingerprint"] = self.fingerprint
+        out.update(keys=list(self.keys), path=self.path, rows=self.rows, bytes=self.bytes, sha256=self.sha256,
+                   counts=dict(sorted(self.counts.items())))
+        if self.reused:
+            out["reused"] = True
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict) -> PartInfo:
+        return cls(config=d["config"], group=int(d["group"]), part=int(d["part"]), path=d.get("path"),
+                   rows=int(d.get("rows") or 0), bytes=int(d.get("bytes") or 0), sha256=d.get("sha256"),
+                   counts=dict(d.get("counts") or {}), keys=list(d.get("keys") or []),
+                   fingerprint=d.get("fingerprint"), reused=bool(d.get("reused")))

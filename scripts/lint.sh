@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Lint, as CI runs it: ruff (pyflakes, pycodestyle errors, import order, bugbear, pyupgrade,
 # blind excepts, noqa hygiene; configured in pyproject.toml), the import layers
-# (import-linter contracts in pyproject.toml) and the docs site (`mkdocs build --strict`: a
+# (import-linter contracts in pyproject.toml), the types (mypy over the whole package,
+# [tool.mypy] in pyproject.toml) and the docs site (`mkdocs build --strict`: a
 # broken link or anchor, a page left out of the nav, a stale generated part or a path that no
 # longer exists fails). import-linter reads the checkout itself (sciga/<folder> are links to
 # the top-level folders); the site is built in a throwaway folder.
@@ -15,6 +16,9 @@ trap 'rm -rf "$work"' EXIT
 # The checkout as it is: sciga/<folder> are links to the top-level folders, so import-linter
 # (and mypy) resolve sciga.<folder> from here without an install.
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" lint-imports | tail -n 4
+# Every module under its import name (sciga.transforms..., through the links); the cache in
+# .mypy_cache makes a rerun take seconds.
+PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python -m mypy -p sciga
 # Not --quiet: it hides the warnings that --strict counts. The log is shown only on failure.
 if ! NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict --site-dir "$work/docs-site" >"$work/mkdocs.log" 2>&1; then
   grep -v '^INFO' "$work/mkdocs.log" >&2

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput
+from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput, ResultHeader
 from sciga.schemas.records import Medical
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.result_store import ResultStore, result_key
@@ -48,7 +48,7 @@ def test_plan_reuses_only_complete_results_whose_files_are_unchanged(tmp_path):
     side = tmp_path / "2511.99001.meta.json"
     header = {"key": key, "uri": str(page), "paper_id": "2511.99001", "is_paper": True, "complete": True,
               "deps": [{"uri": str(side)}], "dead": [], "stats": {}}
-    store.write(key, header, {})
+    store.write(key, ResultHeader.from_json(header), {})
     opts = PlanOptions(store_root=str(tmp_path / "store"), fingerprint="fp")
     with TestPipeline() as p:
         out = p | beam.Create([str(page), str(tmp_path / "missing.html")]) | PlanInputs(opts)
@@ -152,7 +152,7 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
     with TestPipeline() as p:
         parts = {"works": p | "W" >> beam.Create(works), "reused": p | "R" >> beam.Create([]),
                  "annotations": p | "A" >> beam.Create([ann])} | WriteBuild(opts)
-        assert_that(parts | beam.Map(lambda i: (i["config"], i["rows"])),
+        assert_that(parts | beam.Map(lambda i: (i.config, i.rows)),
                     equal_to([("papers", 1), ("figures", 6), ("mentions", 10), ("dead_letter", 1)]))
     dead = pq.read_table(next((tmp_path / "parts" / "dead_letter").glob("*.parquet"))).to_pylist()
     assert [(d["error_type"], d["input_uri"].endswith("#1")) for d in dead] == [("duplicate", True)]
@@ -160,7 +160,7 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
     f2 = next(r for r in figs if r["id"] == "2511.99001_F2")
     assert f2["medical"]["is_medical"] is True and f2["image"]["bytes"].startswith(b"\x89PNG")
     header = ResultStore(store_root).header("a" * 64)
-    assert header["complete"] and header["pending"] == []
+    assert header is not None and header.complete and header.pending == []
     assert json.loads((next((tmp_path / "parts" / "papers").glob("*.json"))).read_text())["keys"] == ["a" * 64]
 
 

@@ -89,7 +89,7 @@ def _canonical_labels(names: Sequence[str]) -> list[str]:
 
 
 def _image_folder(root: str) -> list[tuple[str, str]]:
-    out = []
+    out: list[tuple[str, str]] = []
     for cls in sorted(os.listdir(root)):
         d = os.path.join(root, cls)
         if not os.path.isdir(d):

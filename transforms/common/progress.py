@@ -73,7 +73,7 @@ class Progress:
 
     def __init__(self, folder: Optional[str] = None):
         self.folder = folder
-        self._metrics = None
+        self._metrics: Optional[dict] = None
 
     def __getstate__(self):
         return {"folder": self.folder, "_metrics": None}
@@ -160,7 +160,7 @@ def progress_line(t: dict, total: int, groups: int, elapsed: float, *, workers: 
 class ProgressMonitor:
     """Prints the build's progress from the folder the workers write to, while it runs."""
 
-    def __init__(self, folder: str, total: int, groups: int, *, stream: TextIO = None, quiet: bool = False,
+    def __init__(self, folder: str, total: int, groups: int, *, stream: Optional[TextIO] = None, quiet: bool = False,
                  interval: float = 10.0, workers: Optional[int] = None):
         self.folder = folder
         self.total = total

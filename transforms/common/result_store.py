@@ -27,7 +27,7 @@ import posixpath
 import stat
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Optional
 
 import fsspec
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from sciga.schemas.arrow import SCHEMAS
-from sciga.schemas.build import FileDep
+from sciga.schemas.build import FileDep, ResultHeader
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.common.input_files import fs_and_path, is_local, local_path, open_input
 
@@ -175,20 +175,12 @@ def dep_still_valid(dep: FileDep, checkers: Optional[Mapping[str, Callable[[File
         return False
 
 
-def deps_to_json(deps: Iterable[FileDep]) -> list[dict]:
-    return [{k: v for k, v in asdict(d).items() if v is not None} for d in deps]
-
-
-def deps_from_json(items: Iterable[dict]) -> list[FileDep]:
-    return [FileDep(**d) for d in items]
-
-
 # ------------------------------------------------------------------ the store
 
 class StoredResult:
-    """A result read back: its header (dict) and its tables (pyarrow, stored schemas)."""
+    """A result read back: its header and its tables (pyarrow, stored schemas)."""
 
-    def __init__(self, header: dict, tables: dict[str, pa.Table]):
+    def __init__(self, header: ResultHeader, tables: dict[str, pa.Table]):
         self.header = header
         self.tables = tables
 
@@ -226,16 +218,16 @@ class ResultStore:
     def exists(self, key: str) -> bool:
         return self._fs.exists(self.path(key))
 
-    def write(self, key: str, header: dict, tables: Mapping[str, pa.Table]) -> dict:
+    def write(self, key: str, header: ResultHeader, tables: Mapping[str, pa.Table]) -> dict[str, list[int]]:
         """Atomically (temporary name, then a rename): a reader never sees half a file,
         and a retried write of the same key writes the same bytes. The header gets the
         ``sizes`` of the tables (``table_size``), which are also returned: the shard writer
         cuts parts by them without reading the tables back."""
         streams = {name: _ipc_bytes(tables[name]) for name in TABLES if name in tables and tables[name] is not None}
-        header = {**header, "sizes": {name: table_size(_from_ipc(data)) for name, data in streams.items()}}
+        header = replace(header, sizes={name: table_size(_from_ipc(data)) for name, data in streams.items()})
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-            zf.writestr(zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header, sort_keys=True).encode("utf-8"))
+            zf.writestr(zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header.to_json(), sort_keys=True).encode("utf-8"))
             for name, data in streams.items():
                 zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), data)
         path = self.path(key)
@@ -244,14 +236,14 @@ class ResultStore:
         with self._fs.open(tmp, "wb") as f:
             f.write(buf.getvalue())
         self._fs.mv(tmp, path)
-        return header["sizes"]
+        return header.sizes
 
-    def header(self, key: str) -> Optional[dict]:
+    def header(self, key: str) -> Optional[ResultHeader]:
         """The header alone (the zip's directory says where it is; tables are not read)."""
         try:
             with self._fs.open(self.path(key), "rb") as f, zipfile.ZipFile(f) as zf:
-                return json.loads(zf.read(HEADER))
-        except (FileNotFoundError, OSError, KeyError, ValueError, zipfile.BadZipFile):
+                return ResultHeader.from_json(json.loads(zf.read(HEADER)))
+        except (FileNotFoundError, OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
             return None
 
     def read(self, key: str, tables: Iterable[str] = TABLES) -> Optional[StoredResult]:
@@ -259,10 +251,10 @@ class ResultStore:
             with self._fs.open(self.path(key), "rb") as f:
                 data = f.read()
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                header = json.loads(zf.read(HEADER))
+                header = ResultHeader.from_json(json.loads(zf.read(HEADER)))
                 names = set(zf.namelist())
                 out = {t: _from_ipc(zf.read(t + ".arrow")) for t in tables if t + ".arrow" in names}
-        except (FileNotFoundError, OSError, KeyError, ValueError, zipfile.BadZipFile):
+        except (FileNotFoundError, OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
             return None
         return StoredResult(header, out)
 

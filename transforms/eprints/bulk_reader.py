@@ -199,7 +199,7 @@ class BulkEprints:
     def refusal_path(self, paper_id: str) -> str:
         return _join(self.cache_dir, "refused", ids.safe_filename(paper_id) + ".json")
 
-    def _refusal(self, paper_id: str, idx: TarIndex) -> Optional[tuple[str, str]]:
+    def refusal(self, paper_id: str, idx: TarIndex) -> Optional[tuple[str, str]]:
         """The reason a previous run refused this paper's e-print, if the member is the same."""
         try:
             with self.cfs.open(self.refusal_path(paper_id), "rb") as f:
@@ -238,7 +238,7 @@ class BulkEprints:
             self._indexes[name] = idx
         return idx
 
-    def _write(self, path: str, data: bytes) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
         """Write atomically: a temporary file renamed into place (local), or one object
         put (object stores write whole objects)."""
         if _is_local(self.cfs):
@@ -268,7 +268,7 @@ class BulkEprints:
             return os.path.join(self.cache_dir, ".staging")
         return os.path.join(tempfile.gettempdir(), "sciga-bulk-staging")
 
-    def _has_eprint(self, paper_id: str) -> bool:
+    def has_eprint(self, paper_id: str) -> bool:
         return self.cfs.exists(self.eprint_path(paper_id))
 
     # -- planning -------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ class BulkEprints:
             members = idx.by_paper()
             for pid in pids:
                 m = members.get(pid)
-                if idx.ok and m is not None and m.kind == "gz" and not m.error_type and not self._has_eprint(pid):
+                if idx.ok and m is not None and m.kind == "gz" and not m.error_type and not self.has_eprint(pid):
                     rr += 1
                     rr_bytes += m.size
         pays = self.requester_pays
@@ -322,7 +322,7 @@ class BulkEprints:
             staged[rec.paper_id] = tmp
             return open(tmp, "wb")
 
-        want = {p for p in wanted if not self._has_eprint(p)}
+        want = {p for p in wanted if not self.has_eprint(p)}
         try:
             try:
                 # The manifest's size spares a HEAD per tar; a shorter or longer object
@@ -349,7 +349,7 @@ class BulkEprints:
                 # A read that broke off (network, missing object) or a tar of the wrong size
                 # (a copy still arriving) is no verdict on the tar: tried again next run.
                 return idx, written
-            self._write(self._index_path(name), json.dumps(idx.to_json(), sort_keys=True).encode())
+            self.write_atomic(self._index_path(name), json.dumps(idx.to_json(), sort_keys=True).encode())
             with self._lock:
                 self._indexes[name] = idx
             return idx, written
@@ -376,90 +376,14 @@ class BulkEprints:
         if _is_local(self.cfs):
             shutil.rmtree(self._staging_root(), ignore_errors=True)  # what a killed run left
         by_tar, _ = self.manifest.group(ids_)
-        lock = threading.Lock()
-
-        def count(n: int) -> None:
-            with lock:
-                rep.bytes_read += n
-
-        def refused(pid: str, data: bytes) -> Optional[StageError]:
-            if not validate:
-                return None
-            try:
-                read_eprint(data, label=f"{self.label(pid)} e-print", paper_id=pid, limits=self.limits,
-                            keep=lambda _: False)
-            except StageError as e:
-                return e
-            return None
-
-        def remember(pid: str, idx: TarIndex, err: StageError) -> None:
-            """Keep a refusal so that a later run does not read the member again to refuse it."""
-            rec = idx.by_paper()[pid]
-            self._write(self.refusal_path(pid), json.dumps(
-                {"tar": idx.name, "sha256": rec.sha256, "error_type": err.error_type, "message": err.message},
-                sort_keys=True).encode())
-
-        def one(name: str) -> None:
-            pids = by_tar[name]
-            done = [p for p in pids if self._has_eprint(p)]
-            idx = self.index(name)
-            written: dict[str, str] = {}
-            if idx is None:
-                idx, written = self.scan(name, pids, on_bytes=count)
-                with lock:
-                    rep.tars_scanned.append(name)
-            else:
-                with lock:
-                    rep.tars_reused.append(name)
-            label = self.tar_uri(self.manifest.by_name[name])
-            fetched = self._range_read_many(idx, [p for p in pids if p not in done and p not in written
-                                                  and paper_problem(idx, p, label) is None
-                                                  and not (validate and self._refusal(p, idx))], label)
-            for pid in pids:
-                if pid in done:
-                    with lock:
-                        rep.already.append(pid)
-                    continue
-                err = None
-                if pid in written:
-                    with self.cfs.open(written[pid], "rb") as f:
-                        err = refused(pid, f.read())
-                    if err is not None:
-                        self.cfs.rm_file(written[pid])
-                        remember(pid, idx, err)
-                else:
-                    err = paper_problem(idx, pid, label)
-                    known = self._refusal(pid, idx) if err is None and validate else None
-                    if known is not None:
-                        err = StageError(STAGE, known[0], known[1], pid)
-                    elif err is None:
-                        try:
-                            data = fetched[pid]
-                            if isinstance(data, StageError):
-                                raise data
-                            count(len(data))
-                            err = refused(pid, data)
-                            if err is None:
-                                self._write(self.eprint_path(pid), data)
-                            else:
-                                remember(pid, idx, err)
-                        except StageError as e:
-                            err = e
-                with lock:
-                    if err is None:
-                        rep.extracted[pid] = self.eprint_path(pid)
-                    else:
-                        rep.reasons[pid] = (err.error_type, err.message)
-            if progress is not None:
-                progress(name, idx)
-
+        extraction = _Extraction(self, rep, by_tar, validate=validate, progress=progress)
         names = sorted(by_tar)
         if max_workers <= 1 or len(names) <= 1:
             for n in names:
-                one(n)
+                extraction.tar(n)
         else:
             with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="bulk-tar") as pool:
-                list(pool.map(one, names))
+                list(pool.map(extraction.tar, names))
         try:
             os.rmdir(self._staging_root())  # empty once every pass has committed or discarded
         except OSError:
@@ -484,12 +408,12 @@ class BulkEprints:
 
     def _range_read(self, idx: TarIndex, paper_id: str, label: str) -> bytes:
         """One member of a verified tar, by range, checked against the index's sha256."""
-        out = self._range_read_many(idx, [paper_id], label)[paper_id]
+        out = self.range_read_many(idx, [paper_id], label)[paper_id]
         if isinstance(out, StageError):
             raise out
         return out
 
-    def _range_read_many(self, idx: TarIndex, paper_ids: list, label: str, batch: int = 32) -> dict:
+    def range_read_many(self, idx: TarIndex, paper_ids: list, label: str, batch: int = 32) -> dict:
         """{paper id: bytes or StageError} for members of one verified tar: byte ranges
         fetched ``batch`` at a time with ``cat_ranges`` (concurrent requests on S3)."""
         recs = idx.by_paper()
@@ -550,6 +474,113 @@ class BulkEprints:
         pid, _ = ids.split_version(paper_id)
         data = self.source(pid)
         return read_eprint(data, label=f"{self.label(pid)} e-print", paper_id=pid, limits=self.limits, keep=keep)
+
+class _Extraction:
+    """One ``BulkEprints.extract``: the papers of each tar (``tar``, run by worker threads)
+    into the cache, their outcomes into the shared report under ``lock``."""
+
+    def __init__(self, reader: BulkEprints, rep: ExtractReport, by_tar: dict, *, validate: bool,
+                 progress: Optional[Callable[[str, TarIndex], None]]):
+        self.reader = reader
+        self.rep = rep
+        self.by_tar = by_tar
+        self.validate = validate
+        self.progress = progress
+        self.lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        with self.lock:
+            self.rep.bytes_read += n
+
+    def refused(self, pid: str, data: bytes) -> Optional[StageError]:
+        """Why the e-print stage would refuse ``data`` (None: it would not, or not validating)."""
+        if not self.validate:
+            return None
+        reader = self.reader
+        try:
+            read_eprint(data, label=f"{reader.label(pid)} e-print", paper_id=pid, limits=reader.limits,
+                        keep=lambda _: False)
+        except StageError as e:
+            return e
+        return None
+
+    def remember(self, pid: str, idx: TarIndex, err: StageError) -> None:
+        """Keep a refusal so that a later run does not read the member again to refuse it."""
+        rec = idx.by_paper()[pid]
+        self.reader.write_atomic(self.reader.refusal_path(pid), json.dumps(
+            {"tar": idx.name, "sha256": rec.sha256, "error_type": err.error_type, "message": err.message},
+            sort_keys=True).encode())
+
+    def tar(self, name: str) -> None:
+        """The papers of the tar ``name``: a verified pass when it was never scanned, else range
+        reads of its members."""
+        reader, rep = self.reader, self.rep
+        pids = self.by_tar[name]
+        done = [p for p in pids if reader.has_eprint(p)]
+        idx = reader.index(name)
+        written: dict[str, str] = {}
+        if idx is None:
+            idx, written = reader.scan(name, pids, on_bytes=self.count)
+            with self.lock:
+                rep.tars_scanned.append(name)
+        else:
+            with self.lock:
+                rep.tars_reused.append(name)
+        label = reader.tar_uri(reader.manifest.by_name[name])
+        fetched = reader.range_read_many(idx, [p for p in pids if p not in done and p not in written
+                                                and paper_problem(idx, p, label) is None
+                                                and not (self.validate and reader.refusal(p, idx))], label)
+        for pid in pids:
+            if pid in done:
+                with self.lock:
+                    rep.already.append(pid)
+                continue
+            if pid in written:
+                err = self._check_scanned(pid, idx, written[pid])
+            else:
+                err = self._keep_range_read(pid, idx, label, fetched)
+            with self.lock:
+                if err is None:
+                    rep.extracted[pid] = reader.eprint_path(pid)
+                else:
+                    rep.reasons[pid] = (err.error_type, err.message)
+        if self.progress is not None:
+            self.progress(name, idx)
+
+    def _check_scanned(self, pid: str, idx: TarIndex, path: str) -> Optional[StageError]:
+        """A paper the verified pass wrote to ``path``: removed again when the e-print stage would
+        refuse it."""
+        with self.reader.cfs.open(path, "rb") as f:
+            err = self.refused(pid, f.read())
+        if err is not None:
+            self.reader.cfs.rm_file(path)
+            self.remember(pid, idx, err)
+        return err
+
+    def _keep_range_read(self, pid: str, idx: TarIndex, label: str, fetched: dict) -> Optional[StageError]:
+        """A paper of a scanned tar: its range-read bytes written to the cache, unless the index, a
+        refusal remembered, or the e-print stage says why not."""
+        reader = self.reader
+        err = paper_problem(idx, pid, label)
+        known = reader.refusal(pid, idx) if err is None and self.validate else None
+        if known is not None:
+            return StageError(STAGE, known[0], known[1], pid)
+        if err is not None:
+            return err
+        try:
+            data = fetched[pid]
+            if isinstance(data, StageError):
+                raise data
+            self.count(len(data))
+            err = self.refused(pid, data)
+            if err is None:
+                reader.write_atomic(reader.eprint_path(pid), data)
+            else:
+                self.remember(pid, idx, err)
+        except StageError as e:
+            err = e
+        return err
+
 
 
 def default_storage_options(root: str, given: Optional[Mapping] = None) -> dict:

@@ -170,8 +170,8 @@ def find_main(tree: SourceTree) -> Optional[str]:
         return roots[0]
     included = set()
     for p in texs:
-        for m in re.finditer(r"\\(?:input|include|subfile)\s*\{([^{}]+)\}", texts[p]):
-            included.add(posixpath.normpath(m.group(1).strip()).removesuffix(".tex"))
+        for inc in re.finditer(r"\\(?:input|include|subfile)\s*\{([^{}]+)\}", texts[p]):
+            included.add(posixpath.normpath(inc.group(1).strip()).removesuffix(".tex"))
     top = [p for p in roots if p.removesuffix(".tex") not in included] or roots
     preferred = ("main", "ms", "paper", "article", "manuscript", "root")
     top.sort(key=lambda p: (p.count("/"), posixpath.basename(p).removesuffix(".tex").lower() not in preferred,
@@ -388,14 +388,13 @@ class _Event:
     kind: str  # caption | subcaption | graphic | counter | continued | label
     text: str = ""
     value: int = 0
+    ref: Optional[GraphicRef] = None  # the resolved graphic of a "graphic" event
 
 
 def _events(seg: str, base_dir: str, gctx: GraphicsContext, in_subfigure_env: list[tuple[int, int]]) -> list[_Event]:
     evs: list[_Event] = []
     for pos, raw in graphics_in(seg):
-        ev = _Event(pos, "graphic", raw)
-        ev.ref = gctx.resolve(raw, base_dir)  # type: ignore[attr-defined]
-        evs.append(ev)
+        evs.append(_Event(pos, "graphic", raw, ref=gctx.resolve(raw, base_dir)))
     for m in _CAPTION_RE.finditer(seg):
         name, star = m.group(1), m.group(2)
         i = m.end()
@@ -483,118 +482,132 @@ def parse_document(tree: SourceTree) -> TexDocument:
             doc.problems.append("no main .tex file found in the e-print")
         return doc
     chunks = expand(tree, main, doc.problems)
-    full_pre = "".join(c.text for c in chunks)
-    doc.graphicspath = _graphicspath(full_pre)
-    exts = _declared_exts(full_pre)
+    text = "".join(c.text for c in chunks)
+    doc.graphicspath = _graphicspath(text)
+    exts = _declared_exts(text)
     gctx = GraphicsContext(tree=tree, main_dir=posixpath.dirname(main), dirs=doc.graphicspath,
                            exts=list(exts) + [e for e in DEFAULT_EXTS if e not in exts] if exts else list(DEFAULT_EXTS))
-    doc.acm_classes, doc.msc_classes = classes_from_tex(full_pre)
+    doc.acm_classes, doc.msc_classes = classes_from_tex(text)
 
     # One pass over the inlined text, chunk by chunk (chunks keep their graphics folder).
-    offsets = []
+    chunk_spans = []
     pos = 0
     for c in chunks:
-        offsets.append((pos, pos + len(c.text), c.base_dir))
+        chunk_spans.append((pos, pos + len(c.text), c.base_dir))
         pos += len(c.text)
-    text = full_pre
     body_start = _BEGIN_DOC_RE.search(text)
     start = body_start.end() if body_start else 0
     spans = _env_spans(text)
     sub_spans = [(b, e) for nm, b, _, e in spans if nm in ("subfigure", "subfigure*")]
+    counter = 0
+    for a, z, env in _float_regions(text, start, spans):
+        if a >= z:
+            continue
+        evs = _events_between(text, a, z, chunk_spans, sub_spans, gctx)
+        if env is None:
+            counter = _figures_outside_floats(evs, counter, doc.figures)
+        else:
+            counter = _figures_in_float(evs, counter, env, doc.figures)
+    return doc
+
+
+def _float_regions(text: str, start: int, spans: list[tuple[str, int, int, int]]) -> list[tuple[int, int, Optional[str]]]:
+    """The body from ``start`` cut into (start, end, figure environment or None) regions: the
+    bodies of the outermost figure environments and the text between them."""
     fig_spans = sorted([(b, bs, e, nm) for nm, b, bs, e in spans if nm in FIGURE_ENVS and b >= start])
     # keep only outermost figure environments
-    outer = []
+    outer: list[tuple[int, int, int, str]] = []
     for b, bs, e, nm in fig_spans:
         if outer and b < outer[-1][2]:
             continue
         outer.append((b, bs, e, nm))
-
-    def base_at(p: int) -> str:
-        for a, z, d in offsets:
-            if a <= p < z:
-                return d
-        return posixpath.dirname(main)
-
-    def events_in(a: int, z: int) -> list[_Event]:
-        evs = []
-        # split by chunk so graphics resolve against the right folder
-        for ca, cz, d in offsets:
-            lo, hi = max(a, ca), min(z, cz)
-            if lo >= hi:
-                continue
-            local_subs = [(sb - lo, se - lo) for sb, se in sub_spans if sb < hi and se > lo]
-            for ev in _events(text[lo:hi], d, gctx, local_subs):
-                ev.pos += lo
-                evs.append(ev)
-        evs.sort(key=lambda e: e.pos)
-        return evs
-
-    counter = 0
     cursor = start
-    regions = []  # (a, z, env or None)
+    regions: list[tuple[int, int, Optional[str]]] = []
     for b, bs, e, nm in outer:
         regions.append((cursor, b, None))
         regions.append((bs, e, nm))
         cursor = e
     regions.append((cursor, len(text), None))
-    for a, z, env in regions:
-        if a >= z:
+    return regions
+
+
+def _events_between(text: str, a: int, z: int, chunk_spans: list[tuple[int, int, str]],
+                    sub_spans: list[tuple[int, int]], gctx: GraphicsContext) -> list[_Event]:
+    """The events of ``text[a:z]``, in order; split by chunk so graphics resolve against the
+    right folder."""
+    evs = []
+    for ca, cz, d in chunk_spans:
+        lo, hi = max(a, ca), min(z, cz)
+        if lo >= hi:
             continue
-        evs = events_in(a, z)
-        if env is None:
-            # Outside floats only counters and \captionof{figure} matter (teaser strips):
-            # the graphics of a \captionof are those since the previous caption-ish event.
-            pending: list[GraphicRef] = []
-            for ev in evs:
-                if ev.kind == "set":
-                    counter = ev.value
-                elif ev.kind == "add":
-                    counter += ev.value
-                elif ev.kind == "graphic":
-                    pending.append(ev.ref)  # type: ignore[attr-defined]
-                elif ev.kind == "captionof":
-                    counter += 1
-                    doc.figures.append(TexFigure(number=str(counter), caption=tex_to_plain(ev.text),
-                                                 graphics=pending[-4:], env="captionof"))
-                    pending = []
-                elif ev.kind in ("caption", "subcaption"):
-                    pending = []
-            continue
-        figs_here: list[TexFigure] = []
-        pending = []
-        continued = False
-        next_sub: Optional[str] = None
-        for ev in evs:
-            if ev.kind == "graphic":
-                ref = ev.ref  # type: ignore[attr-defined]
-                if next_sub is not None:
-                    ref.subcaption = next_sub or None
-                    next_sub = None
-                pending.append(ref)
-            elif ev.kind == "subfloat":
-                # \subfloat[caption]{\includegraphics{x}}: the caption comes first.
-                next_sub = tex_to_plain(ev.text)
-            elif ev.kind == "subcaption":
-                # subfigure environment / \subcaption: the caption follows its graphic.
-                if pending and pending[-1].subcaption is None:
-                    pending[-1].subcaption = tex_to_plain(ev.text) or None
-            elif ev.kind == "continued":
-                continued = True
-            elif ev.kind in ("set", "add"):
-                counter = ev.value if ev.kind == "set" else counter + ev.value
-            elif ev.kind == "label":
-                if figs_here and figs_here[-1].label is None:
-                    figs_here[-1].label = ev.text
-            elif ev.kind in ("caption", "captionof", "caption_nonum"):
-                if ev.kind != "caption_nonum" and not continued:
-                    counter += 1
-                number = str(counter) if ev.kind != "caption_nonum" else None
-                figs_here.append(TexFigure(number=number, caption=tex_to_plain(ev.text), graphics=pending, env=env))
-                pending = []
-        if pending:
-            if figs_here:
-                figs_here[-1].graphics.extend(pending)
-            else:
-                figs_here.append(TexFigure(number=None, caption="", graphics=pending, env=env))
-        doc.figures.extend(figs_here)
-    return doc
+        local_subs = [(sb - lo, se - lo) for sb, se in sub_spans if sb < hi and se > lo]
+        for ev in _events(text[lo:hi], d, gctx, local_subs):
+            ev.pos += lo
+            evs.append(ev)
+    evs.sort(key=lambda e: e.pos)
+    return evs
+
+
+def _figures_outside_floats(evs: list[_Event], counter: int, figures: list[TexFigure]) -> int:
+    """Outside floats only counters and \\captionof{figure} matter (teaser strips): the graphics
+    of a \\captionof are those since the previous caption-ish event. Appends the figures; the
+    figure counter after them."""
+    pending: list[GraphicRef] = []
+    for ev in evs:
+        if ev.kind == "set":
+            counter = ev.value
+        elif ev.kind == "add":
+            counter += ev.value
+        elif ev.kind == "graphic" and ev.ref is not None:
+            pending.append(ev.ref)
+        elif ev.kind == "captionof":
+            counter += 1
+            figures.append(TexFigure(number=str(counter), caption=tex_to_plain(ev.text),
+                                     graphics=pending[-4:], env="captionof"))
+            pending = []
+        elif ev.kind in ("caption", "subcaption"):
+            pending = []
+    return counter
+
+
+def _figures_in_float(evs: list[_Event], counter: int, env: str, figures: list[TexFigure]) -> int:
+    """The figures of one figure environment (one per caption, subfigures as graphics with a
+    subcaption). Appends them; the figure counter after them."""
+    figs_here: list[TexFigure] = []
+    pending: list[GraphicRef] = []
+    continued = False
+    next_sub: Optional[str] = None
+    for ev in evs:
+        if ev.kind == "graphic" and ev.ref is not None:
+            ref = ev.ref
+            if next_sub is not None:
+                ref.subcaption = next_sub or None
+                next_sub = None
+            pending.append(ref)
+        elif ev.kind == "subfloat":
+            # \subfloat[caption]{\includegraphics{x}}: the caption comes first.
+            next_sub = tex_to_plain(ev.text)
+        elif ev.kind == "subcaption":
+            # subfigure environment / \subcaption: the caption follows its graphic.
+            if pending and pending[-1].subcaption is None:
+                pending[-1].subcaption = tex_to_plain(ev.text) or None
+        elif ev.kind == "continued":
+            continued = True
+        elif ev.kind in ("set", "add"):
+            counter = ev.value if ev.kind == "set" else counter + ev.value
+        elif ev.kind == "label":
+            if figs_here and figs_here[-1].label is None:
+                figs_here[-1].label = ev.text
+        elif ev.kind in ("caption", "captionof", "caption_nonum"):
+            if ev.kind != "caption_nonum" and not continued:
+                counter += 1
+            number = str(counter) if ev.kind != "caption_nonum" else None
+            figs_here.append(TexFigure(number=number, caption=tex_to_plain(ev.text), graphics=pending, env=env))
+            pending = []
+    if pending:
+        if figs_here:
+            figs_here[-1].graphics.extend(pending)
+        else:
+            figs_here.append(TexFigure(number=None, caption="", graphics=pending, env=env))
+    figures.extend(figs_here)
+    return counter

@@ -120,8 +120,7 @@ def _extras(root) -> dict[str, EntryExtras]:
         lic = entry.find("arxiv:license", NS)
         if lic is not None:
             ex.license = _clean(lic.text) or lic.get("href") or ex.license
-        seen = set()
-        ex.dois = [d for d in ex.dois if not (d in seen or seen.add(d))]
+        ex.dois = list(dict.fromkeys(ex.dois))  # first occurrence of each, in order
         out[eid] = ex
     return out
 

@@ -25,10 +25,13 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from sciga.transforms.fetch.endpoints import Endpoints, HttpOptions
 from sciga.transforms.metadata.corpus_selection import Selection
+
+if TYPE_CHECKING:
+    from sciga.transforms.fetch.paper_parts import Outcome
 
 log = logging.getLogger("sciga.fetch")
 _DONE = object()
@@ -133,14 +136,14 @@ class FetchProgress:
         """``n`` more parts are known to be coming."""
         with self.lock:
             self.known += n
-            if self.bar is not None and self.known > self.bar.total:
+            if self.bar is not None and self.known > (self.bar.total or 0):
                 self.bar.total = self.known
                 self.bar.refresh()
 
     def expect(self, n: int) -> None:
         """The whole run will have about ``n`` parts (a query's total): a real ETA early on."""
         with self.lock:
-            if self.bar is not None and n > self.bar.total:
+            if self.bar is not None and n > (self.bar.total or 0):
                 self.bar.total = n
                 self.bar.refresh()
 
@@ -153,7 +156,7 @@ class FetchProgress:
 
     def close(self) -> None:
         if self.bar is not None:
-            if self.bar.n < self.bar.total and not self.interrupted:
+            if self.bar.n < (self.bar.total or 0) and not self.interrupted:
                 self.bar.total = self.bar.n  # parts of failed papers never came
             self.bar.refresh()
             self.bar.close()
@@ -163,41 +166,94 @@ def run_fetch_job(opts: FetchOptions) -> FetchSummary:
     """Fetch what ``opts`` asks for into the cache ``opts.output``; the summary (also written to
     the cache as report.json). Resumable: finished parts are journaled and never fetched
     again; Ctrl-C stops after the requests in flight."""
-    from sciga.transforms.fetch import paper_parts as fx
-    from sciga.transforms.fetch.arxiv_api import ArxivApiError, ArxivMetadata, normalize_id
-    from sciga.transforms.fetch.cache import FetchCache
-    from sciga.transforms.inputs import ar5iv_dump
+    return _FetchJob(opts).run()
 
-    t0 = time.time()
-    raw_ids = list(opts.ids)
-    selection = opts.selection
-    parts = list(opts.parts)
-    endpoints = opts.endpoints
-    http = opts.http.client(endpoints)
-    api = ArxivMetadata(http, endpoints.arxiv_api_url, page_size=opts.page_size)
-    cache = FetchCache(opts.output)
-    recovered = cache.recover()
-    if recovered:
-        log.info("journaled %d parts a previous run finished but could not record", recovered)
-    dump_index = ar5iv_dump.index_by_id(list(opts.html_dumps)) if opts.html_dumps else None
-    bulk = None
-    if opts.eprints_manifest:
-        from sciga.transforms.eprints.bulk_coverage import bulk_eprint_coverage
 
-        bulk = bulk_eprint_coverage(opts.eprints_manifest)
+class _FetchJob:
+    """One ``run_fetch_job``: the metadata worker and one worker per part (HTML, e-print), each a
+    thread, sharing the summary, the papers in flight and ``lock``. Each method is one worker or
+    one step a worker takes; ``run`` starts the threads and waits for them."""
 
-    summary = FetchSummary(cache=opts.output)
-    progress = FetchProgress(enabled=opts.progress)
-    stop = threading.Event()
-    work = {p: queue.Queue() for p in ("html", "source") if p in parts}
-    pending: dict[str, int] = {}
-    versions: dict[str, Optional[str]] = {}
-    seen: list[str] = []
-    lock = threading.Lock()
-    errors: list[BaseException] = []
+    def __init__(self, opts: FetchOptions):
+        from sciga.transforms.fetch.arxiv_api import ArxivMetadata
+        from sciga.transforms.fetch.cache import FetchCache
+        from sciga.transforms.inputs import ar5iv_dump
 
-    def record(o) -> None:
-        with lock:
+        self.t0 = time.time()
+        self.opts = opts
+        self.endpoints = opts.endpoints
+        self.http = opts.http.client(self.endpoints)
+        self.api = ArxivMetadata(self.http, self.endpoints.arxiv_api_url, page_size=opts.page_size)
+        self.cache = FetchCache(opts.output)
+        recovered = self.cache.recover()
+        if recovered:
+            log.info("journaled %d parts a previous run finished but could not record", recovered)
+        self.dump_index = ar5iv_dump.index_by_id(list(opts.html_dumps)) if opts.html_dumps else None
+        self.bulk = None
+        if opts.eprints_manifest:
+            from sciga.transforms.eprints.bulk_coverage import bulk_eprint_coverage
+
+            self.bulk = bulk_eprint_coverage(opts.eprints_manifest)
+        self.summary = FetchSummary(cache=opts.output)
+        self.progress = FetchProgress(enabled=opts.progress)
+        self.stop = threading.Event()
+        self.work: dict[str, queue.Queue] = {p: queue.Queue() for p in ("html", "source") if p in opts.parts}
+        self.pending: dict[str, int] = {}  # paper id -> parts still to finish
+        self.versions: dict[str, Optional[str]] = {}
+        self.seen: list[str] = []
+        self.lock = threading.Lock()
+        self.errors: list[BaseException] = []
+
+    def run(self) -> FetchSummary:
+        threads = [threading.Thread(target=self.meta_worker, name="fetch-meta", daemon=True)]
+        threads += [threading.Thread(target=self.part_worker, args=(p,), name=f"fetch-{p}", daemon=True)
+                    for p in self.work]
+        self._wait_for(threads)
+        if self.errors and not self.summary.interrupted:
+            e = self.errors[0]
+            if isinstance(e, KeyboardInterrupt):
+                self.summary.interrupted = True
+            else:
+                raise e
+        self._count_papers()
+        write_fetch_report(self.cache, self.summary, self.endpoints)
+        self.cache.close()
+        return self.summary
+
+    def _wait_for(self, threads: list[threading.Thread]) -> None:
+        """Start ``threads`` and wait for them; Ctrl-C stops them after the requests in flight."""
+        for t in threads:
+            t.start()
+        try:
+            while any(t.is_alive() for t in threads):
+                for t in threads:
+                    t.join(timeout=0.2)
+        except KeyboardInterrupt:
+            self.stop.set()
+            self.summary.interrupted = self.progress.interrupted = True
+            deadline = time.time() + 5.0
+            for t in threads:
+                t.join(timeout=max(0.0, deadline - time.time()))
+        finally:
+            self.progress.close()
+
+    def _count_papers(self) -> None:
+        summary, cache = self.summary, self.cache
+        with self.lock:
+            ids_seen = list(self.seen)
+        summary.papers = len({o[0] for o in summary.failures if not o[0].startswith("query ")} | set(ids_seen))
+        summary.complete = sum(1 for pid in ids_seen if (cache.record(pid, "html") or _NoRec).status == "ok")
+        summary.with_source = sum(1 for pid in ids_seen if (cache.record(pid, "source") or _NoRec).status == "ok")
+        summary.requests = self.http.stats.requests
+        summary.retries = self.http.stats.retries
+        summary.seconds = time.time() - self.t0
+
+    def record(self, o: Outcome) -> None:
+        """Count one part's outcome in the summary and the progress bar."""
+        from sciga.transforms.fetch import paper_parts as fx
+
+        summary = self.summary
+        with self.lock:
             if o.status == fx.FETCHED:
                 summary.fetched += 1
             elif o.status == fx.CACHED:
@@ -212,103 +268,124 @@ def run_fetch_job(opts: FetchOptions) -> FetchSummary:
                 summary.dump_pages += o.status == fx.FETCHED
             else:
                 summary.bytes += o.bytes
-        progress.done(o.status)
+        self.progress.done(o.status)
 
-    def part_done(pid: str) -> None:
-        with lock:
-            pending[pid] -= 1
-            last = pending[pid] == 0
+    def part_done(self, pid: str) -> None:
+        """One part of ``pid`` finished: its sidecar is written when it was the last."""
+        from sciga.transforms.fetch import paper_parts as fx
+
+        with self.lock:
+            self.pending[pid] -= 1
+            last = self.pending[pid] == 0
         if last:
-            fx.finalize(cache, pid)
+            fx.finalize(self.cache, pid)
 
-    def admit(pid: str, version: Optional[str]) -> None:
+    def admit(self, pid: str, version: Optional[str]) -> None:
         """Metadata known: hand the paper to the HTML and e-print workers."""
-        with lock:
-            if pid in pending:
+        from sciga.transforms.fetch import paper_parts as fx
+
+        with self.lock:
+            if pid in self.pending:
                 return
-            pending[pid] = len(work)
-            versions[pid] = version
-            seen.append(pid)
-        if not work:
-            fx.finalize(cache, pid)
+            self.pending[pid] = len(self.work)
+            self.versions[pid] = version
+            self.seen.append(pid)
+        if not self.work:
+            fx.finalize(self.cache, pid)
             return
-        progress.grow(len(work))
-        for q in work.values():
+        self.progress.grow(len(self.work))
+        for q in self.work.values():
             q.put(pid)
 
-    def meta_worker() -> None:
+    def meta_worker(self) -> None:
+        """The metadata worker: the ids given, then the query's results, then the cached papers."""
         try:
-            if raw_ids:
-                wanted = []
-                for raw in dict.fromkeys(raw_ids):
-                    pid, ver = normalize_id(raw)
-                    wanted.append((pid or raw, raw, ver))
-                progress.grow(len(wanted))
-                progress.expect(len(wanted) * (1 + len(work)))
-                for start in range(0, len(wanted), api.page_size):
-                    if stop.is_set():
-                        return
-                    batch = wanted[start:start + api.page_size]
-                    outs = fx.fetch_meta_batch(cache, api, [(pid, raw) for pid, raw, _ in batch],
-                                               refresh=opts.refresh, retry_failed=opts.retry_failed)
-                    by_pid = {o.paper_id: o for o in outs}
-                    for pid, _raw, ver in batch:
-                        o = by_pid.get(pid)
-                        if o is None:
-                            continue
-                        record(o)
-                        rec = cache.record(pid, "meta")
-                        if rec is not None and rec.status == "ok":
-                            admit(pid, ver)
-            if opts.query:
-                _query(opts.query)
-            if opts.cached_metadata:
-                _cached()
+            if self.opts.ids:
+                self._ids()
+            if self.opts.query:
+                self._query(self.opts.query)
+            if self.opts.cached_metadata:
+                self._cached()
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
-            errors.append(e)
+            self.errors.append(e)
         finally:
-            for q in work.values():
+            for q in self.work.values():
                 q.put(_DONE)
 
-    def _cached() -> None:
+    def _ids(self) -> None:
+        """The ids given, in batches of the API's page size."""
+        from sciga.transforms.fetch import paper_parts as fx
+        from sciga.transforms.fetch.arxiv_api import normalize_id
+
+        wanted = []
+        for raw in dict.fromkeys(self.opts.ids):
+            pid, ver = normalize_id(raw)
+            wanted.append((pid or raw, raw, ver))
+        self.progress.grow(len(wanted))
+        self.progress.expect(len(wanted) * (1 + len(self.work)))
+        page_size = self.api.page_size
+        for start in range(0, len(wanted), page_size):
+            if self.stop.is_set():
+                return
+            batch = wanted[start:start + page_size]
+            outs = fx.fetch_meta_batch(self.cache, self.api, [(pid, raw) for pid, raw, _ in batch],
+                                       refresh=self.opts.refresh, retry_failed=self.opts.retry_failed)
+            by_pid = {o.paper_id: o for o in outs}
+            for pid, _raw, ver in batch:
+                o = by_pid.get(pid)
+                if o is None:
+                    continue
+                self.record(o)
+                rec = self.cache.record(pid, "meta")
+                if rec is not None and rec.status == "ok":
+                    self.admit(pid, ver)
+
+    def _cached(self) -> None:
         """Every paper with metadata in the cache that the selection keeps."""
+        from sciga.transforms.fetch import paper_parts as fx
         from sciga.transforms.metadata.arxiv_records import first_version_day
 
-        for rec in sorted(cache.records(), key=lambda r: r.id):
-            if stop.is_set():
+        selection = self.opts.selection
+        for rec in sorted(self.cache.records(), key=lambda r: r.id):
+            if self.stop.is_set():
                 return
             if rec.part != "meta" or rec.status != "ok":
                 continue
             if selection.categories or selection.dated:
                 try:
-                    meta = json.loads(cache.read_part(rec.id, "meta") or b"{}")
+                    meta = json.loads(self.cache.read_part(rec.id, "meta") or b"{}")
                 except ValueError:
                     continue
                 if not selection.matches(meta.get("categories") or [], first_version_day(meta)):
                     continue
-            progress.grow(1)
-            record(fx.Outcome(rec.id, "meta", fx.CACHED))
-            admit(rec.id, None)
+            self.progress.grow(1)
+            self.record(fx.Outcome(rec.id, "meta", fx.CACHED))
+            self.admit(rec.id, None)
 
-    def _query(query: str) -> None:
+    def _query(self, query: str) -> None:
+        """The query's results, resuming where a previous run's paging stopped."""
+        from sciga.transforms.fetch import paper_parts as fx
+        from sciga.transforms.fetch.arxiv_api import ArxivApiError
+
+        opts, cache, progress = self.opts, self.cache, self.progress
         state = cache.load_query(query, opts.max_results)
         for pid in state["ids"]:
             progress.grow(1)
-            record(fx.Outcome(pid, "meta", fx.CACHED))
-            admit(pid, None)
+            self.record(fx.Outcome(pid, "meta", fx.CACHED))
+            self.admit(pid, None)
         if state.get("complete"):
             return
         # Resume at the start of the last page that was not finished: API pages are cut at
         # multiples of the page size, and ids seen twice are skipped below.
-        page = api.page_size if not opts.max_results else min(api.page_size, opts.max_results)
+        page = self.api.page_size if not opts.max_results else min(self.api.page_size, opts.max_results)
         offset = len(state["ids"]) - len(state["ids"]) % page
         known = set(state["ids"])
         try:
             def on_total(n: int) -> None:
-                progress.expect(min(n, opts.max_results or n) * (1 + len(work)))
+                progress.expect(min(n, opts.max_results or n) * (1 + len(self.work)))
 
-            for meta in api.search(query, opts.max_results, offset=offset, on_total=on_total):
-                if stop.is_set():
+            for meta in self.api.search(query, opts.max_results, offset=offset, on_total=on_total):
+                if self.stop.is_set():
                     break
                 pid = meta["id"]
                 if pid in known:
@@ -317,85 +394,57 @@ def run_fetch_job(opts: FetchOptions) -> FetchSummary:
                 progress.grow(1)
                 if rec is None or rec.status != "ok" or opts.refresh:
                     r = fx.save_meta(cache, meta)
-                    record(fx.Outcome(pid, "meta", fx.FETCHED, r.bytes))
+                    self.record(fx.Outcome(pid, "meta", fx.FETCHED, r.bytes))
                 else:
-                    record(fx.Outcome(pid, "meta", fx.CACHED))
+                    self.record(fx.Outcome(pid, "meta", fx.CACHED))
                 known.add(pid)
                 state["ids"].append(pid)
-                admit(pid, None)
+                self.admit(pid, None)
                 if len(state["ids"]) % page == 0:
                     cache.save_query(state)
             else:
                 state["complete"] = True
         except ArxivApiError as e:
-            with lock:
-                summary.failed += 1
-                summary.failures.append((f"query {query!r}", "meta", e.error_type,
-                                         f"paging stopped after {len(state['ids'])} results: {e.message}"))
+            with self.lock:
+                self.summary.failed += 1
+                self.summary.failures.append((f"query {query!r}", "meta", e.error_type,
+                                              f"paging stopped after {len(state['ids'])} results: {e.message}"))
         finally:
             cache.save_query(state)
 
-    def part_worker(part: str) -> None:
-        q = work[part]
+    def part_worker(self, part: str) -> None:
+        """The worker of one part ("html" or "source"): the papers the metadata worker admits."""
+        q = self.work[part]
         while True:
             pid = q.get()
             if pid is _DONE:
                 return
-            if stop.is_set():
+            if self.stop.is_set():
                 continue
-            if part == "source" and bulk is not None and pid in bulk and not (cache.record(pid, "source") or _NoRec).status:
-                record(fx.Outcome(pid, part, IN_BULK))  # the build reads it from the bulk tars
-                part_done(pid)
-                continue
-            try:
-                refresh = opts.refresh or pid in opts.refresh_ids
-                if part == "html":
-                    o = fx.fetch_html_part(cache, http, endpoints, pid, versions.get(pid), refresh=refresh,
-                                           retry_failed=opts.retry_failed, dump_index=dump_index)
-                else:
-                    o = fx.fetch_source_part(cache, http, endpoints, pid, versions.get(pid), refresh=refresh,
-                                             retry_failed=opts.retry_failed, max_bytes=opts.max_eprint_bytes)
-            except Exception as e:  # noqa: BLE001 - one paper never stops the run
-                log.warning("unexpected error fetching %s %s: %r", part, pid, e)
-                cache.fail(pid, part, "internal", f"{pid}: unexpected {type(e).__name__} ({e}); please report this id.",
-                           permanent=False)
-                o = fx.Outcome(pid, part, fx.FAILED, 0, f"unexpected {type(e).__name__}: {e}", "internal")
-            record(o)
-            part_done(pid)
+            self.record(self._fetch_part(part, pid))
+            self.part_done(pid)
 
-    threads = [threading.Thread(target=meta_worker, name="fetch-meta", daemon=True)]
-    threads += [threading.Thread(target=part_worker, args=(p,), name=f"fetch-{p}", daemon=True) for p in work]
-    for t in threads:
-        t.start()
-    try:
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(timeout=0.2)
-    except KeyboardInterrupt:
-        stop.set()
-        summary.interrupted = progress.interrupted = True
-        deadline = time.time() + 5.0
-        for t in threads:
-            t.join(timeout=max(0.0, deadline - time.time()))
-    finally:
-        progress.close()
-    if errors and not summary.interrupted:
-        e = errors[0]
-        if isinstance(e, KeyboardInterrupt):
-            summary.interrupted = True
-        else:
-            raise e
-    with lock:
-        ids_seen = list(seen)
-    summary.papers = len({o[0] for o in summary.failures if not o[0].startswith("query ")} | set(ids_seen))
-    summary.complete = sum(1 for pid in ids_seen if (cache.record(pid, "html") or _NoRec).status == "ok")
-    summary.with_source = sum(1 for pid in ids_seen if (cache.record(pid, "source") or _NoRec).status == "ok")
-    summary.requests = http.stats.requests
-    summary.retries = http.stats.retries
-    summary.seconds = time.time() - t0
-    write_fetch_report(cache, summary, endpoints)
-    cache.close()
-    return summary
+    def _fetch_part(self, part: str, pid: str) -> Outcome:
+        from sciga.transforms.fetch import paper_parts as fx
+
+        opts, cache = self.opts, self.cache
+        if part == "source" and self.bulk is not None and pid in self.bulk \
+                and not (cache.record(pid, "source") or _NoRec).status:
+            return fx.Outcome(pid, part, IN_BULK)  # the build reads it from the bulk tars
+        try:
+            refresh = opts.refresh or pid in opts.refresh_ids
+            if part == "html":
+                return fx.fetch_html_part(cache, self.http, self.endpoints, pid, self.versions.get(pid),
+                                          refresh=refresh, retry_failed=opts.retry_failed,
+                                          dump_index=self.dump_index)
+            return fx.fetch_source_part(cache, self.http, self.endpoints, pid, self.versions.get(pid),
+                                        refresh=refresh, retry_failed=opts.retry_failed,
+                                        max_bytes=opts.max_eprint_bytes)
+        except Exception as e:  # noqa: BLE001 - one paper never stops the run
+            log.warning("unexpected error fetching %s %s: %r", part, pid, e)
+            cache.fail(pid, part, "internal", f"{pid}: unexpected {type(e).__name__} ({e}); please report this id.",
+                       permanent=False)
+            return fx.Outcome(pid, part, fx.FAILED, 0, f"unexpected {type(e).__name__}: {e}", "internal")
 
 
 class _NoRec:

@@ -21,11 +21,10 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from sciga.schemas.build import FileDep, PlannedInput, ResultRef
-from sciga.schemas.records import DeadLetter
+from sciga.schemas.build import FileDep, PlannedInput, ResultHeader, ResultRef
 from sciga.transforms.common.input_files import parent_of, read_input
 from sciga.transforms.common.progress import Progress
-from sciga.transforms.common.result_store import ResultStore, dep_still_valid, deps_from_json, hash_file, result_key
+from sciga.transforms.common.result_store import ResultStore, dep_still_valid, hash_file, result_key
 from sciga.transforms.inputs.pages import (
     MAX_SIDECAR_BYTES,
     META_SUFFIX,
@@ -48,29 +47,29 @@ class PlanOptions:
     progress_dir: Optional[str] = None
 
 
-def ref_from_header(header: dict, reused: bool) -> ResultRef:
+def ref_from_header(header: ResultHeader, reused: bool) -> ResultRef:
     """The ``ResultRef`` a stored result stands for."""
     return ResultRef(
-        uri=header["uri"], key=header["key"], paper_id=header.get("paper_id"), is_paper=bool(header.get("is_paper")),
-        reused=reused, version=header.get("version"), n_figures=int(header.get("n_figures") or 0),
-        n_paragraphs=int(header.get("n_paragraphs") or 0), content_sha256=header.get("content_sha256"),
-        dead=[DeadLetter(**d) for d in header.get("dead") or []], stats=dict(header.get("stats") or {}),
-        sizes={k: list(v) for k, v in (header.get("sizes") or {}).items()},
+        uri=header.uri, key=header.key, paper_id=header.paper_id, is_paper=header.is_paper, reused=reused,
+        version=header.version, n_figures=header.n_figures, n_paragraphs=header.n_paragraphs,
+        content_sha256=header.content_sha256, dead=list(header.dead), stats=dict(header.stats),
+        sizes={k: list(v) for k, v in header.sizes.items()},
     )
 
 
-def reusable(header: Optional[dict], checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None) -> bool:
+def reusable(header: Optional[ResultHeader],
+             checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None) -> bool:
     """A stored result that can stand for the input as it is now (complete, final: not made
     while a tool was interrupted or an I/O error struck, and its dependencies unchanged)."""
-    if not header or not header.get("complete") or not header.get("final", True):
+    if header is None or not header.complete or not header.final:
         return False
-    return all(dep_still_valid(d, checkers) for d in deps_from_json(header.get("deps") or []))
+    return all(dep_still_valid(d, checkers) for d in header.deps)
 
 
 class PlanInput(beam.DoFn):
     """input URI -> ``PlannedInput`` (main output) or a reusable ``ResultRef`` (``reused``)."""
 
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, object]] = None):
+    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
         self.options = options
         self.checkers = dict(checkers or {})
         self.progress = Progress(options.progress_dir)
@@ -110,7 +109,7 @@ class PlanInput(beam.DoFn):
 class PlanInputs(beam.PTransform):
     """PCollection[input URI] -> {``planned``: PlannedInput, ``reused``: ResultRef}."""
 
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, object]] = None):
+    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
         super().__init__()
         self.options = options
         self.checkers = checkers

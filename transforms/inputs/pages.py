@@ -257,7 +257,7 @@ def sidecar_candidates(uri: str, metadata_dir: Optional[str] = None) -> list[str
 
 def find_sidecar(uri: str, metadata_dir: Optional[str] = None) -> tuple[Optional[str], list[str]]:
     """(the sidecar found or None, the places looked at before it)."""
-    looked = []
+    looked: list[str] = []
     for side in sidecar_candidates(uri, metadata_dir):
         fs, path = _fs_and_path(side)
         if fs.exists(path) or (input_files.is_local(side) and os.path.islink(path)):  # found, then refused

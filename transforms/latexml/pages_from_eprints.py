@@ -19,7 +19,7 @@ import hashlib
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import apache_beam as beam
 import fsspec
@@ -30,6 +30,9 @@ from sciga.schemas.build import ResultRef
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.inputs.pages import META_SUFFIX, read_sidecar_bytes, stem_of
 from sciga.transforms.latexml.convert import LatexmlOptions
+
+if TYPE_CHECKING:
+    from sciga.transforms.eprints.bulk_reader import BulkEprints
 
 CONVERT_PREFIX = "latexml:"  # an input-list line asking for a page made from an e-print
 STAGE = "latexml"
@@ -42,7 +45,7 @@ class PageSourceOptions:
     converted_root: str = ""  # <out>/.sciga/latexml
     latexml: LatexmlOptions = field(default_factory=LatexmlOptions)
     tex_dirs: tuple[str, ...] = ()
-    bulk: Optional[object] = None  # bulk_eprints.BulkEprints
+    bulk: Optional[BulkEprints] = None  # --eprints-bulk
 
 
 def convert_request(meta_uri: str) -> str:

@@ -332,7 +332,7 @@ def _spacy_without_torch():
     if "torch" in sys.modules or "thinc" in sys.modules:
         yield
         return
-    sys.modules["torch"] = None  # type: ignore[assignment]
+    sys.modules["torch"] = None
     try:
         yield
     finally:

@@ -194,7 +194,7 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
                 runs[-1].append(it)
             else:
                 runs.append([it])
-        claimed = []
+        claimed: list[tuple[int, int]] = []
         for run in runs:
             fig = index.figure(run[0].number, expr.qualified)
             if fig is None or own(fig.id):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import apache_beam as beam
 
@@ -30,7 +31,7 @@ class LinkPaper(PaperStageFn):
     def __init__(self, options: LinkOptions = LinkOptions()):
         super().__init__()
         self.options = options
-        self.sentencizer = None
+        self.sentencizer: Optional[Sentencizer] = None
 
     def run(self, work: PaperWork):
         if self.sentencizer is None and self.options.sentencizer != NONE:
@@ -38,9 +39,10 @@ class LinkPaper(PaperStageFn):
             # costs ~2 s a process, which an incremental build that reuses every paper (and
             # so links none) would otherwise pay for nothing.
             self.sentencizer = Sentencizer(self.options.sentencizer)
-        link_paper(work.paper, sentencizer=self.sentencizer)
-        work.mentions = mention_rows(work.paper)
-        for why, n in sorted(work.paper.rejected_mentions.items()):
+        paper = work.live_paper()
+        link_paper(paper, sentencizer=self.sentencizer)
+        work.mentions = mention_rows(paper)
+        for why, n in sorted(paper.rejected_mentions.items()):
             if why == SENTENCE_CUT:
                 work.count("sentences_cut", n)  # the manifest's stats say how many sentences were cut
                 continue

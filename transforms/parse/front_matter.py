@@ -45,7 +45,7 @@ def generator_of(text) -> tuple[Optional[str], Optional[str]]:
 
 
 def page_identity(root, title_text: Optional[str]) -> PageIdentity:
-    head_links = {}
+    head_links: dict[str, str] = {}
     # These live in <head>: searching only there keeps the body (most of the page) untouched.
     head = root.find("head")
     for el in (head if head is not None else root).iter("link", "meta", "base"):

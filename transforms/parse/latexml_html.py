@@ -48,6 +48,41 @@ def _document_root(root):
     return body if body is not None else root
 
 
+def _identity(meta: PaperMeta, ident: front_matter.PageIdentity, fallback_id: Optional[str], fallback_id_source: str,
+              input_uri: str) -> tuple[str, Optional[str], str]:
+    """(paper id, version, where the id came from): the metadata's id wins over the page's, the
+    page's over ``fallback_id``; ParseError when none names the paper."""
+    paper_id: Optional[str]
+    if meta.id:
+        paper_id, v = ids.split_version(meta.id)
+        version, id_source = meta.version or v or ident.version, "metadata"
+    elif ident.paper_id:
+        paper_id, version, id_source = ident.paper_id, ident.version, "page"
+    else:
+        paper_id, version, id_source = fallback_id, None, fallback_id_source
+    if not paper_id:
+        raise ParseError(
+            "no_paper_id",
+            f"{input_uri} does not say which arXiv paper it is (no canonical URL, <base href> or id in the file name); "
+            "name the file <arxiv_id>.html or pass metadata.",
+        )
+    return paper_id, version, id_source
+
+
+def _link_references(walker: DocumentWalker, floats: FloatContext, paragraphs: list, paper_id: str) -> None:
+    """Resolve the anchors of paragraphs, section titles and captions into reference spans to the
+    figures and tables they point at."""
+    numbers = {f.id: f.number for f in floats.figures}
+    numbers.update({t.id: t.number for t in floats.tables})
+    for para, anchors in paragraphs:
+        if anchors:
+            para.ref_spans = ref_spans(para.text, anchors, floats.by_html_id, numbers, paper_id)
+    for sec, anchors in walker.title_anchors():
+        sec.title_ref_spans = ref_spans(sec.title, anchors, floats.by_html_id, numbers, paper_id)
+    for record, anchors in floats.caption_anchors:
+        record.caption_ref_spans = caption_ref_spans(record, anchors, floats.by_html_id, numbers, paper_id)
+
+
 def parse_latexml_html(
     html: bytes,
     meta: Optional[PaperMeta] = None,
@@ -74,19 +109,7 @@ def parse_latexml_html(
     html_title = title_el.text if title_el is not None else None
     ident = front_matter.page_identity(root, html_title)
 
-    if meta.id:
-        paper_id, v = ids.split_version(meta.id)
-        version, id_source = meta.version or v or ident.version, "metadata"
-    elif ident.paper_id:
-        paper_id, version, id_source = ident.paper_id, ident.version, "page"
-    else:
-        paper_id, version, id_source = fallback_id, None, fallback_id_source
-    if not paper_id:
-        raise ParseError(
-            "no_paper_id",
-            f"{input_uri} does not say which arXiv paper it is (no canonical URL, <base href> or id in the file name); "
-            "name the file <arxiv_id>.html or pass metadata.",
-        )
+    paper_id, version, id_source = _identity(meta, ident, fallback_id, fallback_id_source, input_uri)
     doc = _document_root(root)
     if "ltx_document" not in css_classes(doc) and not doc.xpath(".//*[starts-with(@class, 'ltx_')]"):
         raise ParseError("not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported.")
@@ -99,15 +122,7 @@ def parse_latexml_html(
         raise ParseError("too_deep", f"{input_uri} nests elements too deeply to be a real paper page; check the file.") from None
     sections, paragraphs = walker.finish()
 
-    numbers = {f.id: f.number for f in floats.figures}
-    numbers.update({t.id: t.number for t in floats.tables})
-    for para, anchors in paragraphs:
-        if anchors:
-            para.ref_spans = ref_spans(para.text, anchors, floats.by_html_id, numbers, paper_id)
-    for sec, anchors in walker.title_anchors():
-        sec.title_ref_spans = ref_spans(sec.title, anchors, floats.by_html_id, numbers, paper_id)
-    for record, anchors in floats.caption_anchors:
-        record.caption_ref_spans = caption_ref_spans(record, anchors, floats.by_html_id, numbers, paper_id)
+    _link_references(walker, floats, paragraphs, paper_id)
 
     title = front_matter.document_title(doc, html_title)
     abstract = front_matter.abstract_of(doc)

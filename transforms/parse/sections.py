@@ -71,7 +71,8 @@ class DocumentWalker:
                 self._anon += 1
                 local = f"Sx{self._anon}"
         self._used_ids.add(local)
-        title, number, anchors = "", None, []
+        title, number = "", None
+        anchors: list = []
         for child in el:
             if isinstance(child.tag, str) and child.tag in _HEADINGS:
                 tb = TextBuilder()

@@ -14,7 +14,7 @@ an e-print later recomputes exactly that paper.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -25,6 +25,9 @@ from sciga.transforms.common.result_store import absent_dep, stat_dep
 from sciga.transforms.common.stage_fn import PaperStageFn, is_transient
 from sciga.transforms.eprints.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
 from sciga.transforms.tex_recovery.figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
+
+if TYPE_CHECKING:
+    from sciga.transforms.eprints.bulk_reader import BulkEprints
 
 STAGE = "tex_source"
 
@@ -39,9 +42,8 @@ class TexOptions:
     max_side: int = DEFAULT_MAX_SIDE
     timeout: float = DEFAULT_TIMEOUT  # seconds per PDF / EPS figure
     check_blank: bool = True
-    # arXiv's bulk tars (--eprints-bulk: a bulk_eprints.BulkEprints), for papers whose
-    # source is in none of the places above.
-    bulk: Optional[object] = None
+    # arXiv's bulk tars (--eprints-bulk), for papers whose source is in none of the places above.
+    bulk: Optional[BulkEprints] = None
 
 
 def tex_image_paths(paper) -> list[str]:
@@ -73,7 +75,7 @@ class RecoverFromTex(PaperStageFn):
     def run(self, work: PaperWork):
         from sciga.transforms.eprints.tex_sources import locate_source_checked
 
-        paper, uri, o = work.paper, work.uri, self.options
+        paper, uri, o = work.live_paper(), work.uri, self.options
         src, looked = locate_source_checked(uri, paper.id, o.tex_dirs)
         work.deps.extend(absent_dep(u) for u in looked)
         if src is None and o.bulk is None:
@@ -81,12 +83,12 @@ class RecoverFromTex(PaperStageFn):
         if src is not None:
             work.deps.append(stat_dep(src))
         try:
-            if src is None:
+            if src is not None:
+                tree = self._load(work, src)
+            elif o.bulk is not None:
                 # From the bulk tars (extracted into the build's cache before the pipeline).
                 work.deps.append(stat_dep(o.bulk.eprint_path(paper.id)))
                 tree = o.bulk.tree(paper.id)
-            else:
-                tree = self._load(work, src)
             self.with_source.inc()
             self._recover(work, tree)
         except Exception as e:  # noqa: BLE001 - the e-print fails, the paper stays
@@ -104,7 +106,7 @@ class RecoverFromTex(PaperStageFn):
     def _load(self, work: PaperWork, src: str):
         from sciga.transforms.eprints.tex_sources import load_source
 
-        return load_source(src, paper_id=work.paper.id)
+        return load_source(src, paper_id=work.live_paper().id)
 
     def _recover(self, work: PaperWork, tree) -> None:
         from sciga.transforms.eprints.tex_graphics import parse_document
@@ -112,7 +114,7 @@ class RecoverFromTex(PaperStageFn):
 
         o, uri = self.options, work.uri
         doc = parse_document(tree)
-        rep = recover_figures(work.paper, doc, lambda img: image_problem(img, uri, o.check_blank),
+        rep = recover_figures(work.live_paper(), doc, lambda img: image_problem(img, uri, o.check_blank),
                               threshold=o.threshold, number_min_jaccard=o.number_min_jaccard)
         work.count("tex_figures_matched", rep.matched)
         work.count("tex_images_recovered", rep.recovered)
@@ -123,7 +125,7 @@ class RecoverFromTex(PaperStageFn):
 
         o = self.options
         names = []
-        for path in tex_image_paths(work.paper):
+        for path in tex_image_paths(work.live_paper()):
             if path in tree.files:
                 names.append(path)
             else:
@@ -133,7 +135,7 @@ class RecoverFromTex(PaperStageFn):
         for name, (png, err) in zip(names, results):
             if png is not None:
                 work.made_images[name] = png
-            else:
+            elif err is not None:
                 work.made_image_errors[name] = err.message
                 if err.transient:
                     work.cacheable = False  # interrupted or timed out: not a final result

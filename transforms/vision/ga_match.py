@@ -147,8 +147,8 @@ def prepare(image: Image.Image) -> MatchImage:
         gray = gray.reduce(max(1, max(gray.size) // (2 * BASE)))
     gray = _trim(gray)
     if max(gray.size) > BASE:
-        gray = gray.resize(_fit(gray.size, BASE), Image.BILINEAR, reducing_gap=2.0)
-    thumb = _unit(_bandpass(np.asarray(gray.resize((THUMB, THUMB), Image.BILINEAR, reducing_gap=2.0))))
+        gray = gray.resize(_fit(gray.size, BASE), Image.Resampling.BILINEAR, reducing_gap=2.0)
+    thumb = _unit(_bandpass(np.asarray(gray.resize((THUMB, THUMB), Image.Resampling.BILINEAR, reducing_gap=2.0))))
     w, h = gray.size
     return MatchImage(gray=gray, thumb=thumb, phash=phash_hex(gray), aspect=w / h)
 
@@ -237,7 +237,7 @@ def _level(m: MatchImage, longest: int) -> _Canvas:
     """The band-passed canvas of ``m`` with its longer side ``longest`` (cached)."""
     key = min(longest, max(m.size))
     if key not in m._canvas:
-        m._canvas[key] = _Canvas(_bandpass(np.asarray(m.gray.resize(_fit(m.size, key), Image.BILINEAR, reducing_gap=2.0))))
+        m._canvas[key] = _Canvas(_bandpass(np.asarray(m.gray.resize(_fit(m.size, key), Image.Resampling.BILINEAR, reducing_gap=2.0))))
     return m._canvas[key]
 
 
@@ -253,7 +253,7 @@ def _template(img: MatchImage, tw: int, th: int) -> tuple[np.ndarray, int]:
     """The band-passed template and the rim left out: the band-pass near a template's edge
     cannot know what surrounds it in the canvas (white gaps of a mosaic, the rest of a
     figure), so only its interior is matched."""
-    t = _bandpass(np.asarray(img.gray.resize((tw, th), Image.BILINEAR, reducing_gap=2.0)))
+    t = _bandpass(np.asarray(img.gray.resize((tw, th), Image.Resampling.BILINEAR, reducing_gap=2.0)))
     m = min(_EDGE, tw // 6, th // 6)
     return (t[m:th - m, m:tw - m] if m else t), m
 

@@ -246,7 +246,7 @@ def resize_for_model(image, input_size: int) -> np.ndarray:
 
     im = image if image.mode == "RGB" else image.convert("RGB")
     if im.size != (input_size, input_size):
-        im = im.resize((input_size, input_size), Image.BILINEAR, reducing_gap=2.0)
+        im = im.resize((input_size, input_size), Image.Resampling.BILINEAR, reducing_gap=2.0)
     return np.asarray(im, dtype=np.uint8)
 
 

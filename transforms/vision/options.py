@@ -15,7 +15,7 @@ import json
 import logging
 import posixpath
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import fsspec
 
@@ -25,6 +25,9 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT, GAEntry
 from sciga.transforms.vision.ga_match import GAThresholds
 from sciga.transforms.vision.medical import DEFAULT_TOP_K
+
+if TYPE_CHECKING:
+    from sciga.transforms.vision.inference_options import InferenceOptions
 
 log = logging.getLogger("sciga.vision")
 
@@ -46,8 +49,8 @@ class VisionOptions:
     ga_max_bytes: int = DEFAULT_MAX_GA_BYTES
     ga_timeout: float = DEFAULT_TIMEOUT
     thresholds: GAThresholds = field(default_factory=GAThresholds)
-    # How the models run (device, batches, sharing, precision): inference.InferenceOptions.
-    inference: object = None
+    # How the models run (device, batches, sharing, precision).
+    inference: Optional[InferenceOptions] = None
 
 
 # Options that change how fast results come, never what they are (files are in by content).
@@ -134,8 +137,8 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
             fs, p = fsspec.core.url_to_fs(ga_uri)
             fs.makedirs(posixpath.dirname(p), exist_ok=True)
             with fs.open(p, "w") as f:
-                for e in entries:
-                    f.write(json.dumps(dataclasses.asdict(e), sort_keys=True) + "\n")
+                for entry in entries:
+                    f.write(json.dumps(dataclasses.asdict(entry), sort_keys=True) + "\n")
     return ResolvedVision(options=options, keywords=keywords, medical_meta=medical_meta,
                           embed_meta=embed_meta, ga_entries_uri=ga_uri, ga_count=n_ga, weights_sha256=tuple(weights))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -33,6 +33,9 @@ from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
 from sciga.transforms.vision.options import GAIndex, ResolvedVision
+
+if TYPE_CHECKING:
+    from sciga.transforms.vision.ga_manifest import GAEntry
 
 log = logging.getLogger("sciga.vision")
 
@@ -63,7 +66,7 @@ class GAFigure:
 class GARequest:
     key: str
     paper_id: str
-    entry: object  # GAEntry
+    entry: GAEntry
     figures: list[GAFigure] = field(default_factory=list)
     ga: Optional[GAInput] = None  # filled by LoadGA
 
@@ -89,7 +92,7 @@ class MeasureFigures(PaperStageFn):
 
     def run(self, work: PaperWork):
         v, o = self.vision, self.vision.options
-        paper = work.paper
+        paper = work.live_paper()
         rows = annotate_keywords(paper, figure_rows(paper), self.matcher)
         entry = self.ga_index.get(paper.id) if v.ga_entries_uri else None
         if v.ga_entries_uri:

@@ -16,10 +16,12 @@ from collections.abc import Iterable
 import fsspec
 
 from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.build import PartInfo
 from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
 
-def read_part_infos(parts_root: str) -> list[dict]:
+def read_part_infos(parts_root: str) -> list[PartInfo]:
+    """The sidecars of the parts staged under ``parts_root``, config by config."""
     fs, root = fsspec.core.url_to_fs(parts_root)
     infos = []
     for config in CONFIGS:
@@ -29,20 +31,20 @@ def read_part_infos(parts_root: str) -> list[dict]:
         for p in sorted(fs.ls(d, detail=False)):
             if p.endswith(".parquet.json"):
                 with fs.open(p, "r") as f:
-                    infos.append(json.load(f))
+                    infos.append(PartInfo.from_json(json.load(f)))
     return infos
 
 
-def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]:
+def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[dict]]:
     """Move the parts into ``<out>/data/<config>/``; the manifest's ``files`` entries."""
     fs, out_root = fsspec.core.url_to_fs(out_dir)
-    by_config: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+    by_config: dict[str, list[PartInfo]] = {c: [] for c in CONFIGS}
     for info in infos:
-        if info.get("path") and info["rows"]:
-            by_config[info["config"]].append(info)
+        if info.path and info.rows:
+            by_config[info.config].append(info)
     files: dict[str, list[dict]] = {}
     for config in CONFIGS:
-        parts = sorted(by_config[config], key=lambda i: (i["group"], i["part"]))
+        parts = sorted(by_config[config], key=lambda i: (i.group, i.part))
         dest = posixpath.join(out_root, "data", config)
         fs.makedirs(dest, exist_ok=True)
         keep = set()
@@ -51,13 +53,12 @@ def finalize_parts(out_dir: str, infos: Iterable[dict]) -> dict[str, list[dict]]
         for i, info in enumerate(parts):
             name = shard_name(i, total)
             target = posixpath.join(dest, name)
-            _, src = fsspec.core.url_to_fs(info["path"])
+            _, src = fsspec.core.url_to_fs(info.path)
             fs.mv(src, target)
             keep.add(target)
-            entries.append({"path": posixpath.join("data", config, name), "rows": info["rows"], "bytes": info["bytes"],
-                            "sha256": info["sha256"], "fingerprint": info.get("fingerprint"),
-                            "counts": {k: v for k, v in (info.get("counts") or {}).items()
-                                       if k not in ("reused", "recomputed")}})
+            entries.append({"path": posixpath.join("data", config, name), "rows": info.rows, "bytes": info.bytes,
+                            "sha256": info.sha256, "fingerprint": info.fingerprint,
+                            "counts": {k: v for k, v in info.counts.items() if k not in ("reused", "recomputed")}})
         if not parts:
             data = empty_table_bytes(config)
             target = posixpath.join(dest, shard_name(0, 1))
@@ -92,9 +93,9 @@ def previous_parts(out_dir: str) -> dict:
     return out
 
 
-def live_keys(infos: Iterable[dict]) -> set[str]:
+def live_keys(infos: Iterable[PartInfo]) -> set[str]:
     """Every result a part stands on: the ones to keep in the store."""
     out: set[str] = set()
     for info in infos:
-        out.update(info.get("keys") or [])
+        out.update(info.keys)
     return out

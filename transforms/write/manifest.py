@@ -16,6 +16,7 @@ import fsspec
 import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.build import PartInfo
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 MANIFEST = "manifest.json"
@@ -130,11 +131,11 @@ def _null_count(pf, column_path: str) -> int:
     return total
 
 
-def counts_from_parts(parts: list[dict]) -> BuildCounts:
+def counts_from_parts(parts: list[PartInfo]) -> BuildCounts:
     """Counts from the sidecars of the part files a build wrote."""
     c = BuildCounts()
     for info in parts:
-        cfg, n, k = info["config"], info["rows"], info.get("counts") or {}
+        cfg, n, k = info.config, info.rows, info.counts
         if cfg == "papers":
             c.papers += n
             c.teasers += k.get("teasers", 0)

@@ -276,6 +276,5 @@ class OutputLock:
     def __enter__(self) -> OutputLock:
         return self.acquire()
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self.release()
-        return False

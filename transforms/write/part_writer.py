@@ -13,13 +13,14 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Sequence
-from typing import Optional
+from typing import IO, Optional
 
 import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import SCHEMAS
+from sciga.schemas.build import PartInfo
 from sciga.transforms.write.layout import ShardLayout
 
 ZSTD_LEVEL = 6
@@ -132,7 +133,7 @@ class PartWriter:
         self._pending_rows = 0
         self._pending_bytes = 0
         self._writer: Optional[pq.ParquetWriter] = None
-        self._file = None
+        self._file: Optional[IO[bytes]] = None
         self._hashing: Optional[_HashingFile] = None
         self.rows = 0
 
@@ -162,16 +163,16 @@ class PartWriter:
     def close(self) -> Optional[tuple[str, int, str]]:
         """(path, bytes, sha256) of the file written; None when no row came."""
         self._flush_row_group()
-        if self._writer is None:
+        if self._writer is None or self._file is None or self._hashing is None:  # set together: no row came
             return None
         self._writer.close()
         self._file.close()
         return self.path, self._hashing.n, self._hashing.h.hexdigest()
 
 
-def write_sidecar(info: dict) -> None:
-    fs, p = fsspec.core.url_to_fs(posixpath.join(info["root"], info["config"],
-                                                 part_name(info["group"], info["part"]) + ".json"))
+def write_sidecar(parts_root: str, info: PartInfo) -> None:
+    """The part's sidecar, ``<parts_root>/<config>/<part>.parquet.json`` (``read_part_infos``)."""
+    fs, p = fsspec.core.url_to_fs(posixpath.join(parts_root, info.config, part_name(info.group, info.part) + ".json"))
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with fs.open(p, "w") as f:
-        json.dump({k: v for k, v in info.items() if k != "root"}, f, sort_keys=True)
+        json.dump(info.to_json(), f, sort_keys=True)

@@ -22,7 +22,7 @@ import json
 import logging
 import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 import apache_beam as beam
@@ -31,13 +31,12 @@ import pyarrow as pa
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
-from sciga.schemas.build import GAResult, MedicalResult, PaperWork, ResultRef, WriteItem
+from sciga.schemas.build import GAResult, MedicalResult, PaperWork, PartInfo, ResultHeader, ResultRef, WriteItem
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import (
     STORED_SCHEMAS,
     ResultStore,
     StoredResult,
-    deps_to_json,
     table_size,
 )
 from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
@@ -68,6 +67,8 @@ class WriteOptions:
 def result_tables(work: PaperWork) -> dict[str, pa.Table]:
     """A finished paper as the tables the store keeps (sorted as its shards are)."""
     p = work.paper
+    if p is None:
+        raise RuntimeError(f"{work.uri}: a dead-lettered input has no tables to store")  # a bug: callers check
     figures = sorted((figure_row(r) for r in work.figure_rows), key=SORT_KEYS["figures"])
     mentions = sorted((mention_row(r) for r in work.mentions), key=SORT_KEYS["mentions"])
     return {
@@ -81,19 +82,22 @@ def _count_paragraphs(paper) -> int:
     return sum(len(s.paragraphs) for s in paper.sections)
 
 
-def result_header(work: PaperWork) -> dict:
+def result_header(work: PaperWork) -> ResultHeader:
+    """The header a paper's result is stored with."""
     p = work.paper
-    return {
-        "key": work.key, "uri": work.uri, "paper_id": work.paper_id, "is_paper": p is not None,
-        "version": p.version if p else None, "n_figures": len(p.figures) if p else 0,
-        "n_paragraphs": _count_paragraphs(p) if p else 0,
-        "content_sha256": p.provenance.content_sha256 if p else None,
-        "dead": [dead_letter_row(d) for d in work.dead], "deps": deps_to_json(work.deps),
-        "pending": sorted(set(work.pending)), "complete": not work.pending, "stats": dict(sorted(work.stats.items())),
+    if work.key is None:
+        raise RuntimeError(f"{work.uri}: a result without a key cannot be stored")  # a bug: callers check
+    return ResultHeader(
+        key=work.key, uri=work.uri, paper_id=work.paper_id, is_paper=p is not None,
+        version=p.version if p else None, n_figures=len(p.figures) if p else 0,
+        n_paragraphs=_count_paragraphs(p) if p else 0,
+        content_sha256=p.provenance.content_sha256 if p else None,
+        dead=list(work.dead), deps=list(work.deps), pending=sorted(set(work.pending)), complete=not work.pending,
+        stats=dict(sorted(work.stats.items())),
         # False: made with a failure that may pass (an interrupted tool, an I/O error); the
         # writer reads it in this build, the next build computes the paper again.
-        "final": work.cacheable,
-    }
+        final=work.cacheable,
+    )
 
 
 def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
@@ -217,8 +221,7 @@ class CollectPaper(beam.DoFn):
         res = self.store.read(key)
         if res is None:
             raise RuntimeError(f"result {key} vanished from the store while the build ran")
-        header = dict(res.header)
-        header["pending"], header["complete"] = [], True
+        header = replace(res.header, pending=[], complete=True)
         return self.store.write(key, header, merge_annotations(res, anns))
 
 
@@ -329,6 +332,8 @@ def _link_or_copy(src: str, dst: str) -> bool:
 
 def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
     """The stored table of ``config`` for a write item (its paper's result must be there)."""
+    if it.key is None:
+        raise RuntimeError(f"{it.paper_id}: a write item of a paper has no result key")  # a bug: every paper has one
     res = store.read(it.key, tables=(config,))
     if res is None:
         raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
@@ -378,7 +383,7 @@ class CutParts(beam.DoFn):
 
 
 class WritePart(beam.DoFn):
-    """PartJob -> part info; the part's papers streamed into its file one paper at a time,
+    """PartJob -> PartInfo; the part's papers streamed into its file one paper at a time,
     or, when the previous build in the same folder has a part of exactly these results,
     that file taken over as it is (an incremental build rewrites only the parts whose
     papers changed)."""
@@ -406,13 +411,13 @@ class WritePart(beam.DoFn):
             yield self._part(job.config, job.group, job.part, job.members)
         self.progress.add(parts_done=1)
 
-    def _part(self, config: str, group: int, part: int, members: list) -> dict:
+    def _part(self, config: str, group: int, part: int, members: list) -> PartInfo:
         o = self.options
         # A part holding a result that is not final is never taken over by a later build:
         # that build recomputes the paper under the same key, and its rows may differ.
         fp = part_fingerprint(config, members, o) if all(m.final for m in members) else None
-        info = {"root": o.parts_root, "config": config, "group": group, "part": part, "fingerprint": fp,
-                "keys": sorted({m.key for m in members if m.key})}
+        info = PartInfo(config=config, group=group, part=part, fingerprint=fp,
+                        keys=sorted({m.key for m in members if m.key}))
         prev = self.previous.get(fp)
         writer = PartWriter(o.parts_root, config, group, part, o.layout)
         if prev and prev.get("config") == config and _link_or_copy(prev["uri"], writer.path):
@@ -421,11 +426,11 @@ class WritePart(beam.DoFn):
             if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
                 counts["reused"] = sum(1 for m in members if m.reused)
                 counts["recomputed"] = len(members) - counts["reused"]
-            info.update(path=writer.path, rows=prev["rows"], bytes=prev["bytes"], sha256=prev["sha256"],
-                        counts=dict(sorted(counts.items())), reused=True)
-            write_sidecar(info)
-            return {k: v for k, v in info.items() if k != "root"}
-        counts: dict = {}
+            info = replace(info, path=writer.path, rows=prev["rows"], bytes=prev["bytes"], sha256=prev["sha256"],
+                           counts=dict(sorted(counts.items())), reused=True)
+            write_sidecar(o.parts_root, info)
+            return info
+        counts = {}
         for it in members:
             res = read_stored(self.store, it, config)
             table = res.tables[config]
@@ -438,14 +443,14 @@ class WritePart(beam.DoFn):
         done = writer.close()
         self.parts_written.inc()
         path, nbytes, sha = done if done else (None, 0, None)
-        info.update(path=path, rows=writer.rows, bytes=nbytes, sha256=sha, counts=dict(sorted(counts.items())))
-        write_sidecar(info)
-        return {k: v for k, v in info.items() if k != "root"}
+        info = replace(info, path=path, rows=writer.rows, bytes=nbytes, sha256=sha, counts=dict(sorted(counts.items())))
+        write_sidecar(o.parts_root, info)
+        return info
 
-    def _dead_letter_part(self, group: int, items: list) -> dict:
+    def _dead_letter_part(self, group: int, items: list) -> PartInfo:
         o = self.options
         rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
-        counts: dict = {}
+        counts: dict[str, int] = {}
         for it in items:
             scope = it.dead.scope or "input"
             _inc(counts, f"dead_{scope}")
@@ -456,11 +461,10 @@ class WritePart(beam.DoFn):
         writer.add(to_table("dead_letter", rows))
         done = writer.close()
         path, nbytes, sha = done if done else (None, 0, None)
-        info = {"root": o.parts_root, "config": "dead_letter", "group": group, "part": 0, "path": path,
-                "rows": writer.rows, "bytes": nbytes, "sha256": sha, "counts": dict(sorted(counts.items())),
-                "keys": sorted({it.key for it in items if it.key})}
-        write_sidecar(info)
-        return {k: v for k, v in info.items() if k != "root"}
+        info = PartInfo(config="dead_letter", group=group, part=0, path=path, rows=writer.rows, bytes=nbytes,
+                        sha256=sha, counts=dict(sorted(counts.items())), keys=sorted({it.key for it in items if it.key}))
+        write_sidecar(o.parts_root, info)
+        return info
 
     def finish_bundle(self):
         self.progress.flush()
@@ -477,7 +481,7 @@ def _paper_counts(table: pa.Table, it: WriteItem, res: StoredResult) -> dict:
     ga = table.column("graphical_abstract").to_pylist()[0]
     if ga:
         counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
-    for k, v in (res.header.get("stats") or {}).items():
+    for k, v in res.header.stats.items():
         if v:
             counts[f"stat:{k}"] = v
     return counts
@@ -486,7 +490,7 @@ def _paper_counts(table: pa.Table, it: WriteItem, res: StoredResult) -> dict:
 # ------------------------------------------------------------------ the stage
 
 class WriteBuild(beam.PTransform):
-    """{works, failed (optional), reused, annotations} -> part infos (PCollection of dicts).
+    """{works, failed (optional), reused, annotations} -> part infos (PCollection of PartInfo).
 
     ``works`` and ``failed`` are both PaperWork; they are stored (-> ResultRef) each on its
     own before anything is flattened. A PaperWork carries the whole paper, and a runner may
