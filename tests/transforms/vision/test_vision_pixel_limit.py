@@ -54,6 +54,7 @@ def test_pillow_alone_refuses_the_image(big):
         Image.open(io.BytesIO(big))
 
 
+@pytest.mark.e2e  # decodes and hashes an image above Pillow's pixel limit
 def test_the_flag_is_the_only_limit_in_the_vision_stage(big):
     assert read_size(big) == (SIDE, SIDE, "PNG")
     with pytest.raises(ImageDecodeError) as e:
