@@ -8,6 +8,7 @@ from pathlib import Path
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from sources_fixtures import tar_gz_of, traversal_tarball
@@ -38,6 +39,7 @@ def _parsed(uri: str = PAGE, key: str = "k1") -> PaperWork:
     return out[0]
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_plan_reuses_only_complete_results_whose_files_are_unchanged(tmp_path):
     page = tmp_path / "2511.99001.html"
     shutil.copy(PAGE, page)
@@ -62,6 +64,7 @@ def test_plan_reuses_only_complete_results_whose_files_are_unchanged(tmp_path):
         assert_that(out.planned | "P" >> beam.Map(lambda x: x.key), equal_to([key]), label="stale")
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_parse_stage_parses_or_dead_letters(tmp_path):
     bad = tmp_path / "notes.html"
     bad.write_bytes(b"<html><body><p>Not LaTeXML</p></body></html>")
@@ -74,6 +77,7 @@ def test_parse_stage_parses_or_dead_letters(tmp_path):
                     equal_to([[("parse", "not_latexml")]]), label="dead")
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_tex_stage_keeps_the_paper_when_its_eprint_is_unsafe(tmp_path):
     page = tmp_path / "2511.99001.html"
     shutil.copy(PAGE, page)
@@ -85,6 +89,7 @@ def test_tex_stage_keeps_the_paper_when_its_eprint_is_unsafe(tmp_path):
                     equal_to([("2511.99001", [("tex_source", "unsafe_archive", "part")])]))
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
     from sciga.transforms.tex_recovery.stage import RecoverFromTex
 
@@ -101,6 +106,7 @@ def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
     assert any(d.absent for d in out.deps), "and so are the places that held no source"
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_link_stage_adds_mentions():
     with TestPipeline() as p:
         out = p | beam.Create([_parsed()]) | LinkPapers()
@@ -108,6 +114,7 @@ def test_link_stage_adds_mentions():
                     equal_to([True]))
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_vision_stage_measures_images_by_reference(tmp_path):
     vision = resolve_vision(VisionOptions(), str(tmp_path))
     from sciga.transforms.link.stage import LinkPaper
@@ -127,6 +134,7 @@ def test_vision_stage_measures_images_by_reference(tmp_path):
         assert_that(out["papers"] | beam.Map(facts), equal_to([(True, True, 64, True, True, True)]))
 
 
+@pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
     store_root = str(tmp_path / "store")
     layout = layout_for(2)

@@ -242,6 +242,7 @@ def test_an_oversized_single_file_is_cut_at_the_limit_while_streaming(tmp_path):
     assert peak_mib < 64 + 24, (peak_mib, polled_mib)
 
 
+@pytest.mark.e2e  # reads a 200 MiB archive member
 def test_an_accepted_200_mib_member_is_held_once_not_twice(tmp_path):
     ti = tarfile.TarInfo("main.tex")
     ti.size = 200 << 20

@@ -76,6 +76,7 @@ def _positions(text):
     return [(m.start(), m.start() + 1) for m in re.finditer(r"(?<= )[a-z]{3,}", text)][::5]
 
 
+@pytest.mark.e2e  # runs pysbd over whole corpus papers
 @needs_corpus
 @pytest.mark.parametrize("key", ["eml", "honline", "distildoc", "2511.99003"])
 def test_shortcut_equals_windowed_pysbd(key):

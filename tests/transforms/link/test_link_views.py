@@ -143,6 +143,7 @@ def test_ga_candidates(build):
     assert n == rows(build, "SELECT count(*) AS n FROM figures WHERE kind = 'figure'")[0]["n"]
 
 
+@pytest.mark.e2e  # runs linking in a Beam pipeline
 def test_link_failure_becomes_one_dead_letter():
     good = parse("2511.99002")
     bad = parse("2511.99001")

@@ -103,6 +103,7 @@ def test_train_writes_the_checkpoint_the_build_loads(folder, tmp_path, capsys):
     assert probs.shape == (3,) and abs(float(probs.sum()) - 1) < 1e-5
 
 
+@pytest.mark.e2e  # builds and loads a torch model
 def test_imagenet_initialisation_only_from_a_file_the_user_gives(tmp_path):
     import torch
     import torchvision
