@@ -448,6 +448,7 @@ def test_gate_expectation_counts_are_generated():
     assert not literal, literal
 
 
+@pytest.mark.e2e  # runs `python -m sciga --version` as a subprocess
 def test_version_marker_is_what_sciga_version_prints():
     from conftest import run_cli
 
