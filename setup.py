@@ -48,7 +48,7 @@ EXTRAS = {
     # Everything a build on Dataflow and on gs:// needs, launcher and workers alike: Beam's GCP
     # runner and GCS client, gcsfs (every gs:// path sciga opens itself, DuckDB included), and
     # `build`, which Beam runs to make the sdist that --setup_file stages for the workers.
-    # tests/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
+    # tests/pipelines/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78", "gcsfs>=2024.1", "build>=1.0"],
     # arXiv's bulk e-prints on S3 (s3://arxiv/src, requester-pays); local folders need nothing.
     "bulk": ["s3fs>=2024.1"],
@@ -62,7 +62,7 @@ EXTRAS = {
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
     # scripts/lint.sh (mypy with the stubs of the typed-elsewhere libraries we use)
     "lint": ["ruff>=0.6", "import-linter>=2.1", "mypy>=1.10", "types-PyYAML", "types-tqdm"],
-    # The docs site (mkdocs.yml, docs/): `mkdocs serve`; `mkdocs build --strict` in scripts/lint.sh and tests/test_docs.py.
+    # The docs site (mkdocs.yml, docs/): `mkdocs serve`; `mkdocs build --strict` in scripts/lint.sh and tests/project/test_docs.py.
     "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10"],
 }
 # `all` includes the cloud install: the tests build and query gs:// builds and build the Dataflow job.
@@ -81,7 +81,7 @@ setup(
     # setuptools also scans the file list for data and warns that every data folder with an
     # importable name (samples/html, samples/meta, samples/tex, explore/sql) "would be
     # ignored" as a package; those folders are data, not packages.
-    # tests/test_packaging.py checks that the wheel holds every tracked file of these folders.
+    # tests/project/test_packaging.py checks that the wheel holds every tracked file of these folders.
     include_package_data=False,
     package_data={
         "sciga.samples": ["html/*/*", "html/*/*/*", "meta/*.json", "tex/*/*", "tex/*/*/*", "*.md", "*.sh", "*.py"],

@@ -1,4 +1,4 @@
-"""Fuzzing `sciga build` with hostile inputs: the long run of tests/test_hostile_inputs.py.
+"""Fuzzing `sciga build` with hostile inputs: the long run of tests/e2e/test_hostile_inputs.py.
 
 Inputs are mutated from the real pages of ../shared/corpus (tests/hostile_fixtures.py: bad
 names, FIFOs, links out of the input and link loops, sidecars of the wrong types, gzip

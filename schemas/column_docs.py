@@ -2,7 +2,7 @@
 
 The data reference of the docs site (docs/reference/data.md) is generated from ``SCHEMAS``
 (schemas/arrow.py) and these descriptions when the site is built, so a column's name and
-Arrow type always come from the schema itself. tests/test_docs.py checks that every column,
+Arrow type always come from the schema itself. tests/project/test_docs.py checks that every column,
 nested fields included, has a description here and that no description names a column the
 schemas do not have: a column added to schemas/arrow.py without a sentence here fails the
 tests, and so does a sentence left behind for a column that was removed.

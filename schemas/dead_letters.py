@@ -1,7 +1,7 @@
 """Every reason the builder gives for a failed input or part: the values of ``dead_letter.stage``
 and ``dead_letter.error_type``, what each means and what to do about it.
 
-The troubleshooting page of the docs site is generated from ``REASONS``. tests/test_docs.py
+The troubleshooting page of the docs site is generated from ``REASONS``. tests/project/test_docs.py
 reads the code (every ``StageError``, ``ParseError``, ``FetchError``, ``ArxivApiError`` and
 ``DeadLetter`` made anywhere, and the other places an error type is set) and fails when it
 can emit an error type that has no entry here, when a stage it names for that type is

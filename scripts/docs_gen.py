@@ -17,7 +17,7 @@ parts are made from the real objects every time the site is built and cannot dri
 - ``readme``: the repository's README.md, its links made relative to the site;
 - ``version [builder|schema]``: `sciga --version`'s line, or one of its numbers.
 
-Plain functions, importable by the tests (tests/test_docs.py) without MkDocs.
+Plain functions, importable by the tests (tests/project/test_docs.py) without MkDocs.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
   expectations, dead-letter reasons, image statuses, code map, the README as the home page).
 - The CLI page gets a section for every `sciga` command it does not name yet.
 - A repository path written in backticks on a page (`transforms/vision/decode.py`,
-  `bench/scale.py`, `tests/test_gcs_*.py`) must exist: a page that names a file the tree no
+  `bench/scale.py`, `tests/pipelines/test_gcs_*.py`) must exist: a page that names a file the tree no
   longer has is stale.
 
 Problems are logged as warnings, so ``mkdocs build --strict`` (CI) fails on them.

@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 from typing import Optional
 
-from tests.sources_fixtures import tar_gz_of, traversal_tarball
+from sources_fixtures import tar_gz_of, traversal_tarball
 
 TEX = (b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\section{Intro}"
        b"See Figure~\\ref{f}.\\begin{figure}\\includegraphics{fig.png}\\caption{A plot.}\\label{f}\\end{figure}"

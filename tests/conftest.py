@@ -5,11 +5,25 @@ The test policy lives here too. CI always has ``../shared/corpus`` and the tools
 fails with one sentence saying what is missing; it never skips or shrinks. The only skips
 allowed are platform-level ones (``ALLOWED_SKIPS``: no GPU here); the run prints how many
 tests were skipped and fails on any other skip.
+
+Two tiers. ``e2e`` tests run a whole build, a Beam pipeline end to end or the CLI as a
+subprocess (minutes); the rest is the unit tier, ``python -m pytest -m "not e2e"`` (under a
+minute). A test is e2e when it lives in ``tests/e2e/``, is marked ``e2e`` (or ``slow``, the
+old name), or, found from its code, runs a build (``_runs_a_build``: the test, the fixtures
+it uses, and the helpers of its module they call). A unit-tier test that runs a build all
+the same fails, saying to mark it (``_unit_tier_guard``), so the tier stays fast.
+
+Test modules import the fixture modules here as top-level modules (``from conftest import
+ROOT``, ``from quality_fixtures import ...``): pytest.ini puts ``tests/`` on ``sys.path``, and
+test module basenames are unique across the folders (``test_code_policy`` checks it).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -22,12 +36,10 @@ if str(ROOT) not in sys.path:
 
 
 def _corpus_dir() -> Path:
-    """``$SCIGA_CORPUS``, else ``../shared/corpus`` beside the checkout (as CI lays it out),
-    else the development machine's copy. The one place tests look for the corpus."""
-    for cand in (os.environ.get("SCIGA_CORPUS"), ROOT.parent / "shared" / "corpus", Path("/work/shared/corpus")):
-        if cand and Path(cand).is_dir():
-            return Path(cand)
-    return ROOT.parent / "shared" / "corpus"
+    """``$SCIGA_CORPUS``, else ``../shared/corpus`` beside the checkout (as CI lays it out).
+    The one place tests look for the corpus; no machine's own path is written here."""
+    env = os.environ.get("SCIGA_CORPUS")
+    return Path(env) if env else ROOT.parent / "shared" / "corpus"
 
 
 CORPUS = _corpus_dir()
@@ -70,9 +82,57 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     red=True)
 
 
+# A call that runs a whole build or the CLI as a subprocess: the in-process build entry points,
+# `sciga build` / `sciga update` driven through `main`, and the helpers that spawn `sciga`.
+_BUILD_CALL = re.compile(
+    r"\b(run_build|_run_build|_build|build_sample|build_checked|run_cli|sciga_cmd|run_watched|run_notebook)\("
+    r"|\bmain\(\s*\[\s*[\"'](build|update)[\"']"
+    r"|[\"']-m[\"'],\s*[\"']sciga[\"']"
+    r"|\[\s*[\"']sciga[\"'],")
+_CALLED_NAME = re.compile(r"\b([A-Za-z_]\w*)\(")
+
+
+@functools.cache
+def _runs_a_build(func, depth: int = 2) -> bool:
+    """Whether ``func``'s code, or that of a function of its own module it calls (``depth``
+    levels down), runs a build (``_BUILD_CALL``)."""
+    try:
+        src = inspect.getsource(func)
+    except (OSError, TypeError):
+        return False
+    if _BUILD_CALL.search(src):
+        return True
+    module = sys.modules.get(getattr(func, "__module__", ""), None)
+    if not depth or module is None:
+        return False
+    for name in set(_CALLED_NAME.findall(src)):
+        helper = getattr(module, name, None)
+        if (inspect.isfunction(helper) and helper is not func and helper.__module__ == module.__name__
+                and _runs_a_build(helper, depth - 1)):
+            return True
+    return False
+
+
+def _is_e2e(item) -> bool:
+    if item.get_closest_marker("e2e") or item.get_closest_marker("slow"):
+        return True
+    if (ROOT / "tests" / "e2e") in Path(str(item.fspath)).resolve().parents:
+        return True
+    func = getattr(item, "function", None)
+    if func is not None and _runs_a_build(func):
+        return True
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    return any(_runs_a_build(d.func) for name, defs in fixtures.items() if name != "_unit_tier_guard" for d in defs)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by `-m`
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` skip, saying so, where torch sees no CUDA device (CI has none).
-    torch is imported only when such a test was collected."""
+    """Tests that run a build are marked ``e2e`` (``_is_e2e``). Tests marked ``gpu`` skip,
+    saying so, where torch sees no CUDA device (CI has none); torch is imported only when
+    such a test was collected."""
+    for item in items:
+        if _is_e2e(item) and not item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.e2e)
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_tests:
         return
@@ -83,6 +143,35 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no CUDA device")
     for item in gpu_tests:
         item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_guard(request, monkeypatch):
+    """A unit-tier test (not ``e2e``) that runs a whole build or `sciga` as a subprocess fails,
+    saying to mark it ``e2e``: the unit tier stays under a minute only if nothing slips in."""
+    if request.node.get_closest_marker("e2e"):
+        yield
+        return
+    import subprocess
+
+    def refuse(what: str):
+        pytest.fail(f"{request.node.nodeid} runs {what}, which belongs to the e2e tier: mark it "
+                    "@pytest.mark.e2e (or move it to tests/e2e/).", pytrace=False)
+
+    build_module = sys.modules.get("sciga.pipelines.build")
+    if build_module is not None:
+        monkeypatch.setattr(build_module, "_run_build", lambda *a, **k: refuse("a whole build"))
+    real_popen = subprocess.Popen
+
+    class GuardedPopen(real_popen):
+        def __init__(self, args, *a, **k):
+            argv = [str(x) for x in (args if isinstance(args, (list, tuple)) else [args])]
+            if argv and (Path(argv[0]).name == "sciga" or argv[1:3] == ["-m", "sciga"]):
+                refuse(f"`{' '.join(argv[:4])} ...` as a subprocess")
+            super().__init__(args, *a, **k)
+
+    monkeypatch.setattr(subprocess, "Popen", GuardedPopen)
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A build on a disk that fills up, end to end, on a real small file system (tmpfs).
 
-Run by tests/test_hostile_inputs.py inside a private mount namespace, so that mounting
+Run by tests/e2e/test_hostile_inputs.py inside a private mount namespace, so that mounting
 needs no root on the machine and leaves nothing mounted whatever happens:
 
     unshare --user --map-root-user --mount --propagation private \\

@@ -12,7 +12,7 @@
   RSS summed over the process tree sampled with psutil.
 * ``accounted``: every listed input is a paper or a dead letter of the build (by URI).
 
-Used by tests/test_hostile_inputs.py (one minimal input per class, and a seeded fuzz test
+Used by tests/e2e/test_hostile_inputs.py (one minimal input per class, and a seeded fuzz test
 of a few dozen inputs) and bench/fuzz.py (the longer run).
 """
 from __future__ import annotations

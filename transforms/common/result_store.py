@@ -19,6 +19,8 @@ token moved), like a build system's dependency file.
 """
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import io
 import json
@@ -285,23 +287,120 @@ class ResultStore:
         return len(gone)
 
 
-def code_fingerprint(packages: Iterable[str] = ("schemas", "transforms")) -> str:
-    """The source of the code that makes results: results made by other code are not
-    reused, even when nobody bumped the builder version."""
+# The modules whose code makes a paper's result: each per-paper stage (its Beam wrapper and,
+# through its imports, its pure core) and the shard writer that turns results into rows.
+# Everything they import within ``sciga.schemas`` / ``sciga.transforms``, found from the code
+# (``result_code_files``), is fingerprinted; nothing else is (harvesters, fetchers, the CLI).
+RESULT_STAGES = (
+    "sciga.transforms.inputs.build_inputs",
+    "sciga.transforms.parse.stage",
+    "sciga.transforms.tex_recovery.stage",
+    "sciga.transforms.link.stage",
+    "sciga.transforms.vision.stage",
+    "sciga.transforms.write.stage",
+)
+FINGERPRINTED_PACKAGES = ("sciga.schemas", "sciga.transforms")
+DATA_SUFFIXES = (".txt", ".json")  # data files beside a module that its code reads (keyword lists)
+
+
+def _sciga_dir() -> str:
     import sciga
 
-    h = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(sciga.__file__))  # sciga/<pkg> is a link in a checkout
-    for pkg in packages:
-        base = os.path.join(here, pkg)
-        if not os.path.isdir(base):
+    return os.path.dirname(os.path.abspath(sciga.__file__))  # sciga/<pkg> is a link in a checkout
+
+
+def _module_file(module: str, sciga_dir: str) -> Optional[str]:
+    """The source file of ``sciga.a.b`` under ``sciga_dir`` (``a/b.py`` or ``a/b/__init__.py``),
+    None when it is not a module there."""
+    rel = os.path.join(*module.split(".")[1:]) if "." in module else ""
+    for cand in (os.path.join(sciga_dir, rel + ".py"), os.path.join(sciga_dir, rel, "__init__.py")):
+        if rel and os.path.isfile(cand):
+            return cand
+    return None
+
+
+def _in_scope(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in FINGERPRINTED_PACKAGES)
+
+
+def _imported_modules(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
+    """Every module an ``import`` anywhere in ``tree`` names (lazy imports inside functions
+    included), with ``from x import y`` giving both ``x`` and ``x.y`` (y may be a module)."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target
+            for alias in node.names:
+                yield f"{target}.{alias.name}"
+
+
+_IMPORTS: dict[tuple[str, str, bool], tuple[str, ...]] = {}  # (content sha256, module, is package) -> imports
+
+
+def _imports_of(digest: str, source: bytes, module: str, is_package: bool) -> tuple[str, ...]:
+    """The modules ``source`` imports, parsed once per content and module in a process."""
+    key = (digest, module, is_package)
+    if key not in _IMPORTS:
+        _IMPORTS[key] = tuple(_imported_modules(ast.parse(source), module, is_package))
+    return _IMPORTS[key]
+
+
+def result_code_files(sciga_dir: Optional[str] = None, stages: Iterable[str] = RESULT_STAGES) -> list[str]:
+    """The files of the code that makes results, relative to ``sciga_dir``: the ``stages``
+    and, transitively, every module of ``sciga.schemas`` / ``sciga.transforms`` they import
+    (with the packages that importing it runs), plus the data files beside them. Walked with
+    ``ast``, so nothing is imported."""
+    sciga_dir = sciga_dir or _sciga_dir()
+    seen: dict[str, str] = {}
+    todo = list(stages)
+    while todo:
+        module = todo.pop()
+        if module in seen or not _in_scope(module):
             continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "__")))
-            for name in sorted(filenames):
-                if name.endswith((".py", ".txt", ".json")):
-                    full = os.path.join(dirpath, name)
-                    h.update(os.path.relpath(full, base).encode())
-                    with open(full, "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
+        path = _module_file(module, sciga_dir)
+        if path is None:
+            continue
+        seen[module] = path
+        parts = module.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(2, len(parts)))  # the packages it lives in
+        with open(path, "rb") as f:
+            source = f.read()
+        todo.extend(_imports_of(hashlib.sha256(source).hexdigest(), source, module, path.endswith("__init__.py")))
+    files = {os.path.relpath(p, sciga_dir) for p in seen.values()}
+    for folder in {os.path.dirname(p) for p in seen.values()}:
+        for name in os.listdir(folder):
+            if name.endswith(DATA_SUFFIXES) and os.path.isfile(os.path.join(folder, name)):
+                files.add(os.path.relpath(os.path.join(folder, name), sciga_dir))
+    return sorted(f.replace(os.sep, "/") for f in files)
+
+
+def hash_code_files(sciga_dir: str, stages: Iterable[str] = RESULT_STAGES) -> str:
+    """The SHA-256 of the names and contents of ``result_code_files``, read now."""
+    h = hashlib.sha256()
+    for rel in result_code_files(sciga_dir, stages):
+        h.update(rel.encode())
+        with open(os.path.join(sciga_dir, rel), "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()
+
+
+@functools.cache
+def _cached_code_fingerprint(sciga_dir: str, stages: tuple[str, ...]) -> str:
+    return hash_code_files(sciga_dir, stages)
+
+
+def code_fingerprint(sciga_dir: Optional[str] = None, stages: Iterable[str] = RESULT_STAGES) -> str:
+    """The source of the code that makes results (``result_code_files``): results made by
+    other code are not reused, even when nobody bumped the builder version, while a change
+    to code that makes no results (a harvester, a fetcher, the CLI) keeps every result.
+    Computed once per process (the code does not change under a running build)."""
+    return _cached_code_fingerprint(os.path.abspath(sciga_dir or _sciga_dir()), tuple(stages))

@@ -229,7 +229,7 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
         raise refused(uri, e) from None
     except OSError as e:
         raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
-    from sciga.transforms.fetch.html_pages import failed_conversion
+    from sciga.transforms.common.conversion_check import failed_conversion
 
     why = failed_conversion(data, max_bytes)
     if why:

@@ -5,7 +5,7 @@ bytes as arXiv serves them, a ``SourceTree``, or a folder), finds the main TeX f
 ``latexmlc --format=html5`` on a private copy with images written beside the page (PDF/EPS
 figures become ``x1.png``... through ImageMagick + ghostscript, as on ar5iv) and returns the
 page, its images and the LaTeXML version. The page parses like an ar5iv page of the same
-generator (``tests/test_sources_latexml.py`` checks it against real pages).
+generator (``tests/transforms/latexml/test_sources_latexml.py`` checks it against real pages).
 
 Limits, per paper: a wall-clock timeout (the whole process group is SIGKILLed, so no
 ghostscript child outlives it) and an address-space limit (``ulimit -v``, i.e.

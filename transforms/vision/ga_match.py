@@ -26,7 +26,7 @@ figures combined, or one figure cropped / edited). We decide them from pixels on
 A figure drawn as panels has no image of its own (its panels are subfigure rows): when the
 matched components are exactly all the panels of one figure, the GA is that figure reused
 (``components = [figure id]``). The numbers are thresholds, exposed as build options, and
-measured on a synthetic set in tests/test_vision_ga.py (see docs/how-to/vision.md, "Graphical abstracts").
+measured on a synthetic set in tests/transforms/vision/test_vision_ga.py (see docs/how-to/vision.md, "Graphical abstracts").
 """
 from __future__ import annotations
 

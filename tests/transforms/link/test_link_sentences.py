@@ -1,0 +1,112 @@
+"""Sentences around mentions: scispaCy's pysbd_sentencizer with protected tokens, the
+window/shortcut machinery, and the spaCy-model option (a tiny pipeline built here)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, linked, needs_corpus, page_path, parse, sentencizer
+
+from sciga.transforms.link.sentences import NONE, Sentencizer, load_pipeline, protect, sentence_of
+
+TEXT = ("As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a)). Smith et al. show that "
+        "<MATH> x_{i}. y=2 </MATH> holds in Fig. 4. We use e.g. ResNet, i.e. a CNN, as in Sect. 4. "
+        "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al. Then we stop.")
+
+
+def sentence(text, needle, sz=None):
+    a = text.index(needle)
+    ((s, e),) = (sz or sentencizer()).sentences([text], [[(a, a + len(needle))]])[0:1][0]
+    return text[s:e]
+
+
+def test_protect_keeps_offsets_and_blanks_only_what_cannot_end_a_sentence():
+    p = protect(TEXT, [(TEXT.index("Figs. 2"), TEXT.index("Figs. 2") + 7)])
+    assert len(p) == len(TEXT)
+    assert "Figs_ 2" in p and "cf_" in p and "et al_ show" in p and "x_{i}_ y" in p and "e_g_" in p
+    assert "Smith et al. Then" in p  # a new sentence follows: this "et al." may end one
+    assert p.endswith("we stop.")
+
+
+@pytest.mark.parametrize("needle, want", [
+    ("Figs. 2", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
+    ("Fig. 3(a)", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
+    ("Fig. 4", "Smith et al. show that <MATH> x_{i}. y=2 </MATH> holds in Fig. 4."),
+    ("Fig. S1", "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al."),
+])
+def test_mentions_survive_fig_cf_et_al_and_math(needle, want):
+    assert sentence(TEXT, needle) == want
+
+
+def test_unprotected_pysbd_would_cut_these_sentences():
+    """The reason for protect(): scispaCy's component on the raw text splits after "cf."."""
+    raw = [TEXT[a:b] for a, b in Sentencizer()._segment([TEXT])[0]]
+    assert "As shown in Figs. 2 and 3, the router works (cf." in raw or "As shown in Figs." in raw
+
+
+def test_none_and_titles():
+    sz = Sentencizer(NONE)
+    assert sz.sentences(["a b. c d."], [[(0, 1), (5, 6)]]) == [[(0, 9), (0, 9)]]
+    assert sentence_of([(0, 5), (6, 10)], 7) == (6, 10)
+
+
+def test_spacy_model_option_loads_a_pipeline_folder(tmp_path):
+    """A model from disk (what en_core_sci_sm is once installed); never downloaded."""
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    nlp.to_disk(tmp_path / "tiny")
+    sz = Sentencizer(str(tmp_path / "tiny"))
+    assert not sz.shortcut  # the model decides by itself
+    text = "First we look. Then see Fig. 2 for more. Done."
+    assert sentence(text, "Fig. 2", sz) == "Then see Fig. 2 for more."
+    with pytest.raises(ValueError, match="not installed"):
+        load_pipeline("en_core_sci_nonexistent")
+
+
+def test_sentencizer_pickles_by_name():
+    import pickle
+
+    sz = pickle.loads(pickle.dumps(Sentencizer()))
+    assert sz.nlp is not None and sz.name == "pysbd"
+
+
+def _positions(text):
+    return [(m.start(), m.start() + 1) for m in re.finditer(r"(?<= )[a-z]{3,}", text)][::5]
+
+
+@pytest.mark.e2e  # runs pysbd over whole corpus papers
+@needs_corpus
+@pytest.mark.parametrize("key", ["eml", "honline", "distildoc", "2511.99003"])
+def test_shortcut_equals_windowed_pysbd(key):
+    """The shortcut takes a stretch as the sentence only where pysbd agrees: same bounds on
+    every probed position of real paragraphs (hundreds per page)."""
+    paper = parse(key)
+    texts = [p.text for s in paper.sections for p in s.paragraphs if len(p.text) < 6000]
+    spans = [_positions(t) for t in texts]
+    fast = Sentencizer().sentences(texts, spans)
+    slow = Sentencizer(shortcut=False).sentences(texts, spans)
+    assert sum(map(len, spans)) > 50
+    assert fast == slow
+
+
+@needs_corpus
+def test_every_corpus_mention_gets_the_whole_text_sentence():
+    """For the mentions themselves, window + shortcut agree with segmenting the whole text."""
+    slow = Sentencizer(shortcut=False)
+    n = 0
+    for key in list(SAMPLE_STEMS) + list(CORPUS_PAGES):
+        if not page_path(key).exists():
+            continue
+        paper = linked(key)
+        for sec in paper.sections:
+            for para in sec.paragraphs:
+                fig = [s for s in para.ref_spans if s.sentence_start is not None]
+                if not fig:
+                    continue
+                whole = slow._segment([protect(para.text, [(s.start, s.end) for s in fig])])[0]
+                for s in fig:
+                    assert (s.sentence_start, s.sentence_end) == sentence_of(whole, s.start)
+                    n += 1
+    assert n > 80
