@@ -1,8 +1,7 @@
 """sciga-builder: one distribution, console script ``sciga``.
 
-The code lives in top-level folders (pipelines/, transforms/, schemas/, quality/,
-training/, explore/, publish/, samples/) and installs as subpackages of ``sciga``
-(through the links in sciga/). This file also ships the
+The code is the package ``sciga/`` (pipelines, transforms, schemas, quality, training,
+explore, publish, samples); the top-level folders of the same names are links into it. This file also ships the
 code to Dataflow workers (``--setup_file ./setup.py``).
 """
 import os
@@ -10,8 +9,7 @@ import os
 from setuptools import find_packages, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# sciga/<folder> are committed links to the top-level folders (sciga/__init__.py says why);
-# find_packages walks through them, and a wheel or sdist holds real folders.
+# The package is sciga/ (the top-level folders are links into it: sciga/__init__.py says why).
 PACKAGES = find_packages(HERE, include=["sciga", "sciga.*"])
 
 

@@ -31,14 +31,6 @@ RUN apt-get update \
 WORKDIR /opt/sciga
 COPY setup.py README.md ./
 COPY sciga ./sciga
-COPY pipelines ./pipelines
-COPY transforms ./transforms
-COPY schemas ./schemas
-COPY quality ./quality
-COPY training ./training
-COPY explore ./explore
-COPY publish ./publish
-COPY samples ./samples
 RUN pip install ".[vision,dataflow,bulk]" \
  && python -c "import sciga.transforms.vision.handlers, torch, torchvision; print('torch', torch.__version__)"
 

@@ -19,14 +19,6 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /template
 COPY setup.py README.md ./
 COPY sciga ./sciga
-COPY pipelines ./pipelines
-COPY transforms ./transforms
-COPY schemas ./schemas
-COPY quality ./quality
-COPY training ./training
-COPY explore ./explore
-COPY publish ./publish
-COPY samples ./samples
 COPY docker/flex-template/metadata.json docker/flex-template/launch.py ./
 RUN pip install ".[dataflow,publish]" \
  && python -c "from sciga.pipelines.flex_template import build_argv, load_metadata; \

@@ -4,8 +4,8 @@
 # (import-linter contracts in pyproject.toml), the types (mypy over the whole package,
 # [tool.mypy] in pyproject.toml) and the docs site (`mkdocs build --strict`: a
 # broken link or anchor, a page left out of the nav, a stale generated part or a path that no
-# longer exists fails). import-linter reads the checkout itself (sciga/<folder> are links to
-# the top-level folders); the site is built in a throwaway folder.
+# longer exists fails). import-linter and mypy read the checkout itself (the code is the
+# package sciga/; the top-level folders are links into it); the site is built in a throwaway folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,10 +13,9 @@ ruff check .
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# The checkout as it is: sciga/<folder> are links to the top-level folders, so import-linter
-# (and mypy) resolve sciga.<folder> from here without an install.
+# The checkout as it is: sciga.<folder> resolves from here without an install.
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" lint-imports | tail -n 4
-# Every module under its import name (sciga.transforms..., through the links); the cache in
+# Every module under its import name (sciga.transforms...); the cache in
 # .mypy_cache makes a rerun take seconds.
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python -m mypy -p sciga
 # Not --quiet: it hides the warnings that --strict counts. The log is shown only on failure.

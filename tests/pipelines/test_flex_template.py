@@ -207,9 +207,10 @@ def test_the_launcher_image_agrees_with_setup_py_and_the_worker_image():
     assert "load_metadata('/template/metadata.json')" in text
     (install,) = re.findall(r'pip install "\.\[([a-z,]+)\]"', text)
     assert "dataflow" in install.split(",")
-    top = sorted(p.name for p in (ROOT / "sciga").iterdir() if p.is_symlink())  # sciga/<folder> -> ../<folder>
+    # the package is sciga/ (the top-level folders are links into it): copying sciga copies it all
+    top = sorted(p.name for p in ROOT.iterdir() if p.is_symlink() and str(p.readlink()).startswith("sciga/"))
     assert top
     copied = set(re.findall(r"^COPY (\S+) ", text, re.M))
-    assert {"sciga", *top} <= copied
+    assert "sciga" in copied
     ignored = (ROOT / "docker" / "flex-template.Dockerfile.dockerignore").read_text().split()
     assert not set(ignored) & {"sciga", "docker", *top}

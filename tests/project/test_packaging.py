@@ -26,13 +26,15 @@ def _checkout_files() -> list[str]:
 
 
 def _checkout_links() -> list[str]:
-    """The committed links ``sciga/<folder> -> ../<folder>`` (sciga/__init__.py says why)."""
+    """The committed links ``<folder> -> sciga/<folder>`` (sciga/__init__.py says why)."""
     return [p for p in _tracked() if os.path.islink(ROOT / p)]
 
 
-def test_sciga_subpackages_are_committed_links_to_the_top_level_folders():
+def test_the_top_level_folders_are_committed_links_into_the_package():
     links = {p: os.readlink(ROOT / p) for p in _checkout_links()}
-    assert links == {f"sciga/{d}": f"../{d}" for d in SHIPPED if d != "sciga"}
+    assert links == {d: f"sciga/{d}" for d in SHIPPED if d != "sciga"}
+    assert all((ROOT / "sciga" / d / "__init__.py").is_file() and not (ROOT / "sciga" / d).is_symlink()
+               for d in links)
 
 
 @pytest.mark.e2e  # builds the wheel in a subprocess

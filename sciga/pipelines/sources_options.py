@@ -77,8 +77,6 @@ def prepare_source_args(args: argparse.Namespace) -> None:
     """Resolve --ids / --id-file into ``args.fetch_ids`` and the fetch store location."""
     raw = list(args.ids or [])
     if args.id_file:
-        from sciga.pipelines.fetch import read_id_file
-
         raw += read_id_file(args.id_file)
     args.fetch_ids = sorted(dict.fromkeys(r.strip() for r in raw if r.strip()))
     if args.fetch_ids and not args.fetch_cache:
@@ -157,3 +155,18 @@ def fetch_transform(opts: IdFetchOptions) -> FetchPapers:
 
     return FetchPapers(opts.store, opts.endpoints, workers=opts.workers, max_retries=opts.http.max_retries,
                        timeout=opts.http.timeout, backoff=opts.http.backoff)
+
+
+def read_id_file(path: str) -> list[str]:
+    """The arXiv ids of an --id-file: whitespace or commas between ids, ``#`` starts a comment."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise FileNotFoundError(f"--id-file {path} could not be read ({e.strerror or e}); check the path.") from None
+    out = []
+    for ln in lines:
+        ln = ln.split("#", 1)[0].strip()
+        if ln:
+            out.extend(ln.replace(",", " ").split())
+    return out

@@ -32,7 +32,8 @@ def load_metadata(path: Optional[str] = None) -> dict:
     """The template's metadata: ``path``, else ``docker/flex-template/metadata.json`` of the
     checkout (the launcher image keeps it beside ``launch.py``, which passes its path)."""
     if path is None:
-        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), TEMPLATE_DIR, "metadata.json")
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # sciga/pipelines/..
+        path = os.path.join(root, TEMPLATE_DIR, "metadata.json")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
 

@@ -84,26 +84,14 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     add_endpoint_arguments(ap)
 
 
-def read_id_file(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise FileNotFoundError(f"--id-file {path} could not be read ({e.strerror or e}); check the path.") from None
-    out = []
-    for ln in lines:
-        ln = ln.split("#", 1)[0].strip()
-        if ln:
-            out.extend(ln.replace(",", " ").split())
-    return out
-
-
 def run_fetch(args: argparse.Namespace):
-    """`sciga fetch`: a plan, a bulk metadata import, or the fetch job (``fetch_job.py``)."""
+    """`sciga fetch`: a plan, a bulk metadata import, or the fetch job (``transforms/fetch/job.py``)."""
     from sciga.transforms.fetch.job import PARTS, FetchOptions, run_fetch_job
 
     raw_ids = list(args.ids or [])
     if args.id_file:
+        from sciga.pipelines.sources_options import read_id_file
+
         raw_ids += read_id_file(args.id_file)
     mode = _check_corpus_flags(args, raw_ids)
     if mode == "plan":
