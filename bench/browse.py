@@ -10,6 +10,7 @@ figures of which one has 3 subfigures, 32x32 PNGs, 8 mentions), written by the p
 writer. Each browse runs in its own process so its peak RSS is its own; "pages: all" against
 "pages: 10%" shows whether memory grows with the number of pages (it should not).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,13 @@ print(json.dumps({"seconds": time.perf_counter() - t, "pages": len(res.pages), "
 
 def run(out: str, site: str, papers: int, chunk: int) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT)
-    res = subprocess.run([sys.executable, "-c", RUN, out, site, str(papers), str(chunk)], env=env, capture_output=True,
-                         text=True, check=True)
+    res = subprocess.run(
+        [sys.executable, "-c", RUN, out, site, str(papers), str(chunk)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -54,16 +60,23 @@ def main() -> None:
         write_build(out, args.papers)
         print(f"generated build: {args.papers} papers, {args.papers * 8} figure rows ({time.perf_counter() - t:.1f}s)")
         tenth = max(1, args.papers // 10)
-        rows = [("1 paper per round trip (baseline)", tenth, 1), ("8 papers per round trip (default)", tenth, 8),
-                ("8 per round trip, every page", 0, 8)]
+        rows = [
+            ("1 paper per round trip (baseline)", tenth, 1),
+            ("8 papers per round trip (default)", tenth, 8),
+            ("8 per round trip, every page", 0, 8),
+        ]
         results = []
         for i, (name, n, chunk) in enumerate(rows):
             r = run(out, os.path.join(tmp, f"site{i}"), n, chunk)
             results.append(r)
-            print(f"  {name:<36} pages {r['pages']:>6}  {r['pages'] / r['seconds']:>7.1f} pages/s  "
-                  f"peak RSS {r['peak_rss_mb']:>6.0f} MB")
+            print(
+                f"  {name:<36} pages {r['pages']:>6}  {r['pages'] / r['seconds']:>7.1f} pages/s  "
+                f"peak RSS {r['peak_rss_mb']:>6.0f} MB"
+            )
         base, default = results[0], results[1]
-        print(f"default vs baseline: {(default['pages'] / default['seconds']) / (base['pages'] / base['seconds']):.2f}x pages/s")
+        print(
+            f"default vs baseline: {(default['pages'] / default['seconds']) / (base['pages'] / base['seconds']):.2f}x pages/s"
+        )
         print(f"peak RSS, every page vs 10% of the pages: {results[2]['peak_rss_mb'] / results[1]['peak_rss_mb']:.2f}x")
 
 

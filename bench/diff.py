@@ -22,6 +22,7 @@ image; ``ru_maxrss`` would include the launching process's, from before ``exec``
 * ``sciga diff`` (bytes of images hashed, the default) and ``--no-image-bytes``;
 * ``sciga diff OLD OLD``: a build against itself (no shard differs: footers only).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -127,8 +128,9 @@ def make_pair(root: str, n: int) -> tuple[str, str, dict]:
 
 def run(kind: str, old: str, new: str) -> dict:
     env = dict(os.environ, PYTHONPATH=ROOT)
-    res = subprocess.run([sys.executable, "-c", RUN, kind, old, new], env=env, capture_output=True, text=True,
-                         timeout=3600, cwd=ROOT)
+    res = subprocess.run(
+        [sys.executable, "-c", RUN, kind, old, new], env=env, capture_output=True, text=True, timeout=3600, cwd=ROOT
+    )
     if res.returncode != 0:
         raise SystemExit(f"{kind} failed:\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -150,26 +152,36 @@ def main() -> None:
         for n in args.papers:
             t = time.perf_counter()
             old, new, expect = make_pair(root, n)
-            print(f"{n:,} papers: two builds written in {time.perf_counter() - t:.1f}s "
-                  f"({du_mb(old):.0f} MB + {du_mb(new):.0f} MB); expected {expect}", flush=True)
-            runs = [("count", "DuckDB count(*) over both builds (baseline)", old, new),
-                    ("scan", "DuckDB scan + hash of the columns the diff reads (baseline)", old, new),
-                    ("diff", "`sciga diff OLD NEW --json`", old, new),
-                    ("diff-no-bytes", "`sciga diff OLD NEW --json --no-image-bytes`", old, new),
-                    ("diff", "`sciga diff OLD OLD --json` (a build against itself)", old, old)]
+            print(
+                f"{n:,} papers: two builds written in {time.perf_counter() - t:.1f}s "
+                f"({du_mb(old):.0f} MB + {du_mb(new):.0f} MB); expected {expect}",
+                flush=True,
+            )
+            runs = [
+                ("count", "DuckDB count(*) over both builds (baseline)", old, new),
+                ("scan", "DuckDB scan + hash of the columns the diff reads (baseline)", old, new),
+                ("diff", "`sciga diff OLD NEW --json`", old, new),
+                ("diff-no-bytes", "`sciga diff OLD NEW --json --no-image-bytes`", old, new),
+                ("diff", "`sciga diff OLD OLD --json` (a build against itself)", old, old),
+            ]
             base = None
             for kind, label, a, b in runs:
                 r = run(kind, a, b)
                 if kind == "scan":
                     base = r["seconds"]
                 if kind.startswith("diff") and a != b:
-                    want = dict(expect, changed=expect["changed_no_bytes"] if kind == "diff-no-bytes" else expect["changed"])
+                    want = dict(
+                        expect, changed=expect["changed_no_bytes"] if kind == "diff-no-bytes" else expect["changed"]
+                    )
                     got = {k: r[k] for k in ("added", "removed", "changed")}
                     assert got == {k: want[k] for k in got}, (got, want)
                 elif kind.startswith("diff"):
                     assert r["added"] == r["removed"] == r["changed"] == 0, r
-                print(f"  {label}: {r['seconds']:.2f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
-                      + (f", {r.get('fields')}" if r.get("fields") else ""), flush=True)
+                print(
+                    f"  {label}: {r['seconds']:.2f}s, peak RSS {r['peak_rss_mb']:.0f} MB"
+                    + (f", {r.get('fields')}" if r.get("fields") else ""),
+                    flush=True,
+                )
                 table.append((n, label, r["seconds"], r["peak_rss_mb"], base))
             if args.workdir is None:
                 shutil.rmtree(old, ignore_errors=True)

@@ -21,6 +21,7 @@ that both sides pay a network hop; the moto server shares this machine's cores.
 Run:  python bench/eprint_bulk.py [--tars 3] [--tar-mb 200] [--fraction 0.4] [--repeat 3] [--s3]
 Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,7 +58,9 @@ def make_archives(root: Path, n_tars: int, tar_mb: int, fraction: float, seed: i
             n = int(rng.lognormvariate(12.6, 0.8))  # median ~300 KB, like arXiv e-prints
             n = max(50_000, min(n, 1_500_000))
             body = hashlib.shake_256(pid.encode()).digest(n)
-            data = tar_gz_of({"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}", "fig.bin": body})
+            data = tar_gz_of(
+                {"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}", "fig.bin": body}
+            )
             members.append((f"2103/{pid}.gz", data))
             all_ids.append(pid)
             size += len(data) + 512
@@ -188,6 +191,7 @@ def main() -> None:
                 bulk = BulkEprints.open(root, str(work / "cache"), storage_options=opts, hash_members=hash_members)
                 rep = bulk.extract(wanted, max_workers=workers, validate=validate)
                 assert len(rep.extracted) == len(wanted) and not rep.reasons, rep.reasons
+
             return go
 
         def run_indexed():
@@ -201,30 +205,51 @@ def main() -> None:
         rows = []
         t_base = timed(run_baseline, args.repeat)
         rows.append(("plain tarfile loop (no checks)", t_base))
-        rows.append(("md5 of every tar byte alone (floor of any verified pass)", timed(lambda: md5_only(src, opener), args.repeat)))
+        rows.append(
+            (
+                "md5 of every tar byte alone (floor of any verified pass)",
+                timed(lambda: md5_only(src, opener), args.repeat),
+            )
+        )
         t_vbase = timed(run_verified_baseline, args.repeat)
         rows.append(("plain tarfile loop + md5 of every tar byte (verified baseline)", t_vbase))
-        rows.append(("ours, first pass: md5 + outer checks (no per-member index hashes)",
-                     timed(run_ours(False, hash_members=False), args.repeat)))
-        rows.append(("ours, first pass: md5 + sha256 index + outer checks (default)", timed(run_ours(False), args.repeat)))
+        rows.append(
+            (
+                "ours, first pass: md5 + outer checks (no per-member index hashes)",
+                timed(run_ours(False, hash_members=False), args.repeat),
+            )
+        )
+        rows.append(
+            ("ours, first pass: md5 + sha256 index + outer checks (default)", timed(run_ours(False), args.repeat))
+        )
         rows.append(("ours, first pass + every e-print read_eprint-validated", timed(run_ours(True), args.repeat)))
-        rows.append((f"ours, first pass (default), {min(args.tars, os.cpu_count() or 1)} tars side by side as a build runs them",
-                     timed(run_ours(False, workers=min(args.tars, os.cpu_count() or 1)), args.repeat)))
+        rows.append(
+            (
+                f"ours, first pass (default), {min(args.tars, os.cpu_count() or 1)} tars side by side as a build runs them",
+                timed(run_ours(False, workers=min(args.tars, os.cpu_count() or 1)), args.repeat),
+            )
+        )
         run_ours(False)()
         rows.append(("ours, later build: range reads checked by the index", timed(run_indexed, args.repeat)))
         if server is not None:
             server.stop()
 
-        print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-              f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}; "
-              f"source: {'moto S3 on 127.0.0.1' if args.s3 else 'local folder (page cache)'}")
-        print(f"Archives: {args.tars} tars, {total / 1e6:.0f} MB, {len(all_ids)} e-prints; wanted "
-              f"{len(wanted)} ({args.fraction:.0%}), {wanted_bytes / 1e6:.0f} MB; median of {args.repeat}\n")
+        print(
+            f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f}; "
+            f"source: {'moto S3 on 127.0.0.1' if args.s3 else 'local folder (page cache)'}"
+        )
+        print(
+            f"Archives: {args.tars} tars, {total / 1e6:.0f} MB, {len(all_ids)} e-prints; wanted "
+            f"{len(wanted)} ({args.fraction:.0%}), {wanted_bytes / 1e6:.0f} MB; median of {args.repeat}\n"
+        )
         print("| path | wall s | tar MB/s | wall vs baseline | wall vs verified baseline | CPU s | CPU vs baseline |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name, (wall, cpu_s) in rows:
-            print(f"| {name} | {wall:.2f} | {total / 1e6 / wall:.0f} | {wall / t_base[0]:.2f}x | {wall / t_vbase[0]:.2f}x | "
-                  f"{cpu_s:.2f} | {cpu_s / t_base[1]:.2f}x |")
+            print(
+                f"| {name} | {wall:.2f} | {total / 1e6 / wall:.0f} | {wall / t_base[0]:.2f}x | {wall / t_vbase[0]:.2f}x | "
+                f"{cpu_s:.2f} | {cpu_s / t_base[1]:.2f}x |"
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

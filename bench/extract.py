@@ -10,6 +10,7 @@ at a time and dropped, as in the pipeline).
 
     python bench/extract.py [--docs 300] [--bs4-docs 60]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,20 +67,30 @@ def bs4_extract(data: bytes, builder: str = "lxml"):
     out["abstract"] = ab.get_text(" ", strip=True) if ab else ""
     for fig in soup.select("figure.ltx_figure"):
         cap = fig.find("figcaption")
-        out["figures"].append({
-            "id": fig.get("id"),
-            "caption": " ".join(cap.get_text(" ").split()) if cap else "",
-            "images": [i.get("src") for i in fig.find_all("img")],
-        })
-    for sec in soup.select("section.ltx_section, section.ltx_subsection, section.ltx_subsubsection, section.ltx_paragraph"):
+        out["figures"].append(
+            {
+                "id": fig.get("id"),
+                "caption": " ".join(cap.get_text(" ").split()) if cap else "",
+                "images": [i.get("src") for i in fig.find_all("img")],
+            }
+        )
+    for sec in soup.select(
+        "section.ltx_section, section.ltx_subsection, section.ltx_subsubsection, section.ltx_paragraph"
+    ):
         h = sec.find(["h2", "h3", "h4", "h5", "h6"])
         paras = []
         for p in sec.find_all("div", class_="ltx_para", recursive=False):
             for f in p.find_all("figure"):
                 f.extract()
             paras.append(" ".join(p.get_text(" ").split()))
-        out["sections"].append({"id": sec.get("id"), "title": h.get_text(" ", strip=True) if h else "", "paragraphs": paras,
-                                "refs": [a.get("href") for a in sec.find_all("a", class_="ltx_ref")]})
+        out["sections"].append(
+            {
+                "id": sec.get("id"),
+                "title": h.get_text(" ", strip=True) if h else "",
+                "paragraphs": paras,
+                "refs": [a.get("href") for a in sec.find_all("a", class_="ltx_ref")],
+            }
+        )
     return out
 
 
@@ -122,7 +133,12 @@ def main() -> None:
         best["sciga"] = min(best["sciga"], timed(lambda s, d: sciga(d, s), bs_docs, 1))
         best["bs4_lxml"] = min(best["bs4_lxml"], timed(lambda s, d: bs4_extract(d), bs_docs, 1))
         best["bs4_default"] = min(best["bs4_default"], timed(lambda s, d: bs4_extract(d, "html.parser"), bs_docs, 1))
-    t_floor_part, t_sciga_part, t_bs4_part, t_bs4_default = best["floor"], best["sciga"], best["bs4_lxml"], best["bs4_default"]
+    t_floor_part, t_sciga_part, t_bs4_part, t_bs4_default = (
+        best["floor"],
+        best["sciga"],
+        best["bs4_lxml"],
+        best["bs4_default"],
+    )
 
     # Memory: peak RSS after N and after 2N more documents; records are not kept.
     rss0 = peak_rss_mb()
@@ -134,16 +150,24 @@ def main() -> None:
     print("| extractor | ms / doc | docs / s | vs lxml parse floor | sciga speed-up |")
     print("|---|---:|---:|---:|---:|")
     print(f"| lxml parse only (floor) | {per(t_floor, len(docs)):.1f} | {len(docs) / t_floor:.0f} | 1.00x | |")
-    print(f"| sciga parse_latexml_html | {per(t_sciga, len(docs)):.1f} | {len(docs) / t_sciga:.0f} | {t_sciga / t_floor:.2f}x | 1.0x |")
-    print(f"| BeautifulSoup (lxml builder), {len(bs_docs)} docs | {per(t_bs4_part, len(bs_docs)):.1f} | "
-          f"{len(bs_docs) / t_bs4_part:.1f} | {t_bs4_part / t_floor_part:.2f}x | "
-          f"{t_bs4_part / t_sciga_part:.1f}x slower than sciga |")
-    print(f"| BeautifulSoup (default html.parser), {len(bs_docs)} docs | {per(t_bs4_default, len(bs_docs)):.1f} | "
-          f"{len(bs_docs) / t_bs4_default:.1f} | {t_bs4_default / t_floor_part:.2f}x | "
-          f"{t_bs4_default / t_sciga_part:.1f}x slower than sciga |")
+    print(
+        f"| sciga parse_latexml_html | {per(t_sciga, len(docs)):.1f} | {len(docs) / t_sciga:.0f} | {t_sciga / t_floor:.2f}x | 1.0x |"
+    )
+    print(
+        f"| BeautifulSoup (lxml builder), {len(bs_docs)} docs | {per(t_bs4_part, len(bs_docs)):.1f} | "
+        f"{len(bs_docs) / t_bs4_part:.1f} | {t_bs4_part / t_floor_part:.2f}x | "
+        f"{t_bs4_part / t_sciga_part:.1f}x slower than sciga |"
+    )
+    print(
+        f"| BeautifulSoup (default html.parser), {len(bs_docs)} docs | {per(t_bs4_default, len(bs_docs)):.1f} | "
+        f"{len(bs_docs) / t_bs4_default:.1f} | {t_bs4_default / t_floor_part:.2f}x | "
+        f"{t_bs4_default / t_sciga_part:.1f}x slower than sciga |"
+    )
     print()
-    print(f"peak RSS after {len(docs)} docs: {rss0:.0f} MB; after {2 * len(docs)} more: {rss1:.0f} MB "
-          f"(growth {rss1 - rss0:+.0f} MB)")
+    print(
+        f"peak RSS after {len(docs)} docs: {rss0:.0f} MB; after {2 * len(docs)} more: {rss1:.0f} MB "
+        f"(growth {rss1 - rss0:+.0f} MB)"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ summary prints the hostile builds' time against it (what hostility costs).
     python bench/fuzz.py                            # seed 23, 300 inputs in batches of 30
     python bench/fuzz.py --seed 7 --count 60 --batch 30 --workers 2 --kill-resume
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,12 +50,25 @@ from tests.hostile_fixtures import (
 
 
 def shard_digests(out: Path) -> dict:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*.parquet"))}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.glob("data/*/*.parquet"))
+    }
 
 
 def build(m: Mutations, out: Path, a, on_tick=None):
-    cmd = sciga_cmd("build", "--input", str(m.inp), "--output", str(out), "--workers", str(a.workers), "--quiet",
-                    "--max-page-mb", str(a.max_page_mb))
+    cmd = sciga_cmd(
+        "build",
+        "--input",
+        str(m.inp),
+        "--output",
+        str(out),
+        "--workers",
+        str(a.workers),
+        "--quiet",
+        "--max-page-mb",
+        str(a.max_page_mb),
+    )
     with CanaryWatch(m.canaries) as watch:
         r = run_watched(cmd, a.timeout, on_tick=on_tick)
         return r, watch.touched()
@@ -66,7 +80,9 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=300, help="hostile inputs in all (default %(default)s)")
     ap.add_argument("--batch", type=int, default=30, help="inputs per build (default %(default)s)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--max-page-mb", type=int, default=16, help="--max-page-mb of the builds (gzip bombs inflate past it)")
+    ap.add_argument(
+        "--max-page-mb", type=int, default=16, help="--max-page-mb of the builds (gzip bombs inflate past it)"
+    )
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a build counts as hung")
     ap.add_argument("--rss-gb", type=float, default=1.5, help="peak RSS bound of one build's process tree")
     ap.add_argument("--kill-resume", action="store_true", help="also kill each build at a random moment and resume it")
@@ -92,8 +108,11 @@ def main(argv=None) -> int:
         baseline = time.time() - t0
         if r.returncode != 0:
             failures.append(f"baseline build failed: {r.stderr[-2000:]}")
-        print(f"baseline: {len(base.planted)} plain pages in {baseline:.1f} s, peak RSS {r.peak_rss / GB:.2f} GB",
-              file=sys.stderr, flush=True)
+        print(
+            f"baseline: {len(base.planted)} plain pages in {baseline:.1f} s, peak RSS {r.peak_rss / GB:.2f} GB",
+            file=sys.stderr,
+            flush=True,
+        )
         left, n = a.count, 0
         while left > 0:
             n += 1
@@ -109,7 +128,9 @@ def main(argv=None) -> int:
             if r.timed_out:
                 problems.append(f"hung (killed after {a.timeout:.0f} s)")
             if r.returncode != 0:
-                problems.append(f"exit {r.returncode}: {r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else ''}")
+                problems.append(
+                    f"exit {r.returncode}: {r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else ''}"
+                )
             if "Traceback" in r.stderr:
                 problems.append("a traceback on stderr")
             if r.peak_rss > a.rss_gb * GB:
@@ -117,7 +138,9 @@ def main(argv=None) -> int:
             if touched:
                 problems.append(f"opened outside the input: {touched}")
             if (out / "manifest.json").exists():
-                problems += bytes_leaked(out, [m.marker]) + accounted(out, m.listed()) + check_expectations(out, m.planted)
+                problems += (
+                    bytes_leaked(out, [m.marker]) + accounted(out, m.listed()) + check_expectations(out, m.planted)
+                )
                 papers, dead = build_rows(out)
                 paper_uris = {p["input_uri"] for p in papers}
                 dead_types = {d["input_uri"]: d["error_type"] for d in dead if d.get("scope") != "part"}
@@ -127,8 +150,12 @@ def main(argv=None) -> int:
                 problems += kill_and_resume(m, folder, out, a, rng)
             rows.append((n, size, r.seconds, r.peak_rss / GB, len(problems)))
             failures += [f"batch {n} (seed of the batch in {folder}): {p}" for p in problems]
-            print(f"batch {n}: {size} inputs, {r.seconds:.1f} s, peak RSS {r.peak_rss / GB:.2f} GB, "
-                  f"{len(problems)} problems", file=sys.stderr, flush=True)
+            print(
+                f"batch {n}: {size} inputs, {r.seconds:.1f} s, peak RSS {r.peak_rss / GB:.2f} GB, "
+                f"{len(problems)} problems",
+                file=sys.stderr,
+                flush=True,
+            )
     finally:
         if a.workdir is None and not failures:
             shutil.rmtree(work, ignore_errors=True)
@@ -137,14 +164,23 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|---|")
     for n, size, sec, rss, nprob in rows:
         print(f"| {n} | {size} | {sec:.1f} | {sec / max(baseline, 1e-9):.2f}x | {rss:.2f} | {nprob} |")
-    print(f"\nbaseline (plain pages, same run): {baseline:.1f} s per batch; hostile batches took "
-          f"{hostile_seconds / max(1, len(rows)):.1f} s on average ({hostile_seconds / max(1, len(rows)) / max(baseline, 1e-9):.2f}x)\n")
+    print(
+        f"\nbaseline (plain pages, same run): {baseline:.1f} s per batch; hostile batches took "
+        f"{hostile_seconds / max(1, len(rows)):.1f} s on average ({hostile_seconds / max(1, len(rows)) / max(baseline, 1e-9):.2f}x)\n"
+    )
     print("| mutation kind | outcomes (paper or dead-letter type) |")
     print("|---|---|")
     for kind in sorted(outcomes):
         print(f"| {kind} | {', '.join(f'{k} {v}' for k, v in sorted(outcomes[kind].items()))} |")
-    print(f"\n{len(failures)} problems" + (":" if failures else "; every build held: no hang, nothing read outside the "
-                                           "input, every input accounted for, memory within the bound."))
+    print(
+        f"\n{len(failures)} problems"
+        + (
+            ":"
+            if failures
+            else "; every build held: no hang, nothing read outside the "
+            "input, every input accounted for, memory within the bound."
+        )
+    )
     for f in failures:
         print(f"- {f}")
     if failures:

@@ -12,6 +12,7 @@ Rows go through the project's own writer (``transforms/write/parquet_shards.tabl
 sort, Arrow, zstd Parquet) with the default shard sizes, then the manifest is written as
 `sciga build` does. "write" below is that writer time; the gate then runs over the result.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,10 @@ from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD, empty_table_bytes, shard_name, table_bytes
 
 CATEGORIES = ["cs.CV", "cs.CL", "astro-ph.GA", "math.AP", "physics.optics", "q-bio.NC", "stat.ML", "eess.IV", "econ.EM"]
-WORDS = ("we propose a method that routes tokens through a shallow path when consecutive frames are similar and "
-         "keeps the deep path for keyframes which preserves accuracy at a fraction of the compute").split()
+WORDS = (
+    "we propose a method that routes tokens through a shallow path when consecutive frames are similar and "
+    "keeps the deep path for keyframes which preserves accuracy at a fraction of the compute"
+).split()
 FIGS_PER_PAPER, SUBFIGS = 5, 3  # figure F5 has 3 subfigures: 8 figure rows per paper
 
 
@@ -69,40 +72,130 @@ def paper_rows(i: int):
             start = len(head)
             ref = {"start": start, "end": start + 1, "text": str(k), "ref_id": fig_ids[k - 1]}
             paras.append({"text": text, "html_id": f"S{s}.p{p + 1}", "ref_spans": [ref]})
-            mentions.append({"paper_id": pid, "figure_id": fig_ids[k - 1], "section_id": sid, "paragraph_index": p,
-                             "char_start": start, "char_end": start + 1, "surface": str(k), "sentence": None,
-                             "sentence_start": None, "resolution": "anchor"})
-        sections.append({"id": sid, "parent_id": None, "level": 1, "number": str(s), "title": f"<TAG> {s} </TAG> Section {s}",
-                         "body": "\n\n".join(x["text"] for x in paras), "paragraphs": paras,
-                         "figure_ids": [fig_ids[s % FIGS_PER_PAPER]], "html_id": f"S{s}"})
+            mentions.append(
+                {
+                    "paper_id": pid,
+                    "figure_id": fig_ids[k - 1],
+                    "section_id": sid,
+                    "paragraph_index": p,
+                    "char_start": start,
+                    "char_end": start + 1,
+                    "surface": str(k),
+                    "sentence": None,
+                    "sentence_start": None,
+                    "resolution": "anchor",
+                }
+            )
+        sections.append(
+            {
+                "id": sid,
+                "parent_id": None,
+                "level": 1,
+                "number": str(s),
+                "title": f"<TAG> {s} </TAG> Section {s}",
+                "body": "\n\n".join(x["text"] for x in paras),
+                "paragraphs": paras,
+                "figure_ids": [fig_ids[s % FIGS_PER_PAPER]],
+                "html_id": f"S{s}",
+            }
+        )
     figures, figure_rows = [], []
     for k, fid in enumerate(fig_ids, 1):
         caption = f"<TAG> Figure {k}: </TAG> {_text(i + k, 22)}"
         subs = []
         if k == FIGS_PER_PAPER:
-            subs = [{"id": sub, "html_id": None, "label": f"({'abc'[j]})", "caption": f"<TAG> ({'abc'[j]}) </TAG> {_text(j, 5)}",
-                     "images": [], "caption_source": "html"} for j, sub in enumerate(sub_ids)]
-        figures.append({"id": fid, "html_id": f"F{k}", "index": k, "number": str(k), "label": None, "caption": caption,
-                        "images": [], "subfigures": subs, "section_id": sections[k % 4]["id"], "is_teaser": k == 1})
+            subs = [
+                {
+                    "id": sub,
+                    "html_id": None,
+                    "label": f"({'abc'[j]})",
+                    "caption": f"<TAG> ({'abc'[j]}) </TAG> {_text(j, 5)}",
+                    "images": [],
+                    "caption_source": "html",
+                }
+                for j, sub in enumerate(sub_ids)
+            ]
+        figures.append(
+            {
+                "id": fid,
+                "html_id": f"F{k}",
+                "index": k,
+                "number": str(k),
+                "label": None,
+                "caption": caption,
+                "images": [],
+                "subfigures": subs,
+                "section_id": sections[k % 4]["id"],
+                "is_teaser": k == 1,
+            }
+        )
         rows = [(fid, None, "figure", None)] + [(s["id"], fid, "subfigure", s["caption"]) for s in subs]
         for rid, parent, kind, subcap in rows:
             png = PNGS[(i * 8 + len(figure_rows)) % len(PNGS)]
-            figure_rows.append({"id": rid, "paper_id": pid, "parent_id": parent, "kind": kind, "index": k, "number": str(k),
-                                "label": None, "caption": caption, "subcaption": subcap, "subcaption_source": None,
-                                "image": {"bytes": png, "path": f"figs/{rid}.png"}, "image_paths": [f"figs/{rid}.png"],
-                                "image_kind": "raster", "image_source": "html", "width": 32, "height": 32,
-                                "section_id": sections[k % 4]["id"], "is_teaser": k == 1,
-                                "medical": {"keyword_hits": [], "classifier_run": False, "topk_labels": [], "topk_scores": [],
-                                            "is_medical": None}})
-    ga = {"id": f"{pid}_GA", "type": "Reused", "paths": [], "components": [fig_ids[1]], "caption": None,
-          "de_facto": False, "source": "synthetic"} if i % 10 == 0 else None
+            figure_rows.append(
+                {
+                    "id": rid,
+                    "paper_id": pid,
+                    "parent_id": parent,
+                    "kind": kind,
+                    "index": k,
+                    "number": str(k),
+                    "label": None,
+                    "caption": caption,
+                    "subcaption": subcap,
+                    "subcaption_source": None,
+                    "image": {"bytes": png, "path": f"figs/{rid}.png"},
+                    "image_paths": [f"figs/{rid}.png"],
+                    "image_kind": "raster",
+                    "image_source": "html",
+                    "width": 32,
+                    "height": 32,
+                    "section_id": sections[k % 4]["id"],
+                    "is_teaser": k == 1,
+                    "medical": {
+                        "keyword_hits": [],
+                        "classifier_run": False,
+                        "topk_labels": [],
+                        "topk_scores": [],
+                        "is_medical": None,
+                    },
+                }
+            )
+    ga = (
+        {
+            "id": f"{pid}_GA",
+            "type": "Reused",
+            "paths": [],
+            "components": [fig_ids[1]],
+            "caption": None,
+            "de_facto": False,
+            "source": "synthetic",
+        }
+        if i % 10 == 0
+        else None
+    )
     cat = CATEGORIES[i % len(CATEGORIES)]
-    paper = {"id": pid, "title": f"A synthetic paper number {i} on token routing", "abstract": _text(i, 120),
-             "subjects": {"arxiv": [cat], "acm": [], "msc": []}, "primary_category": cat, "sections": sections,
-             "figures": figures, "tables": [], "teaser": [fig_ids[0]], "graphical_abstract": ga,
-             "authors": [{"name": "A. Author", "affiliations": []}], "dois": [],
-             "provenance": {"source": "synthetic", "builder_version": BUILDER_VERSION, "schema_version": SCHEMA_VERSION,
-                            "decode_errors": 0, "id_source": "metadata"}}
+    paper = {
+        "id": pid,
+        "title": f"A synthetic paper number {i} on token routing",
+        "abstract": _text(i, 120),
+        "subjects": {"arxiv": [cat], "acm": [], "msc": []},
+        "primary_category": cat,
+        "sections": sections,
+        "figures": figures,
+        "tables": [],
+        "teaser": [fig_ids[0]],
+        "graphical_abstract": ga,
+        "authors": [{"name": "A. Author", "affiliations": []}],
+        "dois": [],
+        "provenance": {
+            "source": "synthetic",
+            "builder_version": BUILDER_VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "decode_errors": 0,
+            "id_source": "metadata",
+        },
+    }
     return paper, figure_rows, mentions
 
 
@@ -112,11 +205,17 @@ def write_build(out: str, n_papers: int, rows=None) -> dict:
     ``paper_rows``; bench/diff.py passes its own, with changed papers)."""
     rows = rows or paper_rows
     spent = {"papers": 0.0, "figures": 0.0, "mentions": 0.0, "dead_letter": 0.0}
-    per = {"papers": DEFAULT_ROWS_PER_SHARD["papers"], "figures": DEFAULT_ROWS_PER_SHARD["figures"],
-           "mentions": DEFAULT_ROWS_PER_SHARD["mentions"]}
+    per = {
+        "papers": DEFAULT_ROWS_PER_SHARD["papers"],
+        "figures": DEFAULT_ROWS_PER_SHARD["figures"],
+        "mentions": DEFAULT_ROWS_PER_SHARD["mentions"],
+    }
     fig_rows_per_paper = FIGS_PER_PAPER + SUBFIGS
-    n_shards = {"papers": -(-n_papers // per["papers"]), "figures": -(-n_papers * fig_rows_per_paper // per["figures"]),
-                "mentions": -(-n_papers * 8 // per["mentions"])}
+    n_shards = {
+        "papers": -(-n_papers // per["papers"]),
+        "figures": -(-n_papers * fig_rows_per_paper // per["figures"]),
+        "mentions": -(-n_papers * 8 // per["mentions"]),
+    }
     # Papers are generated in blocks that fill whole shards of each config.
     block = per["figures"] // fig_rows_per_paper  # papers per figures shard
     buffers = {"papers": [], "mentions": []}
@@ -142,8 +241,8 @@ def write_build(out: str, n_papers: int, rows=None) -> dict:
         flush("figures", figs)
         for config in ("papers", "mentions"):
             while len(buffers[config]) >= per[config]:
-                flush(config, buffers[config][:per[config]])
-                buffers[config] = buffers[config][per[config]:]
+                flush(config, buffers[config][: per[config]])
+                buffers[config] = buffers[config][per[config] :]
     for config in ("papers", "mentions"):
         if buffers[config]:
             flush(config, buffers[config])
@@ -174,8 +273,9 @@ def parse_seconds_per_paper(repeats: int = 5) -> float:
     for _ in range(repeats):
         for uri in uris:
             fid, how = fallback_paper_id(uri)
-            parse_latexml_html(read_bytes(uri, 1 << 27), read_sidecar(uri), input_uri=uri, fallback_id=fid,
-                               fallback_id_source=how)
+            parse_latexml_html(
+                read_bytes(uri, 1 << 27), read_sidecar(uri), input_uri=uri, fallback_id=fid, fallback_id_source=how
+            )
     return (time.perf_counter() - t) / (repeats * len(uris))
 
 
@@ -223,7 +323,11 @@ def main() -> None:
         spent = write_build(out, n_papers)
         total_gen = time.perf_counter() - t0
         write = sum(v for k, v in spent.items() if k != "manifest")
-        print(f"  writer {write:.1f}s (" + ", ".join(f"{k} {v:.1f}s" for k, v in spent.items()) + f"); with generation {total_gen:.1f}s")
+        print(
+            f"  writer {write:.1f}s ("
+            + ", ".join(f"{k} {v:.1f}s" for k, v in spent.items())
+            + f"); with generation {total_gen:.1f}s"
+        )
 
         from sciga.quality.gate import run_gate
 
@@ -236,22 +340,32 @@ def main() -> None:
             assert result.success, [(c.table, c.description, c.examples[:2], c.error) for c in result.failed]
             slow = sorted(result.timings.items(), key=lambda kv: -kv[1])[:4]
             rows.append((level, gate, slow))
-            print(f"  gate (--image-check {level}): {gate:.1f}s; slowest: " + ", ".join(f"{k} {v:.1f}s" for k, v in slow))
+            print(
+                f"  gate (--image-check {level}): {gate:.1f}s; slowest: " + ", ".join(f"{k} {v:.1f}s" for k, v in slow)
+            )
 
         q = time_queries(out)
         parse = parse_seconds_per_paper() * n_papers
-        print(f"  parse (real parser, sample pages) {parse / n_papers * 1000:.1f} ms/paper -> {parse:.1f}s for {n_papers:,} papers")
+        print(
+            f"  parse (real parser, sample pages) {parse / n_papers * 1000:.1f} ms/paper -> {parse:.1f}s for {n_papers:,} papers"
+        )
         print()
         how = "measured" if n_rows >= 1_000_000 else f"extrapolated x{scale:.2f} from {n_rows:,} rows"
-        print(f"| {n_rows:,} figure rows ({n_papers:,} papers), {os.cpu_count()} cores | seconds | per 1M figure rows ({how}) | gate share |")
+        print(
+            f"| {n_rows:,} figure rows ({n_papers:,} papers), {os.cpu_count()} cores | seconds | per 1M figure rows ({how}) | gate share |"
+        )
         print("|---|---:|---:|---:|")
         base = write + spent["manifest"]
         print(f"| write shards (project writer: sort, Arrow, zstd Parquet) | {write:.1f} | {write * scale:.1f} | |")
-        print(f"| manifest (counts + sha256 of every shard) | {spent['manifest']:.1f} | {spent['manifest'] * scale:.1f} | |")
+        print(
+            f"| manifest (counts + sha256 of every shard) | {spent['manifest']:.1f} | {spent['manifest'] * scale:.1f} | |"
+        )
         print(f"| parse, lower bound (real parser on the short sample pages) | {parse:.1f} | {parse * scale:.1f} | |")
         for level, gate, _ in rows:
-            print(f"| gate, --image-check {level} ({args.image_workers} image workers) | {gate:.1f} | {gate * scale:.1f} | "
-                  f"{gate / base:.0%} of write; {gate / (base + parse):.0%} of parse + write |")
+            print(
+                f"| gate, --image-check {level} ({args.image_workers} image workers) | {gate:.1f} | {gate * scale:.1f} | "
+                f"{gate / base:.0%} of write; {gate / (base + parse):.0%} of parse + write |"
+            )
         print()
         print("| DuckDB query on the same build | median seconds |")
         print("|---|---:|")

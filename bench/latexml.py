@@ -10,6 +10,7 @@ wrapper (main-file search, private copy, limits, PNG clean-up) adds.
 
 Run:  python bench/latexml.py [--repeat 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,9 @@ def bare(files: dict, main: str) -> None:
             os.makedirs(os.path.dirname(p), exist_ok=True)
             with open(p, "wb") as f:
                 f.write(data)
-        subprocess.run(["latexmlc", "--format=html5", "--dest=out/page.html", main], cwd=work,
-                       capture_output=True, check=False)
+        subprocess.run(
+            ["latexmlc", "--format=html5", "--dest=out/page.html", main], cwd=work, capture_output=True, check=False
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -70,8 +72,11 @@ def main() -> None:
     rows = []
     for name, rel in TREES.items():
         path = base / rel
-        tree = read_source_dir(str(path), keep=lambda _: True) if path.is_dir() else \
-            read_eprint(path.read_bytes(), keep=lambda _: True)
+        tree = (
+            read_source_dir(str(path), keep=lambda _: True)
+            if path.is_dir()
+            else read_eprint(path.read_bytes(), keep=lambda _: True)
+        )
         main_file = find_main_file(tree.files)
         for kind in ("bare latexmlc", "convert_eprint"):
             walls, cpus = [], []
@@ -84,8 +89,10 @@ def main() -> None:
                 walls.append(time.perf_counter() - t0)
                 cpus.append(children_cpu() - c0)
             rows.append((name, kind, min(walls), min(cpus)))
-    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, LaTeXML "
-          f"{latexml_version()}, load average {os.getloadavg()[0]:.1f} (shared machine)\n")
+    print(
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, LaTeXML "
+        f"{latexml_version()}, load average {os.getloadavg()[0]:.1f} (shared machine)\n"
+    )
     print("| paper | path | wall s | CPU s | papers/hour/core (CPU) |")
     print("|---|---|---:|---:|---:|")
     for name, kind, wall, cpu in rows:
@@ -94,8 +101,10 @@ def main() -> None:
     bares = [r for r in rows if r[1] == "bare latexmlc"]
     cpu_ours = sum(r[3] for r in ours) / len(ours)
     cpu_bare = sum(r[3] for r in bares) / len(bares)
-    print(f"\nMean CPU s per paper: ours {cpu_ours:.1f}, bare {cpu_bare:.1f} (ratio {cpu_ours / cpu_bare:.2f}x); "
-          f"throughput {3600 / cpu_ours:.0f} papers/hour per core.")
+    print(
+        f"\nMean CPU s per paper: ours {cpu_ours:.1f}, bare {cpu_bare:.1f} (ratio {cpu_ours / cpu_bare:.2f}x); "
+        f"throughput {3600 / cpu_ours:.0f} papers/hour per core."
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ For each page (default: the embedded sample and ../shared/corpus) and in the sam
 Times are process CPU time, the median of ``--repeat`` runs measured interleaved; the
 spaCy/scispaCy load (once per worker) is reported apart. Goal: link / parse < 0.5 over all pages.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -113,13 +114,17 @@ def main(argv=None) -> int:
     for path, size, nfig, nm, med in results:
         for k in tot:
             tot[k] += med[k]
-        print(f"| {path.name} | {size // 1024} | {nfig} | {nm} | {med['parse'] * 1000:.1f} | {med['link'] * 1000:.1f} | "
-              f"{med['link'] / med['parse']:.2f} | {med['noshort'] * 1000:.1f} | {med['whole'] * 1000:.1f} |")
+        print(
+            f"| {path.name} | {size // 1024} | {nfig} | {nm} | {med['parse'] * 1000:.1f} | {med['link'] * 1000:.1f} | "
+            f"{med['link'] / med['parse']:.2f} | {med['noshort'] * 1000:.1f} | {med['whole'] * 1000:.1f} |"
+        )
     n_m = sum(r[3] for r in results)
-    print(f"| **all {len(results)} pages** | {sum(r[1] for r in results) // 1024} | {sum(r[2] for r in results)} | {n_m} | "
-          f"{tot['parse'] * 1000:.0f} | {tot['link'] * 1000:.0f} | **{tot['link'] / tot['parse']:.2f}** | "
-          f"{tot['noshort'] * 1000:.0f} ({tot['noshort'] / tot['parse']:.2f}) | {tot['whole'] * 1000:.0f} "
-          f"({tot['whole'] / tot['parse']:.2f}) |")
+    print(
+        f"| **all {len(results)} pages** | {sum(r[1] for r in results) // 1024} | {sum(r[2] for r in results)} | {n_m} | "
+        f"{tot['parse'] * 1000:.0f} | {tot['link'] * 1000:.0f} | **{tot['link'] / tot['parse']:.2f}** | "
+        f"{tot['noshort'] * 1000:.0f} ({tot['noshort'] / tot['parse']:.2f}) | {tot['whole'] * 1000:.0f} "
+        f"({tot['whole'] / tot['parse']:.2f}) |"
+    )
     ratio = tot["link"] / tot["parse"]
     print(f"\nlinking adds {ratio * 100:.0f}% to extraction time (goal < 50%): {'met' if ratio < 0.5 else 'NOT met'}")
     return 0

@@ -22,6 +22,7 @@ Printed, per page and in total:
 
 A report, not a gate: the exit status is 0 whenever the pages could be read.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,20 +49,27 @@ def corpus_dir() -> Path:
 
 def page_file(source: str) -> Path:
     where, rel = source.split(":", 1)
-    return {"samples": ROOT / "samples" / "html", "corpus": corpus_dir(), "pages": ROOT / "tests" / "pages" / "html"}[where] / rel
+    return {"samples": ROOT / "samples" / "html", "corpus": corpus_dir(), "pages": ROOT / "tests" / "pages" / "html"}[
+        where
+    ] / rel
 
 
 def _where(paper, row) -> str:
     if row.context == "paragraph":
         sec = next(s for s in paper.sections if s.id == row.section_id)
         return sec.paragraphs[row.paragraph_index].html_id or f"{sec.id}#p{row.paragraph_index}"
-    rel = (row.context_id if row.context == "caption" else row.section_id)[len(paper.id) + 1:]
+    rel = (row.context_id if row.context == "caption" else row.section_id)[len(paper.id) + 1 :]
     return f"{row.context}:{rel}"
 
 
 def _key(paper, row) -> tuple:
     # getattr: the same facts also score a checkout from before mentions had panels
-    return (_where(paper, row), row.surface, row.figure_id[len(paper.id) + 1:], tuple(getattr(row, "panels", None) or ()))
+    return (
+        _where(paper, row),
+        row.surface,
+        row.figure_id[len(paper.id) + 1 :],
+        tuple(getattr(row, "panels", None) or ()),
+    )
 
 
 def score(found: Counter, truth: Counter) -> tuple[int, int, int]:
@@ -96,33 +104,51 @@ def evaluate_page(key: str, fact: dict) -> dict:
             base.update((para.html_id or f"{sec.id}#p{i}", s.ref_id[rel:]) for s in para.ref_spans if "_F" in s.ref_id)
         base.update((f"title:{sec.id[rel:]}", s.ref_id[rel:]) for s in sec.title_ref_spans if "_F" in s.ref_id)
     for owner in [f for f in paper.figures] + [sf for f in paper.figures for sf in f.subfigures] + list(paper.tables):
-        base.update((f"caption:{owner.id[rel:]}", s.ref_id[rel:]) for s in owner.caption_ref_spans
-                    if "_F" in s.ref_id and s.ref_id.split(".")[0] != owner.id.split(".")[0])
+        base.update(
+            (f"caption:{owner.id[rel:]}", s.ref_id[rel:])
+            for s in owner.caption_ref_spans
+            if "_F" in s.ref_id and s.ref_id.split(".")[0] != owner.id.split(".")[0]
+        )
     paper = link_paper(paper)
     found = Counter(_key(paper, r) for r in mention_rows(paper))
     truth = Counter(tuple(m[:3]) + (tuple(m[3]),) for m in fact["mentions"])
     target = lambda c: Counter((k[0], k[2]) for k in c.elements())
-    subs = {f.id[len(paper.id) + 1:]: len(f.subfigures) for f in paper.figures}
-    labels = {f.id[len(paper.id) + 1:]: [s.label for s in f.subfigures] for f in paper.figures
-              if any(s.label for s in f.subfigures)}
+    subs = {f.id[len(paper.id) + 1 :]: len(f.subfigures) for f in paper.figures}
+    labels = {
+        f.id[len(paper.id) + 1 :]: [s.label for s in f.subfigures]
+        for f in paper.figures
+        if any(s.label for s in f.subfigures)
+    }
     sub_wrong = sorted(k for k in set(subs) | set(fact["subfigures"]) if subs.get(k) != fact["subfigures"].get(k))
-    label_wrong = sorted(k for k in set(labels) | set(fact["subcaption_labels"])
-                         if labels.get(k) != fact["subcaption_labels"].get(k))
-    panels_found = panel_keys(subs, {f.id[len(paper.id) + 1:]: [s.label for s in f.subfigures] for f in paper.figures})
+    label_wrong = sorted(
+        k for k in set(labels) | set(fact["subcaption_labels"]) if labels.get(k) != fact["subcaption_labels"].get(k)
+    )
+    panels_found = panel_keys(subs, {f.id[len(paper.id) + 1 :]: [s.label for s in f.subfigures] for f in paper.figures})
     panels_truth = panel_keys(fact["subfigures"], fact["subcaption_labels"])
-    return {"page": key, "link": score(found, truth), "link_target": score(target(found), target(truth)),
-            "panel": score(panels_found, panels_truth),
-            "anchors": score(base, target(truth)),
-            "missed": sorted((truth - found).elements()), "extra": sorted((found - truth).elements()),
-            "figures": len(subs), "panels": sum(subs.values()), "panels_expected": sum(fact["subfigures"].values()),
-            "panel_count_wrong": sub_wrong, "label_wrong": label_wrong,
-            "rejected": getattr(paper, "rejected_mentions", {}).get("other_work", 0), "rejected_expected": fact["rejected_other_work"]}
+    return {
+        "page": key,
+        "link": score(found, truth),
+        "link_target": score(target(found), target(truth)),
+        "panel": score(panels_found, panels_truth),
+        "anchors": score(base, target(truth)),
+        "missed": sorted((truth - found).elements()),
+        "extra": sorted((found - truth).elements()),
+        "figures": len(subs),
+        "panels": sum(subs.values()),
+        "panels_expected": sum(fact["subfigures"].values()),
+        "panel_count_wrong": sub_wrong,
+        "label_wrong": label_wrong,
+        "rejected": getattr(paper, "rejected_mentions", {}).get("other_work", 0),
+        "rejected_expected": fact["rejected_other_work"],
+    }
 
 
 def render(results: list[dict]) -> str:
-    head = ("| page | mentions (facts) | linking P | linking R | linking R (figure only) | anchors-only P (figure only) "
-            "| anchors-only R (figure only) | panels (facts) | panel P | panel R | figures with wrong panels / labels "
-            "| other works' rejected (facts) |")
+    head = (
+        "| page | mentions (facts) | linking P | linking R | linking R (figure only) | anchors-only P (figure only) "
+        "| anchors-only R (figure only) | panels (facts) | panel P | panel R | figures with wrong panels / labels "
+        "| other works' rejected (facts) |"
+    )
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     tot = {"link": [0, 0, 0], "link_target": [0, 0, 0], "anchors": [0, 0, 0], "panel": [0, 0, 0]}
     panels = panels_exp = rej = rej_exp = 0
@@ -135,9 +161,11 @@ def render(results: list[dict]) -> str:
         pp, prr = pr(*r["panel"])
         n = r["link"][0] + r["link"][2]
         wrong = ", ".join(r["panel_count_wrong"] + [f"{x} (labels)" for x in r["label_wrong"]]) or "-"
-        lines.append(f"| {r['page']} | {n} | {lp:.3f} | {lr:.3f} | {tr:.3f} | {bp:.3f} | {br:.3f} "
-                     f"| {r['panels']} ({r['panels_expected']}) | {pp:.3f} | {prr:.3f} | {wrong} "
-                     f"| {r['rejected']} ({r['rejected_expected']}) |")
+        lines.append(
+            f"| {r['page']} | {n} | {lp:.3f} | {lr:.3f} | {tr:.3f} | {bp:.3f} | {br:.3f} "
+            f"| {r['panels']} ({r['panels_expected']}) | {pp:.3f} | {prr:.3f} | {wrong} "
+            f"| {r['rejected']} ({r['rejected_expected']}) |"
+        )
         panels += r["panels"]
         panels_exp += r["panels_expected"]
         rej += r["rejected"]
@@ -147,15 +175,20 @@ def render(results: list[dict]) -> str:
     bp, br = pr(*tot["anchors"])
     pp, prr = pr(*tot["panel"])
     n = tot["link"][0] + tot["link"][2]
-    lines.append(f"| **all {len(results)} pages** | {n} | **{lp:.3f}** | **{lr:.3f}** | {tr:.3f} | {bp:.3f} | {br:.3f} "
-                 f"| {panels} ({panels_exp}) | **{pp:.3f}** | **{prr:.3f}** | | {rej} ({rej_exp}) |")
+    lines.append(
+        f"| **all {len(results)} pages** | {n} | **{lp:.3f}** | **{lr:.3f}** | {tr:.3f} | {bp:.3f} | {br:.3f} "
+        f"| {panels} ({panels_exp}) | **{pp:.3f}** | **{prr:.3f}** | | {rej} ({rej_exp}) |"
+    )
     lines.append("")
-    lines.append(f"Recall (paragraph + figure), linking / anchors only: {tr / br if br else float('inf'):.2f}x "
-                 f"({tot['link_target'][0]} vs {tot['anchors'][0]} of {n} hand-checked mentions). Linking P/R also "
-                 "require the surface a reader sees and the panel names; a panel is right when its figure, place and "
-                 "label match.")
-    diffs = [(r["page"], "missed", m) for r in results for m in r["missed"]] + \
-            [(r["page"], "extra", m) for r in results for m in r["extra"]]
+    lines.append(
+        f"Recall (paragraph + figure), linking / anchors only: {tr / br if br else float('inf'):.2f}x "
+        f"({tot['link_target'][0]} vs {tot['anchors'][0]} of {n} hand-checked mentions). Linking P/R also "
+        "require the surface a reader sees and the panel names; a panel is right when its figure, place and "
+        "label match."
+    )
+    diffs = [(r["page"], "missed", m) for r in results for m in r["missed"]] + [
+        (r["page"], "extra", m) for r in results for m in r["extra"]
+    ]
     if diffs:
         lines.append("")
         lines.append("Differences from the facts (page, kind, (paragraph, surface, figure, panels)):")

@@ -7,6 +7,7 @@ Both metric paths compute R@1, R@2, R@3, MRR and CAR@5 for the same synthetic ra
 (candidates per paper drawn like SciGA's 6.16 +- 5.86 figures, scores with ties), checks
 that they agree, and prints queries/s and the ratio. Measured in one run, same machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,18 +54,20 @@ def vectorized(lists, gts, chunk: int = 20000) -> dict:
     """intra_summary in chunks (bounded padding memory), combined by query counts."""
     tot: dict = {}
     for start in range(0, len(lists), chunk):
-        part = M.intra_summary(lists[start:start + chunk], gts[start:start + chunk])
+        part = M.intra_summary(lists[start : start + chunk], gts[start : start + chunk])
         n = part.pop("queries")
         for k, v in part.items():
             tot[k] = tot.get(k, 0.0) + v * n
     return {k: v / len(lists) for k, v in tot.items()}
 
 
-WORDS = ("model network training image video segmentation graph learning diffusion token attention transformer "
-         "accuracy benchmark dataset results method baseline feature encoder decoder loss performance architecture "
-         "overview pipeline experiment ablation comparison qualitative quantitative robot policy reward simulation "
-         "sensor haptic user study interaction query retrieval caption figure abstract language vision physics "
-         "quantum spin lattice energy galaxy star spectrum cell protein gene molecule").split()
+WORDS = (
+    "model network training image video segmentation graph learning diffusion token attention transformer "
+    "accuracy benchmark dataset results method baseline feature encoder decoder loss performance architecture "
+    "overview pipeline experiment ablation comparison qualitative quantitative robot policy reward simulation "
+    "sensor haptic user study interaction query retrieval caption figure abstract language vision physics "
+    "quantum spin lattice energy galaxy star spectrum cell protein gene molecule"
+).split()
 
 
 def synthetic_papers(n: int, seed: int = 0):
@@ -97,8 +100,10 @@ def main() -> None:
     t_vec = time.perf_counter() - t0
     for k in a:
         assert abs(a[k] - b[k]) < 1e-9, (k, a[k], b[k])
-    print(f"metrics over {args.queries} rankings (R@1-3, MRR, CAR@5), candidates per query "
-          f"mean {np.mean([len(x) for x in lists]):.2f}")
+    print(
+        f"metrics over {args.queries} rankings (R@1-3, MRR, CAR@5), candidates per query "
+        f"mean {np.mean([len(x) for x in lists]):.2f}"
+    )
     print("| path | seconds | queries/s |\n|---|---|---|")
     print(f"| per-query Python loop | {t_loop:.2f} | {args.queries / t_loop:,.0f} |")
     print(f"| vectorized batch (numpy) | {t_vec:.2f} | {args.queries / t_vec:,.0f} |")
@@ -118,7 +123,9 @@ def main() -> None:
     caps = np.mean([len(c) for _, c in papers])
     print(f"\nAbs2Cap per paper ({args.papers} papers, {caps:.1f} captions each, 200-word abstracts)")
     print("| scorer | ms / paper | papers/s |\n|---|---|---|")
-    print(f"| BM25 (bm25s, index + query per paper) | {1000 * t_bm25 / args.papers:.2f} | {args.papers / t_bm25:,.0f} |")
+    print(
+        f"| BM25 (bm25s, index + query per paper) | {1000 * t_bm25 / args.papers:.2f} | {args.papers / t_bm25:,.0f} |"
+    )
     print(f"| ROUGE-L (rouge-score), {n_rouge} papers | {1000 * t_rouge / n_rouge:.2f} | {n_rouge / t_rouge:,.0f} |")
 
 

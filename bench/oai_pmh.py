@@ -18,6 +18,7 @@ each, 1,000 per page as arXiv sends them). Measured in the same run:
 Run:  python bench/oai_pmh.py [--records 150000] [--small 15000] [--parse-pages 30] [--category cs.CV,cs.CL]
 Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,9 +85,11 @@ class DomPage:
             self.complete_list_size = int(tok.get("completeListSize") or 0)
         for rec in root.xpath(".//oai:record", namespaces=ns):
             header = rec.find("oai:header", ns)
-            item = OaiItem(identifier=header.findtext("oai:identifier", namespaces=ns) or "",
-                           datestamp=header.findtext("oai:datestamp", namespaces=ns) or "",
-                           deleted=header.get("status") == "deleted")
+            item = OaiItem(
+                identifier=header.findtext("oai:identifier", namespaces=ns) or "",
+                datestamp=header.findtext("oai:datestamp", namespaces=ns) or "",
+                deleted=header.get("status") == "deleted",
+            )
             md = rec.find("oai:metadata", ns)
             if md is not None and len(md):
                 d = xml_to_dict(md[0])
@@ -119,19 +122,35 @@ def harvest(args) -> None:
     http = PoliteClient(0.0, max_retries=2, read_timeout=120)
     reader = DomPage if args.impl == "dom" else ListRecordsPage
     sel = Selection(categories=tuple(args.category.split(",")))
-    h = OaiHarvester(OaiHarvestOptions(url=args.url, metadata_prefix="arXivRaw", selection=sel), http, cache,
-                     page_reader=reader)
+    h = OaiHarvester(
+        OaiHarvestOptions(url=args.url, metadata_prefix="arXivRaw", selection=sel), http, cache, page_reader=reader
+    )
     t0 = time.perf_counter()
     rep = h.run()
     dt = time.perf_counter() - t0
-    Path(args.result).write_text(json.dumps({"records": rep.read, "written": rep.new, "seconds": dt,
-                                             "requests": rep.requests, "stopped": rep.stopped}))
+    Path(args.result).write_text(
+        json.dumps(
+            {"records": rep.read, "written": rep.new, "seconds": dt, "requests": rep.requests, "stopped": rep.stopped}
+        )
+    )
 
 
 def start_server(records: int, page_size: int) -> tuple[subprocess.Popen, str]:
     port_file = tempfile.mktemp(prefix="oai-bench-port-")
-    p = subprocess.Popen([sys.executable, __file__, "serve", "--records", str(records), "--page-size", str(page_size),
-                          "--port-file", port_file], cwd=ROOT)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "serve",
+            "--records",
+            str(records),
+            "--page-size",
+            str(page_size),
+            "--port-file",
+            port_file,
+        ],
+        cwd=ROOT,
+    )
     t0 = time.time()
     while not os.path.exists(port_file) or not Path(port_file).read_text():
         if p.poll() is not None or time.time() - t0 > 900:
@@ -146,8 +165,24 @@ def run_harvest(url: str, impl: str, category: str) -> dict:
 
     out = tempfile.mkdtemp(prefix=f"oai-bench-{impl}-")
     result = out + ".json"
-    p = subprocess.Popen([sys.executable, __file__, "harvest", "--url", url, "--impl", impl, "--out", out,
-                          "--result", result, "--category", category], cwd=ROOT)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "harvest",
+            "--url",
+            url,
+            "--impl",
+            impl,
+            "--out",
+            out,
+            "--result",
+            result,
+            "--category",
+            category,
+        ],
+        cwd=ROOT,
+    )
     peak = [0]
     done = threading.Event()
 
@@ -208,7 +243,12 @@ def parse_bench(pages: list[bytes], repeat: int) -> dict:
         return n
 
     out = {}
-    for name, fn in (("ours_parse", ours_parse), ("dom_parse", dom_parse), ("ours_map", ours_map), ("dom_map", dom_map)):
+    for name, fn in (
+        ("ours_parse", ours_parse),
+        ("dom_parse", dom_parse),
+        ("ours_map", ours_map),
+        ("dom_map", dom_map),
+    ):
         best = None
         for _ in range(repeat):
             t0 = time.perf_counter()
@@ -225,9 +265,12 @@ def page_bytes(records: int, page_size: int) -> list[bytes]:
     pages = []
     for off in range(0, len(items), page_size):
         body, _ = srv.render(items, "arXivRaw", None, None, None, off)
-        pages.append(srv._doc({"verb": "ListRecords", "metadataPrefix": "arXivRaw"},
-                              f"<ListRecords>\n{body}<resumptionToken cursor=\"{off}\">t{off}</resumptionToken>\n"
-                              "</ListRecords>").encode("utf-8"))
+        pages.append(
+            srv._doc(
+                {"verb": "ListRecords", "metadataPrefix": "arXivRaw"},
+                f'<ListRecords>\n{body}<resumptionToken cursor="{off}">t{off}</resumptionToken>\n</ListRecords>',
+            ).encode("utf-8")
+        )
     srv.httpd.server_close()
     return pages
 
@@ -258,21 +301,33 @@ def main() -> None:
     if args.cmd == "harvest":
         return harvest(args)
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
     pages = page_bytes(args.parse_pages * args.page_size, args.page_size)
     nrec = args.parse_pages * args.page_size
     size = sum(len(b) for b in pages)
-    print(f"\nparsing {nrec:,} records in {len(pages)} pages ({size / nrec:.0f} bytes per record), best of {args.repeat}\n")
+    print(
+        f"\nparsing {nrec:,} records in {len(pages)} pages ({size / nrec:.0f} bytes per record), best of {args.repeat}\n"
+    )
     r = parse_bench(pages, args.repeat)
     print("| step | ours: iterparse, record by record | baseline: full DOM + xml_to_dict | ours / baseline |")
     print("|---|---:|---:|---:|")
-    print(f"| parse | {r['ours_parse']:,.0f} records/s | {r['dom_parse']:,.0f} records/s | {r['ours_parse'] / r['dom_parse']:.2f}x |")
-    print(f"| parse + map to `<id>.meta.json` dict | {r['ours_map']:,.0f} records/s | {r['dom_map']:,.0f} records/s | "
-          f"{r['ours_map'] / r['dom_map']:.2f}x |")
+    print(
+        f"| parse | {r['ours_parse']:,.0f} records/s | {r['dom_parse']:,.0f} records/s | {r['ours_parse'] / r['dom_parse']:.2f}x |"
+    )
+    print(
+        f"| parse + map to `<id>.meta.json` dict | {r['ours_map']:,.0f} records/s | {r['dom_map']:,.0f} records/s | "
+        f"{r['ours_map'] / r['dom_map']:.2f}x |"
+    )
     if args.skip_harvest:
         return
-    print(f"\nwhole harvests over HTTP on 127.0.0.1 (no rate limit), --category {args.category} written to a fresh cache\n")
-    print("| harvest | selected and written | ours: records/s | ours: peak RSS | baseline: records/s | baseline: peak RSS |")
+    print(
+        f"\nwhole harvests over HTTP on 127.0.0.1 (no rate limit), --category {args.category} written to a fresh cache\n"
+    )
+    print(
+        "| harvest | selected and written | ours: records/s | ours: peak RSS | baseline: records/s | baseline: peak RSS |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
     for n in (args.small, args.records):
         srv, url = start_server(n, args.page_size)
@@ -283,8 +338,11 @@ def main() -> None:
             srv.wait()
         o, d = res["ours"], res["dom"]
         assert o["records"] == n == d["records"] and o["written"] == d["written"], (o, d)
-        print(f"| {n:,} records | {o['written']:,} | {n / o['seconds']:,.0f} | {o['peak_rss'] / 2**20:,.0f} MiB | "
-              f"{n / d['seconds']:,.0f} | {d['peak_rss'] / 2**20:,.0f} MiB |", flush=True)
+        print(
+            f"| {n:,} records | {o['written']:,} | {n / o['seconds']:,.0f} | {o['peak_rss'] / 2**20:,.0f} MiB | "
+            f"{n / d['seconds']:,.0f} | {d['peak_rss'] / 2**20:,.0f} MiB |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Where the benchmarks find the repository and the development corpus."""
+
 from __future__ import annotations
 
 import os

@@ -22,6 +22,7 @@ wall time with all cores at most 1.5x the one-core floor; 2 workers at least 1.7
 than 1 on 2 cores; a rebuild with 1% of the inputs changed at most 10% of a clean build,
 with byte-identical shards.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,6 +77,7 @@ def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float,
 
 # ------------------------------------------------------------------ the floor
 
+
 def floor(pages_dir: str, out: str) -> dict:
     """Parse + read + decode + streaming write, one process, one core."""
     import lxml.html
@@ -83,8 +85,15 @@ def floor(pages_dir: str, out: str) -> dict:
     import pyarrow.parquet as pq
     from PIL import Image
 
-    schema = pa.schema([("paper_id", pa.string()), ("path", pa.string()), ("image", pa.binary()),
-                        ("width", pa.int32()), ("height", pa.int32())])
+    schema = pa.schema(
+        [
+            ("paper_id", pa.string()),
+            ("path", pa.string()),
+            ("image", pa.binary()),
+            ("width", pa.int32()),
+            ("height", pa.int32()),
+        ]
+    )
     writer = pq.ParquetWriter(out, schema, compression="zstd")
     papers = images = 0
     batch: list[dict] = []
@@ -116,6 +125,7 @@ def floor(pages_dir: str, out: str) -> dict:
 
 # ------------------------------------------------------------------ corpora
 
+
 def image_corpus(workdir: Path, n: int, figures: int, image_kb: int) -> Path:
     from sciga.samples.scale_corpus import image_rich_html, latexml_image_rich_page, make_image_rich_corpus
 
@@ -145,17 +155,38 @@ def text_corpus(workdir: Path, n: int) -> Path:
 
 
 def build(pages: Path, out: Path, workers: int, extra: list[str] | None = None) -> dict:
-    cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--workers", str(workers),
-           "--quiet", *(extra or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sciga",
+        "build",
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--workers",
+        str(workers),
+        "--quiet",
+        *(extra or []),
+    ]
     wall, rss, _ = run_measured(cmd)
     m = json.loads((out / "manifest.json").read_text())
-    return {"wall": wall, "rss": rss, "papers": m["counts"]["papers"], "dead": m["counts"]["dead_letter"],
-            "images": m["counts"]["images_embedded"], "reused": m["incremental"]["reused"],
-            "bytes": sum(f["bytes"] for fs in m["files"].values() for f in fs)}
+    return {
+        "wall": wall,
+        "rss": rss,
+        "papers": m["counts"]["papers"],
+        "dead": m["counts"]["dead_letter"],
+        "images": m["counts"]["images_embedded"],
+        "reused": m["incremental"]["reused"],
+        "bytes": sum(f["bytes"] for fs in m["files"].values() for f in fs),
+    }
 
 
 def digests(out: Path) -> dict:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*.parquet"))}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.glob("data/*/*.parquet"))
+    }
 
 
 def fmt_row(cols) -> str:
@@ -169,8 +200,12 @@ def main() -> int:
     ap.add_argument("--figures", type=int, default=169)
     ap.add_argument("--image-kb", type=int, default=19, help="noise budget of a generated figure (19: PNGs of ~30 KB)")
     ap.add_argument("--incremental", type=int, default=200, help="image-rich corpus size for the 1%% rebuild (0: skip)")
-    ap.add_argument("--one-worker-max", type=int, default=10**9,
-                    help="measure --workers 1 only for image-rich corpora up to this size (it is the slowest run)")
+    ap.add_argument(
+        "--one-worker-max",
+        type=int,
+        default=10**9,
+        help="measure --workers 1 only for image-rich corpora up to this size (it is the slowest run)",
+    )
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="'all cores' (default: %(default)s)")
     ap.add_argument("--workdir", default=None, help="where corpora and builds go (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the builds")
@@ -192,7 +227,9 @@ def main() -> int:
         pages = image_corpus(workdir, n, args.figures, args.image_kb)
         print(f"image-rich {n}: floor ...", file=sys.stderr)
         fl_out = workdir / f"floor_{n}.parquet"
-        fl_wall, fl_rss, fl_json = run_measured([sys.executable, str(HERE / "scale.py"), "--floor-only", str(pages), str(fl_out)])
+        fl_wall, fl_rss, fl_json = run_measured(
+            [sys.executable, str(HERE / "scale.py"), "--floor-only", str(pages), str(fl_out)]
+        )
         fl = json.loads(fl_json)
         print(f"  -> floor wall {fl_wall:.1f} s, peak RSS {fl_rss:.0f} MB", file=sys.stderr, flush=True)
         fl_out.unlink()
@@ -206,8 +243,11 @@ def main() -> int:
             if w != n_all and not args.keep:
                 shutil.rmtree(out, ignore_errors=True)
         if 1 in res and n_all in res and n_all != 1:
-            same = digests(workdir / f"out_image_{n}_w{n_all}") == digests(workdir / f"out_image_{n}_w1") \
-                if (workdir / f"out_image_{n}_w1").exists() else None
+            same = (
+                digests(workdir / f"out_image_{n}_w{n_all}") == digests(workdir / f"out_image_{n}_w1")
+                if (workdir / f"out_image_{n}_w1").exists()
+                else None
+            )
         else:
             same = None
         rows_img.append((n, fl, fl_wall, fl_rss, res, same))
@@ -240,15 +280,23 @@ def main() -> int:
         for page in sorted(work.glob("*/*.html"))[:changed]:
             text = page.read_text(encoding="utf-8")
             page.unlink()  # hard link: write a new file, leave the corpus alone
-            page.write_text(text.replace("</article>", '<div class="ltx_para"><p class="ltx_p">An added paragraph.</p></div></article>', 1),
-                            encoding="utf-8")
+            page.write_text(
+                text.replace(
+                    "</article>", '<div class="ltx_para"><p class="ltx_p">An added paragraph.</p></div></article>', 1
+                ),
+                encoding="utf-8",
+            )
         print(f"incremental {n}: rebuild with {changed} changed ...", file=sys.stderr)
         again = build(work, out, n_all)
         print(f"incremental {n}: clean build of the changed inputs ...", file=sys.stderr)
         build(work, clean_out, n_all)
         inc = (n, changed, clean, again, digests(out) == digests(clean_out))
-        print(f"  -> clean {clean['wall']:.1f} s, rebuild {again['wall']:.1f} s, reused {again['reused']}, "
-              f"identical {inc[-1]}", file=sys.stderr, flush=True)
+        print(
+            f"  -> clean {clean['wall']:.1f} s, rebuild {again['wall']:.1f} s, reused {again['reused']}, "
+            f"identical {inc[-1]}",
+            file=sys.stderr,
+            flush=True,
+        )
         if not args.keep:
             for d in (out, clean_out, work):
                 shutil.rmtree(d, ignore_errors=True)
@@ -259,26 +307,56 @@ def main() -> int:
     if rows_img:
         figs = list((workdir / f"image_{args.figures}x{args.image_kb}kb_{rows_img[0][0]}" / ".figures").glob("*.png"))
         mean_kb = sum(f.stat().st_size for f in figs) / max(1, len(figs)) / 1024
-    print(f"Image-rich papers ({args.figures} figures each, PNGs of {mean_kb:.0f} KB on average); one-core floor vs the "
-          f"build, same papers, same run. {os.cpu_count()} cores.")
+    print(
+        f"Image-rich papers ({args.figures} figures each, PNGs of {mean_kb:.0f} KB on average); one-core floor vs the "
+        f"build, same papers, same run. {os.cpu_count()} cores."
+    )
     print()
     print(fmt_row(["papers", "images", "run", "wall s", "ms/paper", "images/s", "peak RSS MB", "vs floor"]))
     print(fmt_row(["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
     for n, fl, fl_wall, fl_rss, res, same in rows_img:
-        print(fmt_row([n, fl["images"], "floor (1 core: parse + read + decode + write)", f"{fl_wall:.1f}",
-                       f"{1000 * fl_wall / n:.0f}", f"{fl['images'] / fl_wall:.0f}", f"{fl_rss:.0f}", "1.00x"]))
+        print(
+            fmt_row(
+                [
+                    n,
+                    fl["images"],
+                    "floor (1 core: parse + read + decode + write)",
+                    f"{fl_wall:.1f}",
+                    f"{1000 * fl_wall / n:.0f}",
+                    f"{fl['images'] / fl_wall:.0f}",
+                    f"{fl_rss:.0f}",
+                    "1.00x",
+                ]
+            )
+        )
         for w, r in sorted(res.items()):
-            print(fmt_row([n, r["images"], f"sciga build --workers {w}", f"{r['wall']:.1f}", f"{1000 * r['wall'] / n:.0f}",
-                           f"{r['images'] / r['wall']:.0f}", f"{r['rss']:.0f}", f"{r['wall'] / fl_wall:.2f}x"]))
+            print(
+                fmt_row(
+                    [
+                        n,
+                        r["images"],
+                        f"sciga build --workers {w}",
+                        f"{r['wall']:.1f}",
+                        f"{1000 * r['wall'] / n:.0f}",
+                        f"{r['images'] / r['wall']:.0f}",
+                        f"{r['rss']:.0f}",
+                        f"{r['wall'] / fl_wall:.2f}x",
+                    ]
+                )
+            )
         if 1 in res and n_all in res and n_all != 1:
-            notes.append(f"{n} image-rich papers: {n_all} workers are {res[1]['wall'] / res[n_all]['wall']:.2f}x faster "
-                         f"than 1; shards identical: {same}")
+            notes.append(
+                f"{n} image-rich papers: {n_all} workers are {res[1]['wall'] / res[n_all]['wall']:.2f}x faster "
+                f"than 1; shards identical: {same}"
+            )
     if len(rows_img) >= 2:
         a, b = rows_img[0], rows_img[-1]
         for w in sorted(a[4]):
             if w in b[4]:
-                notes.append(f"peak RSS, {w} worker(s): {a[4][w]['rss']:.0f} MB at {a[0]} papers -> {b[4][w]['rss']:.0f} MB "
-                             f"at {b[0]} papers ({b[4][w]['rss'] / a[4][w]['rss']:.2f}x for {b[0] / a[0]:.0f}x the papers)")
+                notes.append(
+                    f"peak RSS, {w} worker(s): {a[4][w]['rss']:.0f} MB at {a[0]} papers -> {b[4][w]['rss']:.0f} MB "
+                    f"at {b[0]} papers ({b[4][w]['rss'] / a[4][w]['rss']:.2f}x for {b[0] / a[0]:.0f}x the papers)"
+                )
     if rows_txt:
         print()
         print(f"Text papers (copies of the real pages in ../shared/corpus, distinct ids), {n_all} workers.")
@@ -286,16 +364,50 @@ def main() -> int:
         print(fmt_row(["papers", "wall s", "ms/paper", "papers/s", "peak RSS MB", "output MB"]))
         print(fmt_row(["---:", "---:", "---:", "---:", "---:", "---:"]))
         for n, r in rows_txt:
-            print(fmt_row([n, f"{r['wall']:.1f}", f"{1000 * r['wall'] / n:.1f}", f"{n / r['wall']:.1f}", f"{r['rss']:.0f}",
-                           f"{r['bytes'] / 2**20:.1f}"]))
+            print(
+                fmt_row(
+                    [
+                        n,
+                        f"{r['wall']:.1f}",
+                        f"{1000 * r['wall'] / n:.1f}",
+                        f"{n / r['wall']:.1f}",
+                        f"{r['rss']:.0f}",
+                        f"{r['bytes'] / 2**20:.1f}",
+                    ]
+                )
+            )
     if inc:
         n, changed, clean, again, same = inc
         print()
-        print(fmt_row(["incremental", "papers", "changed", "clean build s", "rebuild s", "rebuild / clean", "reused",
-                       "shards identical to a clean build"]))
+        print(
+            fmt_row(
+                [
+                    "incremental",
+                    "papers",
+                    "changed",
+                    "clean build s",
+                    "rebuild s",
+                    "rebuild / clean",
+                    "reused",
+                    "shards identical to a clean build",
+                ]
+            )
+        )
         print(fmt_row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---"]))
-        print(fmt_row(["1% of the pages edited", n, changed, f"{clean['wall']:.1f}", f"{again['wall']:.1f}",
-                       f"{again['wall'] / clean['wall']:.2f}", again["reused"], same]))
+        print(
+            fmt_row(
+                [
+                    "1% of the pages edited",
+                    n,
+                    changed,
+                    f"{clean['wall']:.1f}",
+                    f"{again['wall']:.1f}",
+                    f"{again['wall'] / clean['wall']:.2f}",
+                    again["reused"],
+                    same,
+                ]
+            )
+        )
     if notes:
         print()
         for line in notes:

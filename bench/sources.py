@@ -15,6 +15,7 @@ arXiv asks for one request every 3 s per host).
 Run:  python bench/sources.py [--repeat 3] [--papers 200000]
 Prints a Markdown table; docs/explanation/benchmarks.md keeps the measured one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -98,9 +99,26 @@ def baseline(data: bytes) -> int:
     tmp, pdfs = baseline_extract(data)
     try:
         for src in pdfs:
-            subprocess.run(["pdftoppm", "-png", "-singlefile", "-f", "1", "-l", "1", "-r", str(DEFAULT_DPI),
-                            "-scale-to", str(DEFAULT_MAX_SIDE), src, src[:-4]], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    "pdftoppm",
+                    "-png",
+                    "-singlefile",
+                    "-f",
+                    "1",
+                    "-l",
+                    "1",
+                    "-r",
+                    str(DEFAULT_DPI),
+                    "-scale-to",
+                    str(DEFAULT_MAX_SIDE),
+                    src,
+                    src[:-4],
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         return len(pdfs)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -127,19 +145,25 @@ def best_pair(a, b, arg, repeat: int) -> tuple[float, float, int, int]:
 
 
 def bench_extraction(repeat: int) -> list[str]:
-    lines = ["| e-print | ours: safe read + resolve | plain: extractall + walk | ours: + rasterize (files) | "
-             "plain: + pdftoppm loop (PDFs) | plain / ours, total |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| e-print | ours: safe read + resolve | plain: extractall + walk | ours: + rasterize (files) | "
+        "plain: + pdftoppm loop (PDFs) | plain / ours, total |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     tot = [0.0, 0.0, 0.0, 0.0]
     for name, data in eprints().items():
         po, pb, _, _ = best_pair(lambda d: len(ours_prepare(d)[1]), baseline_extract_only, data, repeat * 3)
         to, tb, no, nb = best_pair(ours, baseline, data, repeat)
         for k, v in enumerate((po, pb, to, tb)):
             tot[k] += v
-        lines.append(f"| {name} | {po * 1000:.1f} ms | {pb * 1000:.1f} ms | {to * 1000:.0f} ms ({no}) | "
-                     f"{tb * 1000:.0f} ms ({nb}) | {tb / to:.2f}x |")
-    lines.append(f"| **all four** | **{tot[0] * 1000:.1f} ms** | **{tot[1] * 1000:.1f} ms** | **{tot[2] * 1000:.0f} ms** | "
-                 f"**{tot[3] * 1000:.0f} ms** | **{tot[3] / tot[2]:.2f}x** |")
+        lines.append(
+            f"| {name} | {po * 1000:.1f} ms | {pb * 1000:.1f} ms | {to * 1000:.0f} ms ({no}) | "
+            f"{tb * 1000:.0f} ms ({nb}) | {tb / to:.2f}x |"
+        )
+    lines.append(
+        f"| **all four** | **{tot[0] * 1000:.1f} ms** | **{tot[1] * 1000:.1f} ms** | **{tot[2] * 1000:.0f} ms** | "
+        f"**{tot[3] * 1000:.0f} ms** | **{tot[3] / tot[2]:.2f}x** |"
+    )
     return lines
 
 
@@ -195,8 +219,10 @@ def main() -> int:
     args = ap.parse_args()
     if not shutil.which("pdftoppm"):
         raise SystemExit("pdftoppm is needed (poppler-utils).")
-    print(f"# sources benchmark ({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"pdftoppm at {DEFAULT_DPI} dpi, max side {DEFAULT_MAX_SIDE}px, best of {args.repeat})\n")
+    print(
+        f"# sources benchmark ({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"pdftoppm at {DEFAULT_DPI} dpi, max side {DEFAULT_MAX_SIDE}px, best of {args.repeat})\n"
+    )
     print("\n".join(bench_extraction(args.repeat)))
     print()
     print("\n".join(bench_cache(args.papers)))

@@ -26,6 +26,7 @@ tree (about 30 KiB each); ``large`` = realistic arXiv-size figures (0.2-2 MB PNG
 mosaics and single figures at print resolution. The model is ``--arch`` with random
 weights (speed does not depend on the weights).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,7 @@ LARGE_RANGE = (200_000, 2_000_000)  # bytes
 
 
 # ------------------------------------------------------------------ image sets
+
 
 def real_figure_files() -> list[Path]:
     files = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
@@ -68,14 +70,19 @@ def _pdf_pages(dpi: int = 300) -> list:
     tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
     if tarball.is_file():
         with tarfile.open(tarball) as tf:
-            blobs += [tf.extractfile(m).read() for m in tf.getmembers() if m.isfile() and m.name.lower().endswith(".pdf")]
+            blobs += [
+                tf.extractfile(m).read() for m in tf.getmembers() if m.isfile() and m.name.lower().endswith(".pdf")
+            ]
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, data in enumerate(blobs):
             src = Path(tmp) / f"{i}.pdf"
             src.write_bytes(data)
-            r = subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / f"{i}")],
-                               capture_output=True, timeout=120)
+            r = subprocess.run(
+                ["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / f"{i}")],
+                capture_output=True,
+                timeout=120,
+            )
             if r.returncode == 0 and (Path(tmp) / f"{i}.png").exists():
                 out.append(Image.open(Path(tmp) / f"{i}.png").convert("RGB"))
     return out
@@ -107,7 +114,7 @@ def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
     figs = [Image.open(p).convert("RGB") for p in sources]
     candidates = []
     for i in range(0, len(figs) - 3, 2):
-        panels = [_fit(f, 1200) for f in figs[i:i + 4]]
+        panels = [_fit(f, 1200) for f in figs[i : i + 4]]
         cw, ch = max(p.width for p in panels), max(p.height for p in panels)
         canvas = Image.new("RGB", (2 * cw + 60, 2 * ch + 60), "white")
         for k, p in enumerate(panels):
@@ -117,7 +124,7 @@ def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
     candidates += _pdf_pages()
     out = []
     for i, im in enumerate(candidates):
-        for fmt in (("PNG", "JPEG") if i % 2 == 0 else ("JPEG", "PNG")):
+        for fmt in ("PNG", "JPEG") if i % 2 == 0 else ("JPEG", "PNG"):
             data = _encode(im, fmt)
             if LARGE_RANGE[0] <= len(data) <= LARGE_RANGE[1]:
                 path = dest / f"large_{i:03d}.{'png' if fmt == 'PNG' else 'jpg'}"
@@ -128,6 +135,7 @@ def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
 
 
 # ------------------------------------------------------------------ measurements
+
 
 def decode_ms(paths: list[Path], size: int) -> float:
     """Read + decode + resize, CPU ms per image (one thread; CPU time, so other jobs on a
@@ -153,7 +161,7 @@ def model_only(weights: str, device: str, precision: str, arrays: list, batch: i
     list(h.run_inference(arrays[:batch], model))  # warm-up: kernels picked, memory allocated
     t, c = time.perf_counter(), time.process_time()
     for i in range(0, len(arrays), batch):
-        list(h.run_inference(arrays[i:i + batch], model))
+        list(h.run_inference(arrays[i : i + batch], model))
     return len(arrays) / (time.perf_counter() - t), 1000 * (time.process_time() - c) / len(arrays)
 
 
@@ -197,9 +205,12 @@ def end_to_end(weights: str, paths: list[Path], n: int, options, workers: int) -
     with beam.Pipeline("DirectRunner", options=opts) as p:
         res = p | beam.Create(items) | ClassifyImages(weights, options, load_bytes=StampedReader(str(out)))
         for name, pc in (("ok", res.probabilities), ("failed", res.failed)):
-            (pc | f"Stamp{name}" >> beam.Map(_stamp)
+            (
+                pc
+                | f"Stamp{name}" >> beam.Map(_stamp)
                 | f"Summary{name}" >> beam.CombineGlobally(_summary_fn())
-                | f"Write{name}" >> beam.Map(lambda v, f=str(out / name): Path(f).write_text(json.dumps(v))))
+                | f"Write{name}" >> beam.Map(lambda v, f=str(out / name): Path(f).write_text(json.dumps(v)))
+            )
     wall = time.time() - t
     (ok, first, last), (failed, _, _) = (json.loads((out / k).read_text()) for k in ("ok", "failed"))
     started = min(float(f.read_text()) for f in out.glob("first_read_*"))
@@ -234,8 +245,15 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=64, help="images per set (cycled over its files)")
     ap.add_argument("--batch", type=int, default=64, help="RunInference batch (min = max: full batches)")
     ap.add_argument("--input-size", type=int, default=224)
-    ap.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1), help="SDK processes (default: cores, at most 16)")
-    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="end-to-end precision (model-only fp32 is always measured)")
+    ap.add_argument(
+        "--workers", type=int, default=min(16, os.cpu_count() or 1), help="SDK processes (default: cores, at most 16)"
+    )
+    ap.add_argument(
+        "--precision",
+        choices=("fp32", "bf16"),
+        default="fp32",
+        help="end-to-end precision (model-only fp32 is always measured)",
+    )
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--sets", default="sample,large")
     args = ap.parse_args()
@@ -247,7 +265,9 @@ def main() -> None:
     from sciga.transforms.vision.medical import DOCFIGURE_LABELS
     from sciga.transforms.vision.models import CheckpointMeta, build_model, save_checkpoint
 
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])  # the SDK processes import this checkout
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")]
+    )  # the SDK processes import this checkout
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
     size = args.input_size
     sources = real_figure_files()
@@ -255,7 +275,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         weights = os.path.join(tmp, "bench.pt")
         torch.manual_seed(0)
-        save_checkpoint(weights, build_model(args.arch, 28, 0.1), CheckpointMeta(arch=args.arch, labels=list(DOCFIGURE_LABELS), input_size=size))
+        save_checkpoint(
+            weights,
+            build_model(args.arch, 28, 0.1),
+            CheckpointMeta(arch=args.arch, labels=list(DOCFIGURE_LABELS), input_size=size),
+        )
         sets = {"sample": sources}
         if "large" in args.sets:
             sets["large"] = make_large_figures(Path(tmp) / "large", sources)
@@ -264,13 +288,24 @@ def main() -> None:
             sizes = [p.stat().st_size for p in paths]
             distinct = [image_to_model_input(p.read_bytes(), size) for p in paths]
             arrays = [distinct[i % len(distinct)] for i in range(args.images)]
-            r = {"set": name, "files": len(paths), "mean_kb": np.mean(sizes) / 1024, "min_kb": min(sizes) / 1024,
-                 "max_kb": max(sizes) / 1024, "decode_ms": decode_ms(paths, size)}
+            r = {
+                "set": name,
+                "files": len(paths),
+                "mean_kb": np.mean(sizes) / 1024,
+                "min_kb": min(sizes) / 1024,
+                "max_kb": max(sizes) / 1024,
+                "decode_ms": decode_ms(paths, size),
+            }
             r["model_fp32_before"], r["model_cpu_ms"] = model_only(weights, device, "fp32", arrays, args.batch)
             if args.precision == "bf16":
                 r["model_bf16"] = model_only(weights, device, "bf16", arrays, args.batch)[0]
-            options = InferenceOptions(device=device, max_batch_size=args.batch, min_batch_size=args.batch,
-                                       share_model=True, precision=args.precision)
+            options = InferenceOptions(
+                device=device,
+                max_batch_size=args.batch,
+                min_batch_size=args.batch,
+                share_model=True,
+                precision=args.precision,
+            )
             e = end_to_end(weights, paths, args.images, options, args.workers)
             assert (e["ok"], e["failed"]) == (args.images, 0), e
             r["e2e_wall"] = e["ok"] / e["wall"]
@@ -283,31 +318,44 @@ def main() -> None:
             print(f"[{name}] done: {r}", file=sys.stderr, flush=True)
 
     gpu = torch.cuda.get_device_name(0) if device == "cuda" else "none"
-    print(f"### vision benchmark: {args.arch} @ {size}px, device {device} ({gpu}), end to end {args.precision}, "
-          f"batch {args.batch}, {args.workers} SDK processes, share_model, {os.cpu_count()} cores, "
-          f"torch {torch.__version__}, {torch.get_num_threads()} torch threads in this process\n")
+    print(
+        f"### vision benchmark: {args.arch} @ {size}px, device {device} ({gpu}), end to end {args.precision}, "
+        f"batch {args.batch}, {args.workers} SDK processes, share_model, {os.cpu_count()} cores, "
+        f"torch {torch.__version__}, {torch.get_num_threads()} torch threads in this process\n"
+    )
     bf = args.precision == "bf16"
-    print("| set | files | file size KB mean (min-max) | model only fp32 img/s (before, after) |"
-          + (" model only bf16 img/s |" if bf else "") + " end to end wall img/s | end to end steady img/s | steady / model fp32 |")
+    print(
+        "| set | files | file size KB mean (min-max) | model only fp32 img/s (before, after) |"
+        + (" model only bf16 img/s |" if bf else "")
+        + " end to end wall img/s | end to end steady img/s | steady / model fp32 |"
+    )
     print("|---|---:|---:|---:|" + ("---:|" if bf else "") + "---:|---:|---:|")
     for r in rows:
-        print(f"| {r['set']} | {r['files']} | {r['mean_kb']:.0f} ({r['min_kb']:.0f}-{r['max_kb']:.0f}) | "
-              f"{r['model_fp32']:.2f} ({r['model_fp32_before']:.2f}, {r['model_fp32_after']:.2f}) |"
-              + (f" {r['model_bf16']:.2f} |" if bf else "")
-              + f" {r['e2e_wall']:.2f} | {r['e2e_steady']:.2f} | **{100 * r['e2e_steady'] / r['model_fp32']:.0f} %** |")
-    print("\nCPU time per image (CPU time is not inflated by other jobs on a shared machine; the model's is"
-          f" that of the model-only run{', host side only: the work is on the GPU' if device == 'cuda' else ''}):\n")
+        print(
+            f"| {r['set']} | {r['files']} | {r['mean_kb']:.0f} ({r['min_kb']:.0f}-{r['max_kb']:.0f}) | "
+            f"{r['model_fp32']:.2f} ({r['model_fp32_before']:.2f}, {r['model_fp32_after']:.2f}) |"
+            + (f" {r['model_bf16']:.2f} |" if bf else "")
+            + f" {r['e2e_wall']:.2f} | {r['e2e_steady']:.2f} | **{100 * r['e2e_steady'] / r['model_fp32']:.0f} %** |"
+        )
+    print(
+        "\nCPU time per image (CPU time is not inflated by other jobs on a shared machine; the model's is"
+        f" that of the model-only run{', host side only: the work is on the GPU' if device == 'cuda' else ''}):\n"
+    )
     print("| set | read+decode+resize CPU ms/img (1 thread) | model fp32 CPU ms/img | decode share of the CPU work |")
     print("|---|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['set']} | {r['decode_ms']:.1f} | {r['model_cpu_ms']:.0f} | "
-              f"{100 * r['decode_ms'] / (r['decode_ms'] + r['model_cpu_ms']):.1f} % |")
+        print(
+            f"| {r['set']} | {r['decode_ms']:.1f} | {r['model_cpu_ms']:.0f} | "
+            f"{100 * r['decode_ms'] / (r['decode_ms'] + r['model_cpu_ms']):.1f} % |"
+        )
     print("\nThe goal on a 16-core single-GPU machine: end to end (steady) at >= 50 % of the model-only fp32 rate.")
     for r in rows:
         e = r["e2e"]
-        print(f"\n{r['set']}: {args.images} images end to end in {e['wall']:.1f} s wall: first image read after "
-              f"{e['started']:.1f} s (worker start-up, model load), first result after {e['first']:.1f} s, last after "
-              f"{e['last']:.1f} s; steady = images / (last result - first read).")
+        print(
+            f"\n{r['set']}: {args.images} images end to end in {e['wall']:.1f} s wall: first image read after "
+            f"{e['started']:.1f} s (worker start-up, model load), first result after {e['first']:.1f} s, last after "
+            f"{e['last']:.1f} s; steady = images / (last result - first read)."
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """`python -m sciga`: the `sciga` command line (pipelines/cli.py), also from a checkout without installing."""
+
 from sciga.pipelines.cli import main
 
 if __name__ == "__main__":

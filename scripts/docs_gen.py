@@ -19,6 +19,7 @@ parts are made from the real objects every time the site is built and cannot dri
 
 Plain functions, importable by the tests (tests/project/test_docs.py) without MkDocs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,6 +45,7 @@ class DocsError(Exception):
 
 # ------------------------------------------------------------------ Markdown helpers
 
+
 def _escape(text: str) -> str:
     """Text for a Markdown table cell: HTML and table syntax escaped outside `code spans`."""
     parts = re.split(r"(`[^`]*`)", text)
@@ -52,8 +54,13 @@ def _escape(text: str) -> str:
         if i % 2:
             out.append(part)  # a pipe inside a code span does not split a table cell
         else:
-            out.append(part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                       .replace("|", "\\|").replace("*", "\\*"))
+            out.append(
+                part.replace("&", "&amp;")
+                .replace("<", "&lt;")
+                .replace(">", "&gt;")
+                .replace("|", "\\|")
+                .replace("*", "\\*")
+            )
     return "".join(out)
 
 
@@ -62,6 +69,7 @@ def _code(text: str) -> str:
 
 
 # ------------------------------------------------------------------ the command line
+
 
 @contextlib.contextmanager
 def _fixed_machine() -> Iterator[None]:
@@ -140,8 +148,11 @@ def _options_tables(parser: argparse.ArgumentParser) -> list[str]:
         formatter = parser._get_formatter()
     lines: list[str] = []
     for group in parser._action_groups:
-        actions = [a for a in group._group_actions
-                   if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+        actions = [
+            a
+            for a in group._group_actions
+            if a.help is not argparse.SUPPRESS and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+        ]
         if not actions:
             continue
         title = group.title if group.title not in ("options", "optional arguments") else "options"
@@ -167,8 +178,10 @@ def _parser_markdown(parser: argparse.ArgumentParser, level: int) -> list[str]:
     if subs:
         helps = _subparser_help(parser)
         lines += ["", "| method | what it does |", "|---|---|"]
-        lines += [f"| [{_code(name)}](#{_anchor(parser.prog + ' ' + name)}) | {_escape(helps.get(name, ''))} |"
-                  for name in subs]
+        lines += [
+            f"| [{_code(name)}](#{_anchor(parser.prog + ' ' + name)}) | {_escape(helps.get(name, ''))} |"
+            for name in subs
+        ]
         for sub in subs.values():
             lines += ["", f"{'#' * level} {_code(sub.prog)} {{ #{_anchor(sub.prog)} }}"]
             lines += _parser_markdown(sub, level + 1)
@@ -184,8 +197,10 @@ def command_reference(name: str, level: int = 3) -> str:
     default, and its methods (`sciga train ga-bc`, ...) when it has some."""
     subs = _subparsers(root_parser())
     if name not in subs:
-        raise DocsError(f"the docs name `sciga {name}`, which is not a command (commands: {', '.join(subs)}); "
-                        "remove or rename its section in docs/reference/cli.md")
+        raise DocsError(
+            f"the docs name `sciga {name}`, which is not a command (commands: {', '.join(subs)}); "
+            "remove or rename its section in docs/reference/cli.md"
+        )
     helps = _subparser_help(root_parser())
     lines = [_escape(helps.get(name, "")).rstrip(".") + "."]
     lines += _parser_markdown(subs[name], level)
@@ -198,7 +213,9 @@ def global_options() -> str:
     lines = ["```text", _usage(ap), "```"] + _options_tables(ap)
     lines += ["", "| command | what it does |", "|---|---|"]
     helps = _subparser_help(ap)
-    lines += [f"| [{_code('sciga ' + n)}](#{_anchor('sciga ' + n)}) | {_escape(helps.get(n, ''))} |" for n in command_names()]
+    lines += [
+        f"| [{_code('sciga ' + n)}](#{_anchor('sciga ' + n)}) | {_escape(helps.get(n, ''))} |" for n in command_names()
+    ]
     return "\n".join(lines).strip() + "\n"
 
 
@@ -211,13 +228,16 @@ def cli_page(markdown: str) -> str:
     if missing:
         markdown = markdown.rstrip() + "\n"
         for n in missing:
-            markdown += (f"\n## `sciga {n}` {{ #{_anchor('sciga ' + n)} }}\n\n<!-- sciga:cli {n} -->\n\n"
-                         "*No hand-written examples yet: add them under this command's heading in "
-                         "docs/reference/cli.md.*\n")
+            markdown += (
+                f"\n## `sciga {n}` {{ #{_anchor('sciga ' + n)} }}\n\n<!-- sciga:cli {n} -->\n\n"
+                "*No hand-written examples yet: add them under this command's heading in "
+                "docs/reference/cli.md.*\n"
+            )
     return markdown
 
 
 # ------------------------------------------------------------------ the data reference
+
 
 def _type_label(t) -> str:
     """The Arrow type as Markdown: lists spelled out, shared structs linked to their table."""
@@ -256,12 +276,17 @@ def data_reference() -> str:
     from sciga.schemas.column_docs import COLUMNS, CONFIG_ROWS, SHARED_FIELDS, SHARED_STRUCTS, column_paths
     from sciga.schemas.version import SCHEMA_VERSION
 
-    lines = [f"Schema version **{SCHEMA_VERSION}** (`sciga.schemas.version.SCHEMA_VERSION`; every shard's Arrow "
-             "metadata and every paper's `provenance.schema_version` carry it).", ""]
+    lines = [
+        f"Schema version **{SCHEMA_VERSION}** (`sciga.schemas.version.SCHEMA_VERSION`; every shard's Arrow "
+        "metadata and every paper's `provenance.schema_version` carry it).",
+        "",
+    ]
     lines += ["| config | one row per | shards |", "|---|---|---|"]
     for config in SCHEMAS:
-        lines.append(f"| [{_code(config)}](#{config}) | {_escape(CONFIG_ROWS[config])} | "
-                     f"`data/{config}/train-NNNNN-of-MMMMM.parquet` |")
+        lines.append(
+            f"| [{_code(config)}](#{config}) | {_escape(CONFIG_ROWS[config])} | "
+            f"`data/{config}/train-NNNNN-of-MMMMM.parquet` |"
+        )
     for config, schema in SCHEMAS.items():
         lines += ["", f"## `{config}` {{ #{config} }}", "", f"One row per {_escape(CONFIG_ROWS[config])}.", ""]
         lines += _columns_table(list(column_paths(schema)), COLUMNS[config], f"{config}.")
@@ -276,13 +301,17 @@ def data_reference() -> str:
 
 # ------------------------------------------------------------------ the quality gate
 
+
 def gate_defaults() -> dict:
     """The options the gate runs with when no flag is given (``run_gate``'s defaults)."""
     from sciga.quality.gate import run_gate
     from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
-    options = {name: p.default for name, p in inspect.signature(run_gate).parameters.items()
-               if p.default is not inspect.Parameter.empty}
+    options = {
+        name: p.default
+        for name, p in inspect.signature(run_gate).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
     options["max_pixels"] = options.get("max_pixels") or DEFAULT_MAX_PIXELS
     options.setdefault("max_pixels_source", "default")
     return options
@@ -299,8 +328,10 @@ def gate_expectations() -> list[tuple[str, str, str, str]]:
         try:
             expectations = table.expectations(options)
         except KeyError as e:
-            raise DocsError(f"the gate's suite {table.name!r} needs the option {e}, which run_gate has no default "
-                            "for; give it one in scripts/docs_gen.py gate_defaults()") from None
+            raise DocsError(
+                f"the gate's suite {table.name!r} needs the option {e}, which run_gate has no default "
+                "for; give it one in scripts/docs_gen.py gate_defaults()"
+            ) from None
         rows += [(table.name, table.config, table.what, e.description) for e in expectations]
     return rows
 
@@ -313,14 +344,19 @@ def gate_reference(arg: str | None = None) -> str:
         return str(len(rows) - 1)
     if arg:
         raise DocsError(f"unknown argument {arg!r} of sciga:gate (count, count-1, or none for the table)")
-    lines = [f"With its default options the gate checks **{len(rows)} expectations** over "
-             f"{len({r[0] for r in rows})} flat tables:", "",
-             "| flat table | config | expectation |", "|---|---|---|"]
+    lines = [
+        f"With its default options the gate checks **{len(rows)} expectations** over "
+        f"{len({r[0] for r in rows})} flat tables:",
+        "",
+        "| flat table | config | expectation |",
+        "|---|---|---|",
+    ]
     lines += [f"| {_code(t)} | {_code(c)} | {_escape(d)} |" for t, c, _, d in rows]
     return "\n".join(lines).strip() + "\n"
 
 
 # ------------------------------------------------------------------ image statuses
+
 
 def image_status_anchor(status: str) -> str:
     return _anchor(f"image-status {status}")
@@ -339,14 +375,20 @@ def image_status_reference(arg: str | None = None) -> str:
             return "no (not counted at all)"
         return "yes" if counts_as_missing(status) else "no"
 
-    lines = [f"{len(IMAGE_STATUSES)} values (`sciga.schemas.images.IMAGE_STATUSES`). **Figures without an image** "
-             "(the build summary, the dataset card, the quality gate's missing-image rate, `sciga evaluate`) are the "
-             f"rows whose status is none of {', '.join(_code(s) for s in (EMBEDDED, *sorted(ON_REQUEST), *sorted(BY_DESIGN)))}, "
-             f"out of the rows that are not {', '.join(_code(s) for s in sorted(BY_DESIGN))}.", "",
-             "| image_status | a figure without an image | what it means and what to do |", "|---|---|---|"]
+    lines = [
+        f"{len(IMAGE_STATUSES)} values (`sciga.schemas.images.IMAGE_STATUSES`). **Figures without an image** "
+        "(the build summary, the dataset card, the quality gate's missing-image rate, `sciga evaluate`) are the "
+        f"rows whose status is none of {', '.join(_code(s) for s in (EMBEDDED, *sorted(ON_REQUEST), *sorted(BY_DESIGN)))}, "
+        f"out of the rows that are not {', '.join(_code(s) for s in sorted(BY_DESIGN))}.",
+        "",
+        "| image_status | a figure without an image | what it means and what to do |",
+        "|---|---|---|",
+    ]
     for status, meaning in IMAGE_STATUSES.items():
-        lines.append(f'| <span id="{image_status_anchor(status)}"></span>{_code(status)} | {counted(status)} | '
-                     f"{_escape(meaning)} |")
+        lines.append(
+            f'| <span id="{image_status_anchor(status)}"></span>{_code(status)} | {counted(status)} | '
+            f"{_escape(meaning)} |"
+        )
     return "\n".join(lines).strip() + "\n"
 
 
@@ -380,23 +422,34 @@ def dead_letter_reference() -> str:
     for r in REASONS:
         stages += [s for s in r.stages if s not in stages]
     order = list(STAGE_TITLES) + [s for s in stages if s not in STAGE_TITLES]
-    lines = [f"{sum(len(r.error_types) * len(r.stages) for r in REASONS)} (stage, error type) pairs in "
-             f"{len([s for s in order if s in stages])} stages.", ""]
+    lines = [
+        f"{sum(len(r.error_types) * len(r.stages) for r in REASONS)} (stage, error type) pairs in "
+        f"{len([s for s in order if s in stages])} stages.",
+        "",
+    ]
     for stage in order:
         rows = [(t, r) for r in REASONS if stage in r.stages for t in r.error_types]
         if not rows:
             continue
         title = STAGE_TITLES.get(stage, stage)
-        lines += ["", f"### `{stage}`: {_escape(title)} {{ #stage-{_anchor(stage)} }}", "",
-                  "| error_type | shown in | what it means | what to do |", "|---|---|---|---|"]
+        lines += [
+            "",
+            f"### `{stage}`: {_escape(title)} {{ #stage-{_anchor(stage)} }}",
+            "",
+            "| error_type | shown in | what it means | what to do |",
+            "|---|---|---|---|",
+        ]
         for t, r in sorted(rows, key=lambda x: x[0]):
             anchor = dead_letter_anchor(stage, t)
-            lines.append(f'| <span id="{anchor}"></span>{_code(t)} | {_escape(", ".join(r.shown_in))} | '
-                         f"{_escape(r.meaning)} | {_escape(r.what_to_do)} |")
+            lines.append(
+                f'| <span id="{anchor}"></span>{_code(t)} | {_escape(", ".join(r.shown_in))} | '
+                f"{_escape(r.meaning)} | {_escape(r.what_to_do)} |"
+            )
     return "\n".join(lines).strip() + "\n"
 
 
 # ------------------------------------------------------------------ the code map
+
 
 def _docstring(path: Path) -> str:
     with warnings.catch_warnings():  # a module's own invalid escapes are not the docs' business
@@ -441,24 +494,41 @@ def _flow_rank(package: str, layers: list[list[str]]) -> float:
         return rank
     if "." not in package:  # the root package: after everything it holds
         return len(layers) + 2
-    children = [len(layers) - 1 - i for i, layer in enumerate(layers) for name in layer if name.startswith(package + ".")]
+    children = [
+        len(layers) - 1 - i for i, layer in enumerate(layers) for name in layer if name.startswith(package + ".")
+    ]
     return min(children) - 0.5 if children else len(layers) + 1
 
 
 def code_map() -> str:
     layers = import_layers()
-    lines = ["### Import layers", "",
-             "From `pyproject.toml` (the import-linter contract `scripts/lint.sh` checks), top first: a package may "
-             "import the layers below its own, never those above; packages in one layer are independent of each "
-             "other.", "", "| layer | packages | may import |", "|---|---|---|"]
+    lines = [
+        "### Import layers",
+        "",
+        "From `pyproject.toml` (the import-linter contract `scripts/lint.sh` checks), top first: a package may "
+        "import the layers below its own, never those above; packages in one layer are independent of each "
+        "other.",
+        "",
+        "| layer | packages | may import |",
+        "|---|---|---|",
+    ]
     for i, layer in enumerate(layers):
-        below = "nothing of ours" if i == len(layers) - 1 else f"layers {i + 2}-{len(layers)}" \
-            if i < len(layers) - 2 else f"layer {len(layers)}"
+        below = (
+            "nothing of ours"
+            if i == len(layers) - 1
+            else f"layers {i + 2}-{len(layers)}"
+            if i < len(layers) - 2
+            else f"layer {len(layers)}"
+        )
         lines.append(f"| {i + 1} | {', '.join(_code(n) for n in layer)} | {below} |")
     pkgs = sorted(packages(), key=lambda p: (_flow_rank(p[0], layers), p[0]))
-    lines += ["", "### Packages and modules", "",
-              "Lowest layer first, in the order data flows. Each line is the first paragraph of the package's or "
-              "module's docstring."]
+    lines += [
+        "",
+        "### Packages and modules",
+        "",
+        "Lowest layer first, in the order data flows. Each line is the first paragraph of the package's or "
+        "module's docstring.",
+    ]
     for name, folder in pkgs:
         rel = folder.relative_to(ROOT).as_posix()
         init = folder / "__init__.py"
@@ -471,6 +541,7 @@ def code_map() -> str:
 
 
 # ------------------------------------------------------------------ the README as the home page
+
 
 def readme_for_site(arg: str | None = None) -> str:
     """README.md without its title, its links into docs/ made relative to the site root."""

@@ -10,6 +10,7 @@
 
 Problems are logged as warnings, so ``mkdocs build --strict`` (CI) fails on them.
 """
+
 from __future__ import annotations
 
 import glob
@@ -28,8 +29,24 @@ sys.modules["docs_gen"] = docs_gen
 _spec.loader.exec_module(docs_gen)
 
 # Folders of the repository: a backticked path starting with one of them names a tracked file.
-_REPO_DIRS = ("schemas", "transforms", "explore", "quality", "training", "publish", "pipelines", "samples", "sciga",
-              "bench", "tests", "scripts", "docker", "notebooks", "docs", ".ci")
+_REPO_DIRS = (
+    "schemas",
+    "transforms",
+    "explore",
+    "quality",
+    "training",
+    "publish",
+    "pipelines",
+    "samples",
+    "sciga",
+    "bench",
+    "tests",
+    "scripts",
+    "docker",
+    "notebooks",
+    "docs",
+    ".ci",
+)
 _PATH_RE = re.compile(r"`((?:" + "|".join(re.escape(d) for d in _REPO_DIRS) + r")/[^`\s:]*)")
 _FENCE_RE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 

@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ruff check .
+ruff format --check .   # the one code style (pyproject.toml [tool.ruff])
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

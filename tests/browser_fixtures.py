@@ -13,6 +13,7 @@ The browser runs with --headless --no-sandbox --disable-gpu --disable-background
 --disable-component-update --disable-sync --no-first-run and a fresh --user-data-dir, and
 is stopped (by its pid) when the fixture ends.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,8 +30,18 @@ import pytest
 from quality_fixtures import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--mute-audio",
+)
 
 
 def chromium_path() -> Optional[str]:
@@ -89,9 +100,14 @@ class Page:
         """The whole page (not just the viewport), as PNG."""
         metrics = self.send("Page.getLayoutMetrics")
         size = metrics.get("cssContentSize") or metrics["contentSize"]
-        shot = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                    "clip": {"x": 0, "y": 0, "width": size["width"],
-                                                             "height": min(size["height"], 16000), "scale": 1}})
+        shot = self.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], 16000), "scale": 1},
+            },
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path
@@ -101,22 +117,35 @@ class Browser:
     def __init__(self, profile: Path):
         exe = chromium_path()
         if exe is None:
-            pytest.fail("no Chromium found: run scripts/setup.sh (it installs Debian's `chromium` package) "
-                        "or point SCIGA_CHROMIUM at a Chromium binary.")
+            pytest.fail(
+                "no Chromium found: run scripts/setup.sh (it installs Debian's `chromium` package) "
+                "or point SCIGA_CHROMIUM at a Chromium binary."
+            )
         import aiohttp
 
         self.loop = None
         self.session = None
         self.profile = profile
-        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                                      "--window-size=1280,1600", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                *FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-port=0",
+                "--window-size=1280,1600",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.close()
-                pytest.fail(f"Chromium did not start ({exe}); run it by hand with the flags in tests/browser_fixtures.py")
+                pytest.fail(
+                    f"Chromium did not start ({exe}); run it by hand with the flags in tests/browser_fixtures.py"
+                )
             time.sleep(0.05)
         self.port = int(port_file.read_text().splitlines()[0])
         self.loop = asyncio.new_event_loop()

@@ -8,6 +8,7 @@ https://info.arxiv.org/help/bulk_data_s3.html for the format). ``S3Server`` runs
 server mode (``moto.server.ThreadedMotoServer``: a real HTTP endpoint speaking the S3
 protocol) on a free loopback port; ``upload(dir, bucket, prefix)`` copies a folder into it.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,14 +22,19 @@ from typing import Optional
 
 from sources_fixtures import tar_gz_of, traversal_tarball
 
-TEX = (b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\section{Intro}"
-       b"See Figure~\\ref{f}.\\begin{figure}\\includegraphics{fig.png}\\caption{A plot.}\\label{f}\\end{figure}"
-       b"\\end{document}\n")
+TEX = (
+    b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\section{Intro}"
+    b"See Figure~\\ref{f}.\\begin{figure}\\includegraphics{fig.png}\\caption{A plot.}\\label{f}\\end{figure}"
+    b"\\end{document}\n"
+)
 
 
 def paper_tar(pid: str, pad: int = 0) -> bytes:
     """A normal e-print: main.tex + a figure (+ ``pad`` incompressible bytes, for size)."""
-    files = {"main.tex": TEX.replace(b"Intro", f"Intro of {pid}".encode()), "fig.png": b"\x89PNG\r\n\x1a\n" + pid.encode()}
+    files = {
+        "main.tex": TEX.replace(b"Intro", f"Intro of {pid}".encode()),
+        "fig.png": b"\x89PNG\r\n\x1a\n" + pid.encode(),
+    }
     if pad:
         files["data.bin"] = hashlib.shake_256(pid.encode()).digest(pad)
     return tar_gz_of(files)
@@ -60,8 +66,15 @@ def tar_bytes(members: list[tuple[str, bytes]], *, extra: Optional[list[tarfile.
     return raw.getvalue()
 
 
-def write_bulk(root: Path, tars: dict[str, list[tuple[str, bytes]]], *, yymm_of=None,
-               corrupt: tuple[str, ...] = (), flat: bool = False, extra: Optional[dict] = None) -> Path:
+def write_bulk(
+    root: Path,
+    tars: dict[str, list[tuple[str, bytes]]],
+    *,
+    yymm_of=None,
+    corrupt: tuple[str, ...] = (),
+    flat: bool = False,
+    extra: Optional[dict] = None,
+) -> Path:
     """Write tars {"2101_001": [(member name, bytes), ...]} and the manifest. Tars named in
     ``corrupt`` get one byte flipped after their md5 went into the manifest. Returns the
     folder holding the manifest (``root/src``)."""
@@ -83,12 +96,20 @@ def write_bulk(root: Path, tars: dict[str, list[tuple[str, bytes]]], *, yymm_of=
         (src / name).write_bytes(data)
     xml = ["<?xml version='1.0' standalone='yes'?>", "<arXivSRC>"]
     for name, yymm, seq, md5, size, items, content in files:
-        xml += ["  <file>", f"    <content_md5sum>{content}</content_md5sum>",
-                f"    <filename>{name if flat else 'src/' + name}</filename>",
-                f"    <first_item>{items[0]}</first_item>", f"    <last_item>{items[-1]}</last_item>",
-                f"    <md5sum>{md5}</md5sum>", f"    <num_items>{len(items)}</num_items>",
-                f"    <seq_num>{seq}</seq_num>", f"    <size>{size}</size>",
-                "    <timestamp>2021-02-03 04:05:06</timestamp>", f"    <yymm>{yymm}</yymm>", "  </file>"]
+        xml += [
+            "  <file>",
+            f"    <content_md5sum>{content}</content_md5sum>",
+            f"    <filename>{name if flat else 'src/' + name}</filename>",
+            f"    <first_item>{items[0]}</first_item>",
+            f"    <last_item>{items[-1]}</last_item>",
+            f"    <md5sum>{md5}</md5sum>",
+            f"    <num_items>{len(items)}</num_items>",
+            f"    <seq_num>{seq}</seq_num>",
+            f"    <size>{size}</size>",
+            "    <timestamp>2021-02-03 04:05:06</timestamp>",
+            f"    <yymm>{yymm}</yymm>",
+            "  </file>",
+        ]
     xml.append("</arXivSRC>")
     (src / "arXiv_src_manifest.xml").write_text("\n".join(xml) + "\n")
     return src
@@ -105,17 +126,20 @@ def standard_bulk(root: Path) -> Path:
     0601_001: astro-ph/0601001 (old-style id), normal
     """
     tars = {
-        "2101_001": [("2101/2101.00001.gz", paper_tar("2101.00001")),
-                     ("2101/2101.00002.pdf", b"%PDF-1.5\n% a PDF-only submission\n%%EOF\n"),
-                     ("2101/2101.00003.gz", gzip.compress(TEX, mtime=0)),
-                     ("2101/2101.00004.gz", bad_gzip()),
-                     ("2101/2101.00005.gz", traversal_tarball())],
-        "2101_002": [("2101/2101.00006.gz", paper_tar("2101.00006")),
-                     ("2101/2101.00007.gz", paper_tar("2101.00007")),
-                     ("2101/2101.00008.gz", paper_tar("2101.00008")),
-                     ("../../2101.00009.gz", paper_tar("2101.00009"))],
-        "2102_001": [("2102/2102.00001.gz", paper_tar("2102.00001")),
-                     ("2102/2102.00002.gz", paper_tar("2102.00002"))],
+        "2101_001": [
+            ("2101/2101.00001.gz", paper_tar("2101.00001")),
+            ("2101/2101.00002.pdf", b"%PDF-1.5\n% a PDF-only submission\n%%EOF\n"),
+            ("2101/2101.00003.gz", gzip.compress(TEX, mtime=0)),
+            ("2101/2101.00004.gz", bad_gzip()),
+            ("2101/2101.00005.gz", traversal_tarball()),
+        ],
+        "2101_002": [
+            ("2101/2101.00006.gz", paper_tar("2101.00006")),
+            ("2101/2101.00007.gz", paper_tar("2101.00007")),
+            ("2101/2101.00008.gz", paper_tar("2101.00008")),
+            ("../../2101.00009.gz", paper_tar("2101.00009")),
+        ],
+        "2102_001": [("2102/2102.00001.gz", paper_tar("2102.00001")), ("2102/2102.00002.gz", paper_tar("2102.00002"))],
         "0601_001": [("0601/astro-ph0601001.gz", paper_tar("astro-ph/0601001"))],
     }
     return write_bulk(root, tars, corrupt=("2102_001",))
@@ -163,15 +187,24 @@ class S3Server:
 
     def storage_options(self) -> dict:
         """What s3fs needs to talk to this server instead of AWS (dummy credentials)."""
-        return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": self.url, "region_name": "us-east-1"},
-                "skip_instance_cache": True}
+        return {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": self.url, "region_name": "us-east-1"},
+            "skip_instance_cache": True,
+        }
 
     def upload(self, folder: Path, bucket: str, prefix: str = "") -> None:
         import boto3
         import s3fs
 
-        client = boto3.client("s3", endpoint_url=self.url, region_name="us-east-1", aws_access_key_id="testing",
-                              aws_secret_access_key="testing")
+        client = boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         if bucket not in {b["Name"] for b in client.list_buckets().get("Buckets", [])}:
             client.create_bucket(Bucket=bucket)
         fs = s3fs.S3FileSystem(**self.storage_options())

@@ -17,6 +17,7 @@ Test modules import the fixture modules here as top-level modules (``from confte
 ROOT``, ``from quality_fixtures import ...``): pytest.ini puts ``tests/`` on ``sys.path``, and
 test module basenames are unique across the folders (``test_code_policy`` checks it).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,13 +53,19 @@ _skips: list = []
 
 def pytest_runtest_setup(item):
     if item.get_closest_marker("corpus") and not CORPUS.is_dir():
-        pytest.fail(f"{item.nodeid} needs the shared corpus, expected at {CORPUS}: CI has it beside the checkout "
-                    "(../shared/corpus); set SCIGA_CORPUS to where yours is.", pytrace=False)
+        pytest.fail(
+            f"{item.nodeid} needs the shared corpus, expected at {CORPUS}: CI has it beside the checkout "
+            "(../shared/corpus); set SCIGA_CORPUS to where yours is.",
+            pytrace=False,
+        )
     marker = item.get_closest_marker("tool")
-    for tool in (marker.args if marker else ()):
+    for tool in marker.args if marker else ():
         if shutil.which(tool) is None:
-            pytest.fail(f"{item.nodeid} needs `{tool}`, which is not installed: run `bash scripts/setup.sh` "
-                        "(it installs poppler-utils, ghostscript, latexml, imagemagick and chromium).", pytrace=False)
+            pytest.fail(
+                f"{item.nodeid} needs `{tool}`, which is not installed: run `bash scripts/setup.sh` "
+                "(it installs poppler-utils, ghostscript, latexml, imagemagick and chromium).",
+                pytrace=False,
+            )
 
 
 def pytest_runtest_logreport(report):
@@ -75,11 +82,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     bad = [(n, why) for n, why in _skips if not any(a in why for a in ALLOWED_SKIPS)]
-    terminalreporter.write_line(f"skipped tests: {len(_skips)}, {len(_skips) - len(bad)} of them allowed "
-                                f"(only these platform reasons are: {' / '.join(map(repr, ALLOWED_SKIPS))})")
+    terminalreporter.write_line(
+        f"skipped tests: {len(_skips)}, {len(_skips) - len(bad)} of them allowed "
+        f"(only these platform reasons are: {' / '.join(map(repr, ALLOWED_SKIPS))})"
+    )
     for n, why in bad:
-        terminalreporter.write_line(f"NOT ALLOWED: {n} skipped ({why}); a test needs what CI has, or fails saying so",
-                                    red=True)
+        terminalreporter.write_line(
+            f"NOT ALLOWED: {n} skipped ({why}); a test needs what CI has, or fails saying so", red=True
+        )
 
 
 # A call that runs a whole build or the CLI as a subprocess: the in-process build entry points,
@@ -88,7 +98,8 @@ _BUILD_CALL = re.compile(
     r"\b(run_build|_run_build|_build|build_sample|build_checked|run_cli|sciga_cmd|run_watched|run_notebook)\("
     r"|\bmain\(\s*\[\s*[\"'](build|update)[\"']"
     r"|[\"']-m[\"'],\s*[\"']sciga[\"']"
-    r"|\[\s*[\"']sciga[\"'],")
+    r"|\[\s*[\"']sciga[\"'],"
+)
 _CALLED_NAME = re.compile(r"\b([A-Za-z_]\w*)\(")
 
 
@@ -107,8 +118,12 @@ def _runs_a_build(func, depth: int = 2) -> bool:
         return False
     for name in set(_CALLED_NAME.findall(src)):
         helper = getattr(module, name, None)
-        if (inspect.isfunction(helper) and helper is not func and helper.__module__ == module.__name__
-                and _runs_a_build(helper, depth - 1)):
+        if (
+            inspect.isfunction(helper)
+            and helper is not func
+            and helper.__module__ == module.__name__
+            and _runs_a_build(helper, depth - 1)
+        ):
             return True
     return False
 
@@ -155,8 +170,11 @@ def _unit_tier_guard(request, monkeypatch):
     import subprocess
 
     def refuse(what: str):
-        pytest.fail(f"{request.node.nodeid} runs {what}, which belongs to the e2e tier: mark it "
-                    "@pytest.mark.e2e (or move it to tests/e2e/).", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid} runs {what}, which belongs to the e2e tier: mark it "
+            "@pytest.mark.e2e (or move it to tests/e2e/).",
+            pytrace=False,
+        )
 
     build_module = sys.modules.get("sciga.pipelines.build")
     if build_module is not None:
@@ -193,8 +211,9 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
     if env:
         e.update(env)
-    return subprocess.run([sys.executable, "-m", "sciga", *args], cwd=str(ROOT), env=e, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sciga", *args], cwd=str(ROOT), env=e, capture_output=True, text=True, timeout=timeout
+    )
 
 
 @contextlib.contextmanager
@@ -256,8 +275,19 @@ def gs_sample_inputs(gcs_server) -> dict:
 
 
 def sample_build_args(inputs: dict, output: str) -> list[str]:
-    return ["--input", inputs["html"], "--metadata", inputs["meta"], "--tex-input", inputs["tex"], "--output", output,
-            "--workers", "1", "--quiet"]
+    return [
+        "--input",
+        inputs["html"],
+        "--metadata",
+        inputs["meta"],
+        "--tex-input",
+        inputs["tex"],
+        "--output",
+        output,
+        "--workers",
+        "1",
+        "--quiet",
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ Steps (each a `sciga build` subprocess; RESULT.json gets what each one did):
    and ends reconciled with the same shards as the first build.
 RLIMIT_FSIZE is not used: it gives EFBIG (file too large), not a full disk (ENOSPC).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,9 +53,27 @@ def build(inp: Path, out: Path, workers: str, *extra: str, timeout: float = 300)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     t0 = time.time()
     try:
-        p = subprocess.run([sys.executable, "-m", "sciga", "build", "--input", str(inp), "--output", str(out),
-                            "--workers", workers, "--quiet", *extra], env=env, cwd=str(ROOT), capture_output=True,
-                           text=True, timeout=timeout)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sciga",
+                "build",
+                "--input",
+                str(inp),
+                "--output",
+                str(out),
+                "--workers",
+                workers,
+                "--quiet",
+                *extra,
+            ],
+            env=env,
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         rc, err = p.returncode, p.stderr
     except subprocess.TimeoutExpired as e:
         rc, err = None, (e.stderr or b"").decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
@@ -80,7 +99,9 @@ def main(work: Path, workers: str, result_path: Path) -> None:
     sh("mount", "-o", f"remount,size={res['used_kib'] + 512}k", str(disk))
     res["rebuild_full"] = build(inp, out, workers, "--rebuild")
     res["intact"] = digests(out) == first
-    res["staging_after_failure"] = sorted(p.name for p in (out / ".staging").iterdir()) if (out / ".staging").exists() else None
+    res["staging_after_failure"] = (
+        sorted(p.name for p in (out / ".staging").iterdir()) if (out / ".staging").exists() else None
+    )
     sh("mount", "-o", "remount,size=200m", str(disk))
     res["resume"] = build(inp, out, workers)
     res["same_shards"] = shard_digests(out) == {k: v for k, v in first.items() if k.startswith("data/")}

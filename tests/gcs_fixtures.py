@@ -9,6 +9,7 @@
   (no metadata-server probe, no token refresh: nothing goes beyond 127.0.0.1).
 * ``gcs_env``: the environment both need, for this process and every subprocess.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,24 @@ class GcsEmulator:
     def start(self) -> GcsEmulator:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [str(emulator_binary()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
-             "-port", str(self.port), "-external-url", self.url, "-log-level", "warn"],
-            stdout=self._log, stderr=subprocess.STDOUT)
+            [
+                str(emulator_binary()),
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+                "-port",
+                str(self.port),
+                "-external-url",
+                self.url,
+                "-log-level",
+                "warn",
+            ],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -86,10 +102,19 @@ def write_adc(path: Path) -> Path:
     (an ``authorized_user`` file), holding an access token valid until 2099: gcsfs and Beam's
     GCS client find and use them as they would a user's, and never need to refresh them, so
     nothing asks Google's token endpoint (or anything beyond 127.0.0.1)."""
-    path.write_text(json.dumps({"type": "authorized_user", "client_id": "sciga-test.apps.googleusercontent.com",
-                                "client_secret": "sciga-test-secret", "refresh_token": "sciga-test-refresh-token",
-                                "token": FAKE_ACCESS_TOKEN, "expiry": "2099-01-01T00:00:00Z",
-                                "quota_project_id": "sciga-test"}))
+    path.write_text(
+        json.dumps(
+            {
+                "type": "authorized_user",
+                "client_id": "sciga-test.apps.googleusercontent.com",
+                "client_secret": "sciga-test-secret",
+                "refresh_token": "sciga-test-refresh-token",
+                "token": FAKE_ACCESS_TOKEN,
+                "expiry": "2099-01-01T00:00:00Z",
+                "quota_project_id": "sciga-test",
+            }
+        )
+    )
     return path
 
 

@@ -15,6 +15,7 @@
 Used by tests/e2e/test_hostile_inputs.py (one minimal input per class, and a seeded fuzz test
 of a few dozen inputs) and bench/fuzz.py (the longer run).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,10 +34,11 @@ from pathlib import Path
 from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
-GB = 1024 ** 3
+GB = 1024**3
 
 
 # ------------------------------------------------------------------ running and measuring
+
 
 @dataclass
 class Watched:
@@ -75,15 +77,27 @@ def _tree_rss(proc) -> int:
     return total
 
 
-def run_watched(cmd: list[str], timeout: float, env: Optional[dict] = None, cwd: Optional[str] = None,
-                on_tick: Optional[Callable] = None) -> Watched:
+def run_watched(
+    cmd: list[str],
+    timeout: float,
+    env: Optional[dict] = None,
+    cwd: Optional[str] = None,
+    on_tick: Optional[Callable] = None,
+) -> Watched:
     """Run ``cmd`` in its own process group; the whole group is killed at ``timeout``.
     ``on_tick(psutil.Process)`` is called at each sample (fault injection hooks in there)."""
     import psutil
 
     t0 = time.time()
-    proc = subprocess.Popen(cmd, cwd=cwd or str(ROOT), env=env or cli_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd or str(ROOT),
+        env=env or cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        text=True,
+    )
     ps = psutil.Process(proc.pid)
     peak, timed_out = 0, False
     import threading
@@ -93,8 +107,10 @@ def run_watched(cmd: list[str], timeout: float, env: Optional[dict] = None, cwd:
     def pump(name, stream):
         out[name] = stream.read()
 
-    threads = [threading.Thread(target=pump, args=("stdout", proc.stdout), daemon=True),
-               threading.Thread(target=pump, args=("stderr", proc.stderr), daemon=True)]
+    threads = [
+        threading.Thread(target=pump, args=("stdout", proc.stdout), daemon=True),
+        threading.Thread(target=pump, args=("stderr", proc.stderr), daemon=True),
+    ]
     for t in threads:
         t.start()
     while proc.poll() is None:
@@ -179,6 +195,7 @@ def bytes_leaked(out: Path, secrets: list[bytes]) -> list[str]:
 
 # ------------------------------------------------------------------ the build's accounting
 
+
 def build_rows(out: Path) -> tuple[list[dict], list[dict]]:
     """(papers [{id, input_uri}], dead letters [{paper_id, stage, error_type, message, input_uri, scope}])."""
     import pyarrow.parquet as pq
@@ -208,6 +225,7 @@ def accounted(out: Path, listed: set[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------ mutations
+
 
 def corpus_pages(corpus: Path) -> list[Path]:
     pages = sorted((corpus / "latexml").glob("*.html")) + sorted((corpus / "html").glob("*.html"))
@@ -284,8 +302,16 @@ class Mutations:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def _page(self, name: str, data: bytes, pid: Optional[str] = None, expect: str = "paper",
-              kind: Optional[str] = None, dead_types: tuple = (), sidecar: bool = True) -> Path:
+    def _page(
+        self,
+        name: str,
+        data: bytes,
+        pid: Optional[str] = None,
+        expect: str = "paper",
+        kind: Optional[str] = None,
+        dead_types: tuple = (),
+        sidecar: bool = True,
+    ) -> Path:
         pid = pid or f"2490.{self.n:05d}"  # the id the caller just put in the name
         d = self._folder(pid)
         page = d / name
@@ -372,12 +398,14 @@ class Mutations:
         def src(d: Path) -> str:
             (d / "x1.png").symlink_to(self.canary_png)
             return "x1.png"
+
         self._image_page(src, "image_link_out", "outside_input")
 
     def image_fifo(self):
         def src(d: Path) -> str:
             os.mkfifo(d / "x1.png")
             return "x1.png"
+
         self._image_page(src, "image_fifo", "not_a_file")
 
     def image_src_escape(self):
@@ -387,22 +415,51 @@ class Mutations:
 
     def sidecar_link_out(self):
         pid = self._id()
-        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_link_out", expect="dead",
-                          dead_types=("outside_input",), sidecar=False)
+        page = self._page(
+            f"{pid}.html",
+            self._base(),
+            pid=pid,
+            kind="sidecar_link_out",
+            expect="dead",
+            dead_types=("outside_input",),
+            sidecar=False,
+        )
         (page.parent / f"{pid}.meta.json").symlink_to(self.canary_json)
 
     def sidecar_fifo(self):
         pid = self._id()
-        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_fifo", expect="dead",
-                          dead_types=("not_a_file",), sidecar=False)
+        page = self._page(
+            f"{pid}.html",
+            self._base(),
+            pid=pid,
+            kind="sidecar_fifo",
+            expect="dead",
+            dead_types=("not_a_file",),
+            sidecar=False,
+        )
         os.mkfifo(page.parent / f"{pid}.meta.json")
 
     def sidecar_wrong_types(self):
         pid = self._id()
-        page = self._page(f"{pid}.html", self._base(), pid=pid, kind="sidecar_wrong_types", expect="dead",
-                          dead_types=("bad_metadata",), sidecar=False)
-        bad = self.rng.choice([{"id": 12345}, {"id": pid, "authors": "A. Author"}, {"id": pid, "categories": [1, 2]},
-                               {"id": pid, "conference": {"year": "twenty"}}, [pid], {"id": pid, "title": {"x": 1}}])
+        page = self._page(
+            f"{pid}.html",
+            self._base(),
+            pid=pid,
+            kind="sidecar_wrong_types",
+            expect="dead",
+            dead_types=("bad_metadata",),
+            sidecar=False,
+        )
+        bad = self.rng.choice(
+            [
+                {"id": 12345},
+                {"id": pid, "authors": "A. Author"},
+                {"id": pid, "categories": [1, 2]},
+                {"id": pid, "conference": {"year": "twenty"}},
+                [pid],
+                {"id": pid, "title": {"x": 1}},
+            ]
+        )
         (page.parent / f"{pid}.meta.json").write_text(json.dumps(bad))
 
     def tex_link_out(self):
@@ -426,8 +483,12 @@ class Mutations:
         self._page(f"{self._id()}.html", b"", kind="empty", expect="dead")
 
     def not_html(self):
-        self._page(f"{self._id()}.html", self.rng.choice([b"%PDF-1.7\n" + os.urandom(2000), os.urandom(5000)]),
-                   kind="not_html", expect="dead")
+        self._page(
+            f"{self._id()}.html",
+            self.rng.choice([b"%PDF-1.7\n" + os.urandom(2000), os.urandom(5000)]),
+            kind="not_html",
+            expect="dead",
+        )
 
     def gzip_bomb(self, inflated_mb: int = 64):
         import zlib
@@ -467,9 +528,11 @@ class Mutations:
         self._page(f"{self._id()}.html", data[:i] + nest + data[i:], kind="deep_nesting", expect="any")
 
     def entity_bomb(self):
-        dtd = (b'<?xml version="1.0"?><!DOCTYPE html [<!ENTITY a "aaaaaaaaaa">'
-               + b"".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">'.encode() for p, c in zip("abcdefgh", "bcdefghi"))
-               + b"]>")
+        dtd = (
+            b'<?xml version="1.0"?><!DOCTYPE html [<!ENTITY a "aaaaaaaaaa">'
+            + b"".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">'.encode() for p, c in zip("abcdefgh", "bcdefghi"))
+            + b"]>"
+        )
         data = dtd + self._base().replace(b"<body>", b"<body>&i;", 1)
         self._page(f"{self._id()}.html", data, kind="entity_bomb", expect="any")
 
@@ -478,18 +541,46 @@ class Mutations:
         self._page(f"{self._id()}.html", data, kind="bad_encoding", expect="any")
 
     def many_figures(self, n: int = 3000):
-        figs = b"".join(f'<figure id="S9.F{i}" class="ltx_figure"><img src="x{i}.png"><figcaption class="ltx_caption">'
-                        f'<span class="ltx_tag ltx_tag_figure">Figure {i}: </span>Fig {i}</figcaption></figure>'.encode()
-                        for i in range(1, n + 1))
+        figs = b"".join(
+            f'<figure id="S9.F{i}" class="ltx_figure"><img src="x{i}.png"><figcaption class="ltx_caption">'
+            f'<span class="ltx_tag ltx_tag_figure">Figure {i}: </span>Fig {i}</figcaption></figure>'.encode()
+            for i in range(1, n + 1)
+        )
         data = self._base()
         i = data.find(b"</article>")
         self._page(f"{self._id()}.html", data[:i] + figs + data[i:], kind="many_figures")
 
-    KINDS = ("name_newline", "name_chain", "name_unicode_space", "name_long", "name_leading_dash", "fifo_page",
-             "page_link_out", "broken_link_page", "dir_named_html", "link_loops", "page_alias_link", "image_link_out",
-             "image_fifo", "image_src_escape", "sidecar_link_out", "sidecar_fifo", "sidecar_wrong_types", "tex_link_out",
-             "truncated", "bitflips", "empty", "not_html", "gzip_bomb", "caption_mentions", "huge_alttext",
-             "deep_nesting", "entity_bomb", "bad_encoding", "many_figures")
+    KINDS = (
+        "name_newline",
+        "name_chain",
+        "name_unicode_space",
+        "name_long",
+        "name_leading_dash",
+        "fifo_page",
+        "page_link_out",
+        "broken_link_page",
+        "dir_named_html",
+        "link_loops",
+        "page_alias_link",
+        "image_link_out",
+        "image_fifo",
+        "image_src_escape",
+        "sidecar_link_out",
+        "sidecar_fifo",
+        "sidecar_wrong_types",
+        "tex_link_out",
+        "truncated",
+        "bitflips",
+        "empty",
+        "not_html",
+        "gzip_bomb",
+        "caption_mentions",
+        "huge_alttext",
+        "deep_nesting",
+        "entity_bomb",
+        "bad_encoding",
+        "many_figures",
+    )
 
     def plant(self, count: int) -> list[Planted]:
         """``count`` inputs, every kind once before any kind twice (seeded order)."""
@@ -506,9 +597,17 @@ class Mutations:
         return {p.uri for p in self.planted if p.uri is not None}
 
 
-def build_checked(m: Mutations, out: Path, *extra: str, workers: str = "1", timeout: float = 600,
-                  rss_bound: int = int(1.5 * GB), expect_rc: int = 0, env: Optional[dict] = None,
-                  on_tick: Optional[Callable] = None) -> Watched:
+def build_checked(
+    m: Mutations,
+    out: Path,
+    *extra: str,
+    workers: str = "1",
+    timeout: float = 600,
+    rss_bound: int = int(1.5 * GB),
+    expect_rc: int = 0,
+    env: Optional[dict] = None,
+    on_tick: Optional[Callable] = None,
+) -> Watched:
     """`sciga build` over the planted inputs, as a user runs it, with the issue's checks:
     exit status, no hang, peak RSS of the process tree, no canary opened or leaked, every
     input a paper or a dead letter, each planted input as it must come out."""

@@ -3,6 +3,7 @@
 They reproduce the markup variants listed in ../shared/corpus/SOURCES.md (Perl 0.8.x and
 oxide) in a few lines each, so one test names one construct.
 """
+
 from __future__ import annotations
 
 PERL_HEAD = """<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8">
@@ -38,13 +39,17 @@ def oxide_page(body: str, pid: str = "2401.00001") -> bytes:
 
 
 def section(sid: str, number: str, title: str, body: str, cls: str = "ltx_section", h: str = "h2") -> str:
-    return (f'<section id="{sid}" class="{cls}"><{h} class="ltx_title ltx_title_section">'
-            f'<span class="ltx_tag ltx_tag_section">{number} </span>{title}</{h}>{body}</section>')
+    return (
+        f'<section id="{sid}" class="{cls}"><{h} class="ltx_title ltx_title_section">'
+        f'<span class="ltx_tag ltx_tag_section">{number} </span>{title}</{h}>{body}</section>'
+    )
 
 
 def figure(fid: str, number: int | str, caption: str, inner: str, cls: str = "ltx_figure") -> str:
-    return (f'<figure id="{fid}" class="{cls}">{inner}<figcaption class="ltx_caption ltx_centering">'
-            f'<span class="ltx_tag ltx_tag_figure">Figure {number}: </span>{caption}</figcaption></figure>')
+    return (
+        f'<figure id="{fid}" class="{cls}">{inner}<figcaption class="ltx_caption ltx_centering">'
+        f'<span class="ltx_tag ltx_tag_figure">Figure {number}: </span>{caption}</figcaption></figure>'
+    )
 
 
 def img(src: str, iid: str = "", w: int = 400, h: int = 300) -> str:

@@ -7,6 +7,7 @@ upload LFS objects (batch API + a presigned-style PUT URL on the same server), c
 chain of commits, each a full snapshot of path -> blob. Faults can be injected, and every
 request is recorded (method, path; never headers) so tests can assert what was sent.
 """
+
 from __future__ import annotations
 
 import base64
@@ -171,8 +172,11 @@ class FakeHub:
         return False
 
     def writes(self) -> list:
-        return [(m, p) for m, p in self.requests if m in ("POST", "PUT") and not p.endswith(("/paths-info", "/validate-yaml"))
-                and "/paths-info/" not in p]
+        return [
+            (m, p)
+            for m, p in self.requests
+            if m in ("POST", "PUT") and not p.endswith(("/paths-info", "/validate-yaml")) and "/paths-info/" not in p
+        ]
 
     def commits(self, repo_id: str, repo_type: str = "dataset") -> list:
         repo = self.repos[(repo_type, repo_id)]
@@ -206,7 +210,7 @@ class FakeHub:
             content = json.loads(body)["content"]
             try:
                 if content.startswith("---\n"):
-                    yaml.safe_load(content[4:content.index("\n---\n", 4)])
+                    yaml.safe_load(content[4 : content.index("\n---\n", 4)])
             except (yaml.YAMLError, ValueError) as e:
                 return 400, {}, {"errors": [{"message": f"invalid YAML: {e}"}]}
             return 200, {}, {"errors": [], "warnings": []}
@@ -246,16 +250,28 @@ class FakeHub:
         for o in d["objects"]:
             entry = {"oid": o["oid"], "size": o["size"], "authenticated": True}
             if o["oid"] not in self.lfs:
-                entry["actions"] = {"upload": {"href": f"{self.url}/lfs-upload/{o['oid']}", "header": {}},
-                                    "verify": {"href": f"{self.url}/lfs-verify", "header": {}}}
+                entry["actions"] = {
+                    "upload": {"href": f"{self.url}/lfs-upload/{o['oid']}", "header": {}},
+                    "verify": {"href": f"{self.url}/lfs-verify", "header": {}},
+                }
             objects.append(entry)
         self.authorized_writes += 1
         return 200, {"Content-Type": "application/vnd.git-lfs+json"}, {"transfer": "basic", "objects": objects}
 
     def _info(self, repo: Repo, commit: Commit) -> dict:
-        return {"id": repo.repo_id, "sha": commit.oid, "private": repo.private, "disabled": False, "gated": False,
-                "downloads": 0, "likes": 0, "tags": [], "lastModified": "2026-01-01T00:00:00.000Z",
-                "siblings": [{"rfilename": p} for p in sorted(commit.files)], "cardData": {}}
+        return {
+            "id": repo.repo_id,
+            "sha": commit.oid,
+            "private": repo.private,
+            "disabled": False,
+            "gated": False,
+            "downloads": 0,
+            "likes": 0,
+            "tags": [],
+            "lastModified": "2026-01-01T00:00:00.000Z",
+            "siblings": [{"rfilename": p} for p in sorted(commit.files)],
+            "cardData": {},
+        }
 
     def _tree_entries(self, commit: Commit, prefix: str, recursive: bool) -> list:
         prefix = prefix.strip("/")
@@ -263,7 +279,7 @@ class FakeHub:
         for p in sorted(commit.files):
             if prefix and not p.startswith(prefix + "/"):
                 continue
-            rest = p[len(prefix) + 1:] if prefix else p
+            rest = p[len(prefix) + 1 :] if prefix else p
             if "/" in rest and not recursive:
                 dirs.add((prefix + "/" if prefix else "") + rest.split("/", 1)[0])
                 continue
@@ -291,8 +307,16 @@ class FakeHub:
             return 200, {}, self._info(repo, commit)
         if method == "GET" and action == "refs":
             ref = lambda name, kind, oid: {"name": name, "ref": f"refs/{kind}/{name}", "targetCommit": oid}
-            return 200, {}, {"branches": [ref(n, "heads", o) for n, o in sorted(repo.branches.items())], "converts": [],
-                             "tags": [ref(n, "tags", o) for n, (o, _) in sorted(repo.tags.items())], "pullRequests": []}
+            return (
+                200,
+                {},
+                {
+                    "branches": [ref(n, "heads", o) for n, o in sorted(repo.branches.items())],
+                    "converts": [],
+                    "tags": [ref(n, "tags", o) for n, (o, _) in sorted(repo.tags.items())],
+                    "pullRequests": [],
+                },
+            )
         if method == "GET" and action == "tree":
             rev, _, sub = tail.partition("/")
             commit = repo.resolve(rev)
@@ -323,8 +347,20 @@ class FakeHub:
             commit = repo.resolve(tail or "main")
             if commit is None:
                 return 404, {}, {"error": "Invalid rev id"}
-            return 200, {}, [{"id": c.oid, "title": c.title, "message": c.message, "authors": [{"user": "sciga"}],
-                              "date": "2026-01-01T00:00:00.000Z"} for c in repo.history(commit.oid)]
+            return (
+                200,
+                {},
+                [
+                    {
+                        "id": c.oid,
+                        "title": c.title,
+                        "message": c.message,
+                        "authors": [{"user": "sciga"}],
+                        "date": "2026-01-01T00:00:00.000Z",
+                    }
+                    for c in repo.history(commit.oid)
+                ],
+            )
         if method == "POST" and action == "preupload":
             if not self._authorized(headers):
                 return 401, {}, {"error": "Invalid credentials in Authorization header"}
@@ -334,7 +370,9 @@ class FakeHub:
                 lfs = bool(LFS_PATTERNS.search(f["path"])) or f["size"] > 10 * 1024 * 1024
                 existing = commit.files.get(f["path"]) if commit else None
                 oid = None if existing is None else (existing.sha256 if existing.lfs else existing.oid)
-                out.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid})
+                out.append(
+                    {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+                )
             return 200, {}, {"files": out, "commitOid": commit.oid if commit else None}
         if method == "POST" and action == "commit":
             return self._commit(repo, tail, body, headers)
@@ -382,8 +420,16 @@ class FakeHub:
         repo.branches[branch] = oid
         self.authorized_writes += 1
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
-        return 200, {}, {"commitUrl": f"{self.url}/{prefix}{repo.repo_id}/commit/{oid}", "commitOid": oid,
-                         "success": True, "pullRequestUrl": None}
+        return (
+            200,
+            {},
+            {
+                "commitUrl": f"{self.url}/{prefix}{repo.repo_id}/commit/{oid}",
+                "commitOid": oid,
+                "success": True,
+                "pullRequestUrl": None,
+            },
+        )
 
     def _resolve(self, method, repo: Repo, rev: str, path: str, headers):
         commit = repo.resolve(rev)
@@ -393,8 +439,12 @@ class FakeHub:
         if blob is None:
             return 404, {"X-Error-Code": "EntryNotFound"}, {"error": "Entry not found"}
         data = blob.data
-        h = {"X-Repo-Commit": commit.oid, "ETag": f'"{blob.oid}"', "Accept-Ranges": "bytes",
-             "Content-Type": "application/octet-stream"}
+        h = {
+            "X-Repo-Commit": commit.oid,
+            "ETag": f'"{blob.oid}"',
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+        }
         if blob.lfs:
             h["X-Linked-Etag"] = f'"{blob.sha256}"'
             h["X-Linked-Size"] = str(len(data))
@@ -404,7 +454,7 @@ class FakeHub:
             start = int(m.group(1)) if m.group(1) else max(0, len(data) - int(m.group(2)))
             end = int(m.group(2)) if (m.group(2) and m.group(1)) else len(data) - 1
             end = min(end, len(data) - 1)
-            part = data[start:end + 1]
+            part = data[start : end + 1]
             h["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
             h["Content-Length"] = str(len(part))
             return 206, h, part

@@ -1,5 +1,6 @@
 """Shared helpers of the linking tests: where the pages are, parsed+linked papers
 (cached per test session), and the mention facts verified by reading the HTML."""
+
 from __future__ import annotations
 
 import functools
@@ -72,6 +73,7 @@ def mentions(key: str):
 
 
 # -- facts read off the HTML ---------------------------------------------------------------
+
 
 def html_figure_anchors(key: str) -> list[tuple[str, str, str]]:
     """Every ``a.ltx_ref`` of the page that points at a figure or subfigure element, except

@@ -14,6 +14,7 @@ scripted per request: ``503[:retry_after]``, ``malformed`` (the page cut in half
 ``expire`` (``badResumptionToken`` for a request carrying a token), ``ok``. Every
 request is logged with its query and status.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -28,25 +29,81 @@ from urllib.parse import parse_qs, urlsplit
 from xml.sax.saxutils import escape, quoteattr
 
 # -- generated records -----------------------------------------------------------------------------
-_FIRST = ["Alice", "Bo", "Chen", "Dmitri", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kavya", "Liam",
-          "Mei", "Noah", "Olga", "Pedro", "Qiu", "Rosa", "Sven", "Tariq", "Uma", "Viktor", "Wen", "Yara", "Zoe"]
+_FIRST = [
+    "Alice",
+    "Bo",
+    "Chen",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kavya",
+    "Liam",
+    "Mei",
+    "Noah",
+    "Olga",
+    "Pedro",
+    "Qiu",
+    "Rosa",
+    "Sven",
+    "Tariq",
+    "Uma",
+    "Viktor",
+    "Wen",
+    "Yara",
+    "Zoe",
+]
 # (Unicode surname, how arXiv's TeX author field writes it)
-_LAST = [("Smith", "Smith"), ("Zhang", "Zhang"), ("Balázs", r"Bal\'azs"), ("Müller", r"M\"uller"),
-         ("Erdős", r"Erd\H{o}s"), ("García", r"Garc\'ia"), ("Nguyen", "Nguyen"), ("Øvrebø", r"{\O}vreb{\o}"),
-         ("Kowalski", "Kowalski"), ("Şimşek", r"\c{S}im\c{s}ek"), ("Tanaka", "Tanaka"), ("Dvořák", r"Dvo\v{r}\'ak"),
-         ("Okafor", "Okafor"), ("Ibrahim", "Ibrahim"), ("Rossi", "Rossi"), ("Lefèvre", r"Lef\`evre"),
-         ("Petrov", "Petrov"), ("Kim", "Kim"), ("Johansson", "Johansson"), ("Silva", "Silva")]
-_WORDS = ("learning neural network graph model robust efficient transformer diffusion vision language "
-          "segmentation detection sparse adaptive benchmark dataset scalable attention policy reinforcement "
-          "optimization federated privacy generative retrieval embedding contrastive multimodal temporal "
-          "representation inference probabilistic causal physics simulation image video point cloud").split()
+_LAST = [
+    ("Smith", "Smith"),
+    ("Zhang", "Zhang"),
+    ("Balázs", r"Bal\'azs"),
+    ("Müller", r"M\"uller"),
+    ("Erdős", r"Erd\H{o}s"),
+    ("García", r"Garc\'ia"),
+    ("Nguyen", "Nguyen"),
+    ("Øvrebø", r"{\O}vreb{\o}"),
+    ("Kowalski", "Kowalski"),
+    ("Şimşek", r"\c{S}im\c{s}ek"),
+    ("Tanaka", "Tanaka"),
+    ("Dvořák", r"Dvo\v{r}\'ak"),
+    ("Okafor", "Okafor"),
+    ("Ibrahim", "Ibrahim"),
+    ("Rossi", "Rossi"),
+    ("Lefèvre", r"Lef\`evre"),
+    ("Petrov", "Petrov"),
+    ("Kim", "Kim"),
+    ("Johansson", "Johansson"),
+    ("Silva", "Silva"),
+]
+_WORDS = (
+    "learning neural network graph model robust efficient transformer diffusion vision language "
+    "segmentation detection sparse adaptive benchmark dataset scalable attention policy reinforcement "
+    "optimization federated privacy generative retrieval embedding contrastive multimodal temporal "
+    "representation inference probabilistic causal physics simulation image video point cloud"
+).split()
 _PRIMARY = ["cs.CV", "cs.LG", "cs.CL", "cs.AI", "cs.RO", "cs.IR", "cs.CR", "cs.DL", "cs.HC", "cs.SE"]
 _CROSS = ["stat.ML", "eess.IV", "cs.LG", "cs.AI", "math.OC", "astro-ph.IM", "q-bio.QM", "cs.NE"]
-_COMMENTS = ["Accepted to CVPR 2022. 10 pages, 5 figures", "8 pages, 3 figures", "ICLR 2023 camera-ready",
-             "Accepted at NeurIPS 2021 workshop on Datasets", "Submitted to ECCV 2024", "Findings of EMNLP 2023",
-             "Code available at https://github.com/example/repo", "Published in TMLR", "12 pages"]
-_LICENSES = ["http://creativecommons.org/licenses/by/4.0/", "http://arxiv.org/licenses/nonexclusive-distrib/1.0/",
-             "http://creativecommons.org/licenses/by-nc-sa/4.0/", None]
+_COMMENTS = [
+    "Accepted to CVPR 2022. 10 pages, 5 figures",
+    "8 pages, 3 figures",
+    "ICLR 2023 camera-ready",
+    "Accepted at NeurIPS 2021 workshop on Datasets",
+    "Submitted to ECCV 2024",
+    "Findings of EMNLP 2023",
+    "Code available at https://github.com/example/repo",
+    "Published in TMLR",
+    "12 pages",
+]
+_LICENSES = [
+    "http://creativecommons.org/licenses/by/4.0/",
+    "http://arxiv.org/licenses/nonexclusive-distrib/1.0/",
+    "http://creativecommons.org/licenses/by-nc-sa/4.0/",
+    None,
+]
 _DOW = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MON = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
@@ -79,12 +136,20 @@ class Paper:
         out = set()
         for c in self.categories.split():
             arch = c.split(".")[0]
-            out.add(arch if arch in ("cs", "math", "stat", "eess", "econ", "q-bio", "q-fin", "nlin") else f"physics:{arch}")
+            out.add(
+                arch if arch in ("cs", "math", "stat", "eess", "econ", "q-bio", "q-fin", "nlin") else f"physics:{arch}"
+            )
         return out
 
 
-def make_paper(i: int, *, first: Optional[datetime] = None, categories: Optional[str] = None,
-               datestamp: Optional[str] = None, month_seq: Optional[int] = None) -> Paper:
+def make_paper(
+    i: int,
+    *,
+    first: Optional[datetime] = None,
+    categories: Optional[str] = None,
+    datestamp: Optional[str] = None,
+    month_seq: Optional[int] = None,
+) -> Paper:
     """Record ``i``, deterministic. By default first versions run from 2020-11 on, a few
     hundred per day, and the datestamp is the last version's day."""
     rng = random.Random(i * 7919 + 17)
@@ -107,8 +172,13 @@ def make_paper(i: int, *, first: Optional[datetime] = None, categories: Optional
     title = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(6, 14))).capitalize()
     abstract = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(120, 190))).capitalize() + "."
     return Paper(
-        id=pid, datestamp=datestamp or vers[-1][1].strftime("%Y-%m-%d"), versions=vers, title=title, authors=authors,
-        categories=cats, abstract=abstract,
+        id=pid,
+        datestamp=datestamp or vers[-1][1].strftime("%Y-%m-%d"),
+        versions=vers,
+        title=title,
+        authors=authors,
+        categories=cats,
+        abstract=abstract,
         comments=rng.choice(_COMMENTS) if rng.random() < 0.6 else None,
         journal_ref=f"Journal of Examples {rng.randrange(1, 40)} ({first.year})" if rng.random() < 0.1 else None,
         doi=f"10.{rng.randrange(1000, 9999)}/ex.{i}" if rng.random() < 0.15 else None,
@@ -132,45 +202,68 @@ def _el(name: str, value: Optional[str]) -> str:
 
 
 def raw_xml(p: Paper) -> str:
-    vers = "".join(f'<version version="{v}"><date>{rfc(t)}</date><size>{200 + len(p.title)}kb</size>'
-                   f"<source_type>D</source_type></version>" for v, t in p.versions)
-    return (f'<arXivRaw xmlns="http://arxiv.org/OAI/arXivRaw/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-            f'xsi:schemaLocation="http://arxiv.org/OAI/arXivRaw/ http://arxiv.org/OAI/arXivRaw.xsd">'
-            f"<id>{p.id}</id><submitter>{escape(p.submitter)}</submitter>{vers}"
-            f"<title>{escape(p.title)}</title><authors>{escape(tex_authors(p))}</authors>"
-            f"<categories>{p.categories}</categories>{_el('comments', p.comments)}{_el('report-no', p.report_no)}"
-            f"{_el('msc-class', p.msc_class)}{_el('acm-class', p.acm_class)}{_el('journal-ref', p.journal_ref)}"
-            f"{_el('doi', p.doi)}{_el('license', p.license)}<abstract>  {escape(p.abstract)}\n</abstract></arXivRaw>")
+    vers = "".join(
+        f'<version version="{v}"><date>{rfc(t)}</date><size>{200 + len(p.title)}kb</size>'
+        f"<source_type>D</source_type></version>"
+        for v, t in p.versions
+    )
+    return (
+        f'<arXivRaw xmlns="http://arxiv.org/OAI/arXivRaw/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+        f'xsi:schemaLocation="http://arxiv.org/OAI/arXivRaw/ http://arxiv.org/OAI/arXivRaw.xsd">'
+        f"<id>{p.id}</id><submitter>{escape(p.submitter)}</submitter>{vers}"
+        f"<title>{escape(p.title)}</title><authors>{escape(tex_authors(p))}</authors>"
+        f"<categories>{p.categories}</categories>{_el('comments', p.comments)}{_el('report-no', p.report_no)}"
+        f"{_el('msc-class', p.msc_class)}{_el('acm-class', p.acm_class)}{_el('journal-ref', p.journal_ref)}"
+        f"{_el('doi', p.doi)}{_el('license', p.license)}<abstract>  {escape(p.abstract)}\n</abstract></arXivRaw>"
+    )
 
 
 def arxiv_xml(p: Paper) -> str:
-    authors = "".join(f"<author><keyname>{escape(u)}</keyname><forenames>{escape(f)}</forenames>"
-                      + (f"<affiliation>{escape(a)}</affiliation>" if a else "") + "</author>" for u, _, f, a in p.authors)
+    authors = "".join(
+        f"<author><keyname>{escape(u)}</keyname><forenames>{escape(f)}</forenames>"
+        + (f"<affiliation>{escape(a)}</affiliation>" if a else "")
+        + "</author>"
+        for u, _, f, a in p.authors
+    )
     updated = f"<updated>{p.versions[-1][1]:%Y-%m-%d}</updated>" if len(p.versions) > 1 else ""
-    return (f'<arXiv xmlns="http://arxiv.org/OAI/arXiv/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
-            f"<id>{p.id}</id><created>{p.versions[0][1]:%Y-%m-%d}</created>{updated}<authors>{authors}</authors>"
-            f"<title>{escape(p.title)}</title><categories>{p.categories}</categories>{_el('comments', p.comments)}"
-            f"{_el('report-no', p.report_no)}{_el('msc-class', p.msc_class)}{_el('acm-class', p.acm_class)}"
-            f"{_el('journal-ref', p.journal_ref)}{_el('doi', p.doi)}{_el('license', p.license)}"
-            f"<abstract>{escape(p.abstract)}</abstract></arXiv>")
+    return (
+        f'<arXiv xmlns="http://arxiv.org/OAI/arXiv/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">'
+        f"<id>{p.id}</id><created>{p.versions[0][1]:%Y-%m-%d}</created>{updated}<authors>{authors}</authors>"
+        f"<title>{escape(p.title)}</title><categories>{p.categories}</categories>{_el('comments', p.comments)}"
+        f"{_el('report-no', p.report_no)}{_el('msc-class', p.msc_class)}{_el('acm-class', p.acm_class)}"
+        f"{_el('journal-ref', p.journal_ref)}{_el('doi', p.doi)}{_el('license', p.license)}"
+        f"<abstract>{escape(p.abstract)}</abstract></arXiv>"
+    )
 
 
 def record_xml(p: Paper, prefix: str) -> str:
     sets = "".join(f"<setSpec>{s}</setSpec>" for s in sorted(p.sets))
     if p.deleted:
-        return (f'<record><header status="deleted"><identifier>oai:arXiv.org:{p.id}</identifier>'
-                f"<datestamp>{p.datestamp}</datestamp>{sets}</header></record>\n")
+        return (
+            f'<record><header status="deleted"><identifier>oai:arXiv.org:{p.id}</identifier>'
+            f"<datestamp>{p.datestamp}</datestamp>{sets}</header></record>\n"
+        )
     body = raw_xml(p) if prefix == "arXivRaw" else arxiv_xml(p)
-    return (f"<record><header><identifier>oai:arXiv.org:{p.id}</identifier><datestamp>{p.datestamp}</datestamp>"
-            f"{sets}</header><metadata>{body}</metadata></record>\n")
+    return (
+        f"<record><header><identifier>oai:arXiv.org:{p.id}</identifier><datestamp>{p.datestamp}</datestamp>"
+        f"{sets}</header><metadata>{body}</metadata></record>\n"
+    )
 
 
 def snapshot_obj(p: Paper) -> dict:
     """The Kaggle snapshot's shape (TeX author string, Unicode ``authors_parsed``)."""
     return {
-        "id": p.id, "submitter": p.submitter, "authors": tex_authors(p), "title": p.title, "comments": p.comments,
-        "journal-ref": p.journal_ref, "doi": p.doi, "report-no": p.report_no, "categories": p.categories,
-        "license": p.license, "abstract": "  " + p.abstract + "\n",
+        "id": p.id,
+        "submitter": p.submitter,
+        "authors": tex_authors(p),
+        "title": p.title,
+        "comments": p.comments,
+        "journal-ref": p.journal_ref,
+        "doi": p.doi,
+        "report-no": p.report_no,
+        "categories": p.categories,
+        "license": p.license,
+        "abstract": "  " + p.abstract + "\n",
         "versions": [{"version": v, "created": rfc(t)} for v, t in p.versions],
         "update_date": p.datestamp,
         "authors_parsed": [[u, f, ""] + ([a] if a else []) for u, _, f, a in p.authors],
@@ -253,8 +346,15 @@ class _Lazy:
 
 # -- the server ------------------------------------------------------------------------------------
 class OaiServer:
-    def __init__(self, store, *, page_size: int = 100, token_ttl: Optional[float] = None, delay: float = 0.0,
-                 cache_pages: bool = False):
+    def __init__(
+        self,
+        store,
+        *,
+        page_size: int = 100,
+        token_ttl: Optional[float] = None,
+        delay: float = 0.0,
+        cache_pages: bool = False,
+    ):
         self.store = store
         self.pages: Optional[dict] = {} if cache_pages else None  # rendered records by request (benchmarks)
         self.page_size = page_size
@@ -321,7 +421,12 @@ class OaiServer:
             tok = q["resumptionToken"]
             parsed = self._parse_token(tok)
             if step == "expire" or parsed is None:
-                return self._answer(h, entry, q, error=("badResumptionToken", "The value of the resumptionToken argument is invalid or expired."))
+                return self._answer(
+                    h,
+                    entry,
+                    q,
+                    error=("badResumptionToken", "The value of the resumptionToken argument is invalid or expired."),
+                )
             prefix, set_, from_, until, offset = parsed
         else:
             prefix = q.get("metadataPrefix")
@@ -353,7 +458,7 @@ class OaiServer:
         key = (prefix, set_, from_, until, offset)
         if self.pages is not None and key in self.pages:
             return self.pages[key]
-        page = items[offset:offset + self.page_size]
+        page = items[offset : offset + self.page_size]
         out = ("".join(record_xml(p, prefix) for p in page), len(page))
         if self.pages is not None:
             self.pages[key] = out
@@ -374,10 +479,12 @@ class OaiServer:
     def _doc(self, q: dict, inner: str) -> str:
         attrs = "".join(f" {k}={quoteattr(v)}" for k, v in sorted(q.items()))
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" '
-                'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ '
-                'http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">\n'
-                f"<responseDate>{now}</responseDate>\n<request{attrs}>{escape(self.url)}</request>\n{inner}\n</OAI-PMH>\n")
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/" '
+            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="http://www.openarchives.org/OAI/2.0/ '
+            'http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd">\n'
+            f"<responseDate>{now}</responseDate>\n<request{attrs}>{escape(self.url)}</request>\n{inner}\n</OAI-PMH>\n"
+        )
 
     def _answer(self, h, entry: dict, q: dict, error: tuple) -> None:
         code, msg = error
@@ -396,4 +503,3 @@ class OaiServer:
             h.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
             pass
-

@@ -1,5 +1,6 @@
 """Shared helpers for the quality-gate, publish, sql and stats tests: a real sample build
 (built once per session by the real Beam pipeline) and surgical corruptions of its shards."""
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,14 @@ def read_rows(out: Path, config: str) -> list[dict]:
     return pq.read_table(shard(out, config)).to_pylist()
 
 
-def rewrite_shard(out: Path, config: str, change: Callable[[list[dict]], list[dict]], *,
-                  metadata: dict | None = None, update_manifest: bool = True) -> Path:
+def rewrite_shard(
+    out: Path,
+    config: str,
+    change: Callable[[list[dict]], list[dict]],
+    *,
+    metadata: dict | None = None,
+    update_manifest: bool = True,
+) -> Path:
     """Apply ``change`` to a config's rows and write the shard back (same schema unless
     ``metadata`` replaces its Arrow metadata). The manifest's file entry (sha256, rows,
     bytes) is updated so only the intended corruption trips the gate."""
@@ -72,7 +79,11 @@ def refresh_manifest_entry(out: Path, path: Path) -> None:
     for entries in manifest["files"].values():
         for e in entries:
             if e["path"] == rel:
-                e.update(sha256=hashlib.sha256(data).hexdigest(), bytes=len(data), rows=pq.ParquetFile(path).metadata.num_rows)
+                e.update(
+                    sha256=hashlib.sha256(data).hexdigest(),
+                    bytes=len(data),
+                    rows=pq.ParquetFile(path).metadata.num_rows,
+                )
     mpath.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 

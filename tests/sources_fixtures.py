@@ -10,6 +10,7 @@ socket with an RST, no response), ``truncate`` (declare more bytes than sent),
 0.2 s), ``malformed`` (cut the body in half, honest length), ``ok``. Every request is
 logged with its path, status and whether it was answered completely.
 """
+
 from __future__ import annotations
 
 import glob
@@ -112,8 +113,9 @@ def zero_bomb(gib: int = 10, member: str = "main.tex") -> bytes:
 
 
 def traversal_tarball() -> bytes:
-    return tar_gz_of({"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}",
-                      "../../etc/evil.tex": b"owned"})
+    return tar_gz_of(
+        {"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}", "../../etc/evil.tex": b"owned"}
+    )
 
 
 def symlink_tarball() -> bytes:
@@ -182,7 +184,9 @@ class FaultServer:
     def __exit__(self, *exc):
         self.stop()
 
-    def add(self, path: str, body: bytes, status: int = 200, headers: Optional[dict] = None, etag: Optional[str] = None):
+    def add(
+        self, path: str, body: bytes, status: int = 200, headers: Optional[dict] = None, etag: Optional[str] = None
+    ):
         self.routes[path] = Route(body, status, headers, etag)
 
     def script(self, path: str, steps: list[str]) -> None:
@@ -202,8 +206,11 @@ class FaultServer:
         return self.base + "/e-print/"
 
     def env(self) -> dict:
-        return {"SCIGA_ARXIV_API_URL": self.api_url, "SCIGA_HTML_BASE_URL": self.html_base,
-                "SCIGA_EPRINT_BASE_URL": self.eprint_base}
+        return {
+            "SCIGA_ARXIV_API_URL": self.api_url,
+            "SCIGA_HTML_BASE_URL": self.html_base,
+            "SCIGA_EPRINT_BASE_URL": self.eprint_base,
+        }
 
     def requests_for(self, path_prefix: str) -> list[dict]:
         with self._lock:
@@ -217,19 +224,22 @@ class FaultServer:
             if hit is None and "," in key[1]:
                 hit = self._batch(key)
             if hit is None:
-                return Route(b"<?xml version='1.0'?><feed xmlns='http://www.w3.org/2005/Atom'><title>no recording</title>"
-                             b"</feed>", 500)
+                return Route(
+                    b"<?xml version='1.0'?><feed xmlns='http://www.w3.org/2005/Atom'><title>no recording</title>"
+                    b"</feed>",
+                    500,
+                )
             return Route(hit[1], hit[0], {"Content-Type": "application/atom+xml; charset=utf-8"})
         if path in self.routes:
             return self.routes[path]
         if path.startswith("/abs/"):
             return Route(ABS_PAGE, 200, {"Content-Type": "text/html"})
         if path.startswith("/html/") and self.default_html:
-            r = self.default_html(path[len("/html/"):])
+            r = self.default_html(path[len("/html/") :])
             if r is not None:
                 return r
         if path.startswith("/e-print/") and self.default_eprint:
-            r = self.default_eprint(path[len("/e-print/"):])
+            r = self.default_eprint(path[len("/e-print/") :])
             if r is not None:
                 return r
         return Route(b"not found", 404, {"Content-Type": "text/plain"})
@@ -337,7 +347,7 @@ class FaultServer:
             h.send_header("Content-Length", str(len(body)))
             h.end_headers()
             for i in range(len(body)):
-                h.wfile.write(body[i:i + 1])
+                h.wfile.write(body[i : i + 1])
                 h.wfile.flush()
                 time.sleep(0.2)
             entry["status"] = route.status

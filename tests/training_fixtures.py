@@ -8,6 +8,7 @@ the abstract; the other figures are the sample's plots and diagrams. The GA is a
 in all the ways the GT resolver knows (author GA + components, teaser, figure referenced
 first in the Introduction) and one paper has a subfigure GA.
 """
+
 from __future__ import annotations
 
 import io
@@ -107,13 +108,30 @@ def make_papers(ids: list[str], seed: int = 0) -> tuple[list[Paper], dict[str, b
             if kind == "ga":
                 cap = f"<TAG> Figure {idx}: </TAG> {ga_words.capitalize()} of our method."
                 if n == 5:  # a GA made of two panels: subfigure max-pooling
-                    subs = [Subfigure(id=f"{fid}.{k}", html_id=None, label=f"({'ab'[k - 1]})",
-                                      caption=f"<TAG> ({'ab'[k - 1]}) </TAG> {ga_words} panel {k}",
-                                      images=[Image(path=ga_path if k == 1 else f"{pid}/ga_b.png")]) for k in (1, 2)]
+                    subs = [
+                        Subfigure(
+                            id=f"{fid}.{k}",
+                            html_id=None,
+                            label=f"({'ab'[k - 1]})",
+                            caption=f"<TAG> ({'ab'[k - 1]}) </TAG> {ga_words} panel {k}",
+                            images=[Image(path=ga_path if k == 1 else f"{pid}/ga_b.png")],
+                        )
+                        for k in (1, 2)
+                    ]
                     blobs[f"{pid}/ga_b.png"] = blobs[ga_path]
-                    figs.append(Figure(id=fid, html_id=f"S1.F{idx}", index=idx, number=str(idx), label=f"Figure {idx}:",
-                                       caption=cap, images=[Image(path=ga_path), Image(path=f"{pid}/ga_b.png")],
-                                       subfigures=subs, section_id=f"{pid}_S1"))
+                    figs.append(
+                        Figure(
+                            id=fid,
+                            html_id=f"S1.F{idx}",
+                            index=idx,
+                            number=str(idx),
+                            label=f"Figure {idx}:",
+                            caption=cap,
+                            images=[Image(path=ga_path), Image(path=f"{pid}/ga_b.png")],
+                            subfigures=subs,
+                            section_id=f"{pid}_S1",
+                        )
+                    )
                     continue
                 path = ga_path
             else:
@@ -122,28 +140,50 @@ def make_papers(ids: list[str], seed: int = 0) -> tuple[list[Paper], dict[str, b
                 blobs[path] = _png(src.resize((96, 64)))
                 cap = f"<TAG> Figure {idx}: </TAG> {OTHER_CAPTIONS[(n + other_i) % len(OTHER_CAPTIONS)]}"
                 other_i += 1
-            figs.append(Figure(id=fid, html_id=f"S1.F{idx}", index=idx, number=str(idx), label=f"Figure {idx}:",
-                               caption=cap, images=[Image(path=path)], section_id=f"{pid}_S1",
-                               is_teaser=(kind == "ga" and n % 4 == 1)))
+            figs.append(
+                Figure(
+                    id=fid,
+                    html_id=f"S1.F{idx}",
+                    index=idx,
+                    number=str(idx),
+                    label=f"Figure {idx}:",
+                    caption=cap,
+                    images=[Image(path=path)],
+                    section_id=f"{pid}_S1",
+                    is_teaser=(kind == "ga" and n % 4 == 1),
+                )
+            )
         ga_fig = next(f for f, k in zip(figs, kinds) if k == "ga")
         paper = Paper(
             id=pid,
             title=f"Paper {n} on {abstract_words}",
             abstract=f"We study {abstract_words}. Our {ga_words} method improves results. "
-                     f"Experiments on public benchmarks show gains.",
+            f"Experiments on public benchmarks show gains.",
             subjects=Subjects(arxiv=[field]),
             primary_category=field,
             figures=figs,
             provenance=Provenance(source="synthetic-test"),
         )
-        intro = Paragraph(text=f"As shown in Figure {ga_fig.number}, we route tokens.",
-                          ref_spans=[RefSpan(start=12, end=20, text=f"Figure {ga_fig.number}", ref_id=ga_fig.id)])
-        paper.sections = [Section(id=f"{pid}_S1", parent_id=None, level=1, number="1",
-                                  title="<TAG> 1 </TAG> Introduction", body=intro.text, paragraphs=[intro])]
+        intro = Paragraph(
+            text=f"As shown in Figure {ga_fig.number}, we route tokens.",
+            ref_spans=[RefSpan(start=12, end=20, text=f"Figure {ga_fig.number}", ref_id=ga_fig.id)],
+        )
+        paper.sections = [
+            Section(
+                id=f"{pid}_S1",
+                parent_id=None,
+                level=1,
+                number="1",
+                title="<TAG> 1 </TAG> Introduction",
+                body=intro.text,
+                paragraphs=[intro],
+            )
+        ]
         # Announce the GA in each way the resolver knows: author GA, teaser, intro reference.
         if n % 4 == 0:
-            paper.graphical_abstract = GraphicalAbstract(id=f"{pid}_GA", type="Reused", components=[ga_fig.id],
-                                                         de_facto=False)
+            paper.graphical_abstract = GraphicalAbstract(
+                id=f"{pid}_GA", type="Reused", components=[ga_fig.id], de_facto=False
+            )
         elif n % 4 == 1:
             paper.teaser = [ga_fig.id]
         # n % 4 in (2, 3): the first figure referenced in the Introduction
@@ -165,10 +205,34 @@ def write_build(out_dir: os.PathLike, papers: list[Paper], blobs: dict[str, byte
             # The author GA image itself: a figures row with the GA id.
             comp = next(f for f in p.figures if f.id == ga.components[0])
             path = comp.images[0].path
-            rows["figures"].append({**TO_ROW["figures"](figure_rows(Paper(id=p.id, title="", abstract="", figures=[
-                Figure(id=ga.id, html_id=None, index=0, number=None, label=None, caption="", images=[Image(path=path)])
-            ]))[0]), "image": {"bytes": blobs[path], "path": path}, "ga_role": "graphical_abstract", "kind": "figure",
-                "index": 0})
+            rows["figures"].append(
+                {
+                    **TO_ROW["figures"](
+                        figure_rows(
+                            Paper(
+                                id=p.id,
+                                title="",
+                                abstract="",
+                                figures=[
+                                    Figure(
+                                        id=ga.id,
+                                        html_id=None,
+                                        index=0,
+                                        number=None,
+                                        label=None,
+                                        caption="",
+                                        images=[Image(path=path)],
+                                    )
+                                ],
+                            )
+                        )[0]
+                    ),
+                    "image": {"bytes": blobs[path], "path": path},
+                    "ga_role": "graphical_abstract",
+                    "kind": "figure",
+                    "index": 0,
+                }
+            )
     for config, rs in rows.items():
         d = out / "data" / config
         d.mkdir(parents=True, exist_ok=True)

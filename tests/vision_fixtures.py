@@ -1,6 +1,7 @@
 """Shared helpers for the vision tests: real figure images grouped by paper, a synthetic
 graphical-abstract set built from them, tiny torchvision models saved to disk, and crafted
 image files (bombs, CMYK JPEG, animated GIF ...)."""
+
 from __future__ import annotations
 
 import io
@@ -32,8 +33,11 @@ def rasterize_pdf(data: bytes, dpi: int = 60) -> Optional[Image.Image]:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "in.pdf"
         src.write_bytes(data)
-        out = subprocess.run(["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / "out")],
-                             capture_output=True, timeout=60)
+        out = subprocess.run(
+            ["pdftoppm", "-png", "-r", str(dpi), "-singlefile", str(src), str(Path(tmp) / "out")],
+            capture_output=True,
+            timeout=60,
+        )
         png = Path(tmp) / "out.png"
         if out.returncode != 0 or not png.exists():
             return None
@@ -94,7 +98,14 @@ def synthetic_ga_set(papers, seed: int = 5):
         for name, im in figs:
             cases.append((paper, im.copy(), "Reused", [name]))
             s = rng.choice([0.5, 0.7, 1.3, 1.6])
-            cases.append((paper, im.resize((max(8, round(im.width * s)), max(8, round(im.height * s))), Image.LANCZOS), "Reused", [name]))
+            cases.append(
+                (
+                    paper,
+                    im.resize((max(8, round(im.width * s)), max(8, round(im.height * s))), Image.LANCZOS),
+                    "Reused",
+                    [name],
+                )
+            )
             fw, fh = rng.uniform(0.5, 0.75), rng.uniform(0.5, 0.75)
             w, h = round(im.width * fw), round(im.height * fh)
             x, y = rng.randint(0, im.width - w), rng.randint(0, im.height - h)
@@ -113,6 +124,7 @@ def synthetic_ga_set(papers, seed: int = 5):
 
 
 # ------------------------------------------------------------------ crafted image files
+
 
 def png_bytes(image: Image.Image, **kw) -> bytes:
     buf = io.BytesIO()
@@ -150,7 +162,10 @@ SVG = b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10
 
 # ------------------------------------------------------------------ tiny models
 
-def save_tiny_classifier(path, labels=None, arch: str = "resnet18", input_size: int = 32, bias: Optional[dict] = None, seed: int = 0):
+
+def save_tiny_classifier(
+    path, labels=None, arch: str = "resnet18", input_size: int = 32, bias: Optional[dict] = None, seed: int = 0
+):
     """A randomly initialised torchvision model saved as a sciga checkpoint. ``bias`` maps
     label -> a value added to that logit's bias (to force or forbid a class)."""
     import torch
@@ -171,6 +186,7 @@ def save_tiny_classifier(path, labels=None, arch: str = "resnet18", input_size: 
 
 
 # ------------------------------------------------------------------ builds
+
 
 def copy_sample(dest: Path, stem: str = "2511.99001", edit: Optional[tuple[str, str]] = None) -> Path:
     """A copy of one embedded sample page (with its images) under dest, optionally with
@@ -203,6 +219,7 @@ def read_rows(out: Path, config: str) -> list[dict]:
 
 
 # ------------------------------------------------------------------ a local HTTP server
+
 
 class LocalServer:
     """A real HTTP server on 127.0.0.1 serving ``routes``: path -> list of (status, body)
@@ -259,13 +276,22 @@ def figure_variants(input_size: int) -> list:
     for p in files:
         im = Image.open(p).convert("RGB")
         w, h = im.size
-        for v in (im, im.transpose(Image.FLIP_LEFT_RIGHT), im.crop((0, 0, w // 2, h // 2)), im.crop((w // 2, 0, w, h // 2)),
-                  im.crop((0, h // 2, w // 2, h)), im.crop((w // 2, h // 2, w, h)), im.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4))):
+        for v in (
+            im,
+            im.transpose(Image.FLIP_LEFT_RIGHT),
+            im.crop((0, 0, w // 2, h // 2)),
+            im.crop((w // 2, 0, w, h // 2)),
+            im.crop((0, h // 2, w // 2, h)),
+            im.crop((w // 2, h // 2, w, h)),
+            im.crop((w // 4, h // 4, 3 * w // 4, 3 * h // 4)),
+        ):
             out.append(resize_for_model(v, input_size))
     return out
 
 
-def save_trained_head_classifier(path, images, arch: str = "resnet18", input_size: int = 64, classes: int = 8, seed: int = 0):
+def save_trained_head_classifier(
+    path, images, arch: str = "resnet18", input_size: int = 64, classes: int = 8, seed: int = 0
+):
     """A classifier that behaves like a trained one (confident, varied top-1), built in a
     second: a random ``arch`` backbone, its figures' pooled features grouped into
     ``classes`` clusters (k-means), and the head fitted to those clusters (logistic
@@ -324,6 +350,7 @@ def save_trained_head_classifier(path, images, arch: str = "resnet18", input_siz
 
 # ------------------------------------------------------------------ watching the shared model
 
+
 class _RecordingModel:
     """Wraps the loaded model; appends what each call receives to a JSON-lines file."""
 
@@ -337,9 +364,16 @@ class _RecordingModel:
 
         t = time.time()
         out = self.model(batch)
-        line = {"what": "model_call", "pid": os.getpid(), "type": f"{type(batch).__module__}.{type(batch).__name__}",
-                "dtype": str(getattr(batch, "dtype", None)), "shape": list(getattr(batch, "shape", ())),
-                "device": str(self.model.device), "start": t, "seconds": time.time() - t}
+        line = {
+            "what": "model_call",
+            "pid": os.getpid(),
+            "type": f"{type(batch).__module__}.{type(batch).__name__}",
+            "dtype": str(getattr(batch, "dtype", None)),
+            "shape": list(getattr(batch, "shape", ())),
+            "device": str(self.model.device),
+            "start": t,
+            "seconds": time.time() - t,
+        }
         with open(self.record, "a") as f:
             f.write(json.dumps(line) + "\n")
         return out

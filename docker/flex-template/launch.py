@@ -3,6 +3,7 @@ image): `sciga build` with the template's parameters, returning once the job is 
 The template's metadata.json lies beside this file (in the checkout and in the image). It
 lives alone in its folder so that running it as a script puts no module of the package in
 front of installed ones on sys.path."""
+
 import os
 
 from sciga.pipelines.flex_template import main

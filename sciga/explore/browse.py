@@ -19,6 +19,7 @@ may be local folders, ``gs://`` or ``hf://``. Memory stays bounded: paper ids st
 cursor, and each chunk of papers is read (papers, figures with their image bytes, mentions,
 dead letters), written and dropped before the next one; the index is written as it goes.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -101,12 +102,14 @@ class BrowseResult:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        lines = [f"sciga browse -> {self.folder}",
-                 f"  paper pages   {len(self.pages):>6} of {self.total_papers} papers",
-                 f"  images        {self.images:>6} ({self.image_bytes / 1e6:.1f} MB)",
-                 f"  dead letters  {self.dead_letters:>6}",
-                 f"  took          {self.seconds:>5.1f}s",
-                 f"open {self.index}"]
+        lines = [
+            f"sciga browse -> {self.folder}",
+            f"  paper pages   {len(self.pages):>6} of {self.total_papers} papers",
+            f"  images        {self.images:>6} ({self.image_bytes / 1e6:.1f} MB)",
+            f"  dead letters  {self.dead_letters:>6}",
+            f"  took          {self.seconds:>5.1f}s",
+            f"open {self.index}",
+        ]
         if self.missing_ids:
             lines.insert(1, f"  not in the build: {', '.join(self.missing_ids)}")
         return "\n".join(lines)
@@ -127,12 +130,19 @@ def _connect(out: str):
 def _facts_from_shards(con) -> dict:
     """The index header's facts when there is no manifest.json: versions from the papers'
     provenance, counts from the shards."""
-    builder, schema = con.execute("SELECT any_value(provenance.builder_version), any_value(provenance.schema_version) "
-                                  "FROM papers").fetchall()[0]
-    counts = dict(zip(("papers", "figures", "subfigures", "mentions", "dead_letter"), con.execute(
-        "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM figures WHERE kind = 'figure'), "
-        "(SELECT count(*) FROM figures WHERE kind = 'subfigure'), (SELECT count(*) FROM mentions), "
-        "(SELECT count(*) FROM dead_letter)").fetchall()[0]))
+    builder, schema = con.execute(
+        "SELECT any_value(provenance.builder_version), any_value(provenance.schema_version) FROM papers"
+    ).fetchall()[0]
+    counts = dict(
+        zip(
+            ("papers", "figures", "subfigures", "mentions", "dead_letter"),
+            con.execute(
+                "SELECT (SELECT count(*) FROM papers), (SELECT count(*) FROM figures WHERE kind = 'figure'), "
+                "(SELECT count(*) FROM figures WHERE kind = 'subfigure'), (SELECT count(*) FROM mentions), "
+                "(SELECT count(*) FROM dead_letter)"
+            ).fetchall()[0],
+        )
+    )
     return {"builder_version": builder, "schema_version": schema, "counts": counts}
 
 
@@ -219,15 +229,21 @@ def browse(options: BrowseOptions) -> BrowseResult:
     ids_cur = con.cursor()
     if options.paper_ids:
         wanted = sorted(set(options.paper_ids))
-        found = {r[0] for r in con.execute(f"SELECT id FROM papers WHERE id IN ({', '.join('?' * len(wanted))})",
-                                           wanted).fetchall()}
+        found = {
+            r[0]
+            for r in con.execute(
+                f"SELECT id FROM papers WHERE id IN ({', '.join('?' * len(wanted))})", wanted
+            ).fetchall()
+        }
         result.missing_ids = [i for i in wanted if i not in found]
         ids_cur.execute(f"SELECT id FROM papers WHERE id IN ({', '.join('?' * len(wanted))}) ORDER BY id", wanted)
         n_pages = len(found)
     else:
         limit = f" LIMIT {int(options.papers)}" if options.papers and options.papers > 0 else ""
         ids_cur.execute("SELECT id FROM papers ORDER BY id" + limit)
-        n_pages = min(result.total_papers, options.papers) if options.papers and options.papers > 0 else result.total_papers
+        n_pages = (
+            min(result.total_papers, options.papers) if options.papers and options.papers > 0 else result.total_papers
+        )
 
     w.write("style.css", CSS.lstrip().encode("utf-8"))
     fs = w.fs
@@ -243,13 +259,20 @@ def browse(options: BrowseOptions) -> BrowseResult:
             papers = _rows(q, f"SELECT * FROM papers WHERE id IN ({marks}) ORDER BY id", batch)
             figures = _rows(q, f"SELECT * FROM figures WHERE paper_id IN ({marks})", batch)
             mentions = _rows(q, f"SELECT * FROM mentions WHERE paper_id IN ({marks})", batch)
-            dead = _rows(q, f"SELECT * FROM dead_letter WHERE paper_id IN ({marks}) ORDER BY stage, error_type, message", batch)
+            dead = _rows(
+                q, f"SELECT * FROM dead_letter WHERE paper_id IN ({marks}) ORDER BY stage, error_type, message", batch
+            )
             for paper in papers:
                 pid = paper["id"]
                 figs = [f for f in figures if f["paper_id"] == pid]
                 images = _write_images(w, pid, figs, result)
-                view = PaperView(paper, figs, [m for m in mentions if m["paper_id"] == pid],
-                                 [d for d in dead if d["paper_id"] == pid], _relative(images, "../"))
+                view = PaperView(
+                    paper,
+                    figs,
+                    [m for m in mentions if m["paper_id"] == pid],
+                    [d for d in dead if d["paper_id"] == pid],
+                    _relative(images, "../"),
+                )
                 rel = f"papers/{safe_name(pid)}.html"
                 w.write(rel, view.html("../style.css", "../index.html").encode("utf-8"))
                 result.pages.append(w.url(rel))
@@ -258,8 +281,10 @@ def browse(options: BrowseOptions) -> BrowseResult:
         index.write(index_dead_letters_head(result.dead_letters))
         shown = 0
         cur = con.cursor()
-        cur.execute("SELECT * FROM dead_letter ORDER BY paper_id NULLS FIRST, stage, error_type, input_uri, message "
-                    f"LIMIT {MAX_DEAD_LETTER_ROWS}")
+        cur.execute(
+            "SELECT * FROM dead_letter ORDER BY paper_id NULLS FIRST, stage, error_type, input_uri, message "
+            f"LIMIT {MAX_DEAD_LETTER_ROWS}"
+        )
         cols = [d[0] for d in cur.description]
         while True:
             rows = cur.fetchmany(1000)

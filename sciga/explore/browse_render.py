@@ -6,6 +6,7 @@ Everything that comes from a paper is escaped. SciGA's tokens (``<MATH>``, ``<NO
 marked, so a person sees exactly what a model would read. Mentions are highlighted at
 their character spans and link to the figure (or subfigure) element they name.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -75,10 +76,12 @@ figcaption { font-size: 0.93em; }
 
 
 def page(title: str, body: str, css_href: str) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{escape(title)}</title><link rel=\"stylesheet\" href=\"{escape(css_href)}\"></head>\n"
-            f"<body><main>\n{body}\n</main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{escape(title)}</title><link rel="stylesheet" href="{escape(css_href)}"></head>\n'
+        f"<body><main>\n{body}\n</main></body></html>\n"
+    )
 
 
 def safe_name(key: str) -> str:
@@ -101,6 +104,7 @@ def anchor(figure_id: str) -> str:
 @dataclass
 class Ref:
     """One mention row placed in a text: the figure it names and the page element it links to."""
+
     figure_id: str
     surface: str
     resolution: Optional[str]
@@ -110,6 +114,7 @@ class Ref:
 @dataclass
 class Mark:
     """A highlighted span: the first ref links from the text, the others from a superscript."""
+
     start: int
     end: int
     refs: list = field(default_factory=list)
@@ -140,10 +145,14 @@ def _title(ref: Ref) -> str:
 def _open_ref(ref: Ref, cls: str, html_id: str = "") -> str:
     idattr = f' id="{escape(html_id)}"' if html_id else ""
     if ref.target is None:
-        return (f'<span class="mention unresolved {cls}"{idattr} data-figure="{escape(ref.figure_id)}" '
-                f'title="{escape(_title(ref))} (no such figure on this page)">')
-    return (f'<a class="ref {cls}"{idattr} href="#{escape(ref.target)}" data-figure="{escape(ref.figure_id)}" '
-            f'title="{escape(_title(ref))}">')
+        return (
+            f'<span class="mention unresolved {cls}"{idattr} data-figure="{escape(ref.figure_id)}" '
+            f'title="{escape(_title(ref))} (no such figure on this page)">'
+        )
+    return (
+        f'<a class="ref {cls}"{idattr} href="#{escape(ref.target)}" data-figure="{escape(ref.figure_id)}" '
+        f'title="{escape(_title(ref))}">'
+    )
 
 
 def _close_ref(ref: Ref) -> str:
@@ -211,6 +220,7 @@ def render_text(text: Optional[str], marks: Iterable[Mark] = (), outside: Iterab
 @dataclass
 class ImageFile:
     """Where a figure's image went: ``href`` relative to the page, or why there is none."""
+
     href: Optional[str] = None
     note: Optional[str] = None  # shown instead of (or beside) the image
 
@@ -281,13 +291,21 @@ def _backlinks(links: list) -> str:
 class PaperView:
     """One paper's page: its ``papers`` row, its ``figures`` rows, its ``mentions`` rows."""
 
-    def __init__(self, paper: dict, figures: list[dict], mentions: list[dict], dead_letters: list[dict],
-                 images: dict[str, ImageFile]):
+    def __init__(
+        self,
+        paper: dict,
+        figures: list[dict],
+        mentions: list[dict],
+        dead_letters: list[dict],
+        images: dict[str, ImageFile],
+    ):
         self.paper = paper
         self.dead_letters = dead_letters
         self.images = images
         self.rows = {f["id"]: f for f in figures}
-        self.top = sorted((f for f in figures if f.get("kind") == "figure"), key=lambda f: (f.get("index") or 0, f["id"]))
+        self.top = sorted(
+            (f for f in figures if f.get("kind") == "figure"), key=lambda f: (f.get("index") or 0, f["id"])
+        )
         self.subs: dict[str, list] = {}
         for f in figures:
             if f.get("kind") == "subfigure":
@@ -371,23 +389,27 @@ class PaperView:
     def figure_html(self, row: dict) -> str:
         fid = row["id"]
         subs = self.subs.get(fid, [])
-        parts = [f'<figure class="fig" id="{escape(anchor(fid))}">',
-                 f'<div class="fighead"><span class="id">{escape(fid)}</span> {escape(row.get("label") or "")} '
-                 f'{figure_badges(row)}</div>']
+        parts = [
+            f'<figure class="fig" id="{escape(anchor(fid))}">',
+            f'<div class="fighead"><span class="id">{escape(fid)}</span> {escape(row.get("label") or "")} '
+            f"{figure_badges(row)}</div>",
+        ]
         if subs:
             if (row.get("image") or {}).get("bytes") and fid in self.images:
                 parts.append(_image_html(row, self.images.get(fid)))
             parts.append('<div class="subs">')
             for sub in subs:
-                parts.append(f'<figure class="sub" id="{escape(anchor(sub["id"]))}">'
-                             f'<div class="fighead"><span class="id">{escape(sub["id"])}</span> {figure_badges(sub)}</div>'
-                             f'{_image_html(sub, self.images.get(sub["id"]))}'
-                             f'<figcaption>{self._text(("c", sub["id"], None), sub.get("subcaption")) or "<span class=muted>no subcaption</span>"}'
-                             f'</figcaption>{_backlinks(self.backlinks.get(sub["id"], []))}</figure>')
+                parts.append(
+                    f'<figure class="sub" id="{escape(anchor(sub["id"]))}">'
+                    f'<div class="fighead"><span class="id">{escape(sub["id"])}</span> {figure_badges(sub)}</div>'
+                    f"{_image_html(sub, self.images.get(sub['id']))}"
+                    f"<figcaption>{self._text(('c', sub['id'], None), sub.get('subcaption')) or '<span class=muted>no subcaption</span>'}"
+                    f"</figcaption>{_backlinks(self.backlinks.get(sub['id'], []))}</figure>"
+                )
             parts.append("</div>")
         else:
             parts.append(_image_html(row, self.images.get(fid)))
-        parts.append(f'<figcaption>{self._text(("c", fid, None), row.get("caption"))}</figcaption>')
+        parts.append(f"<figcaption>{self._text(('c', fid, None), row.get('caption'))}</figcaption>")
         parts.append(_backlinks(self.backlinks.get(fid, [])))
         parts.append("</figure>")
         return "".join(parts)
@@ -398,14 +420,21 @@ class PaperView:
         lines = []
         if ga:
             kind = ga.get("type") or ("de facto" if ga.get("de_facto") else "unknown")
-            lines.append(f'<div>{_badge("GA type: " + kind, "ga")} <span class="id">{escape(ga.get("id") or "")}</span>'
-                         f' source: {escape(ga.get("source") or "?")}'
-                         + (f', score {ga["score"]:.3f}' if ga.get("score") is not None else "") + "</div>")
+            lines.append(
+                f'<div>{_badge("GA type: " + kind, "ga")} <span class="id">{escape(ga.get("id") or "")}</span>'
+                f" source: {escape(ga.get('source') or '?')}"
+                + (f", score {ga['score']:.3f}" if ga.get("score") is not None else "")
+                + "</div>"
+            )
             comps = ga.get("components") or []
             links = ", ".join(self._fig_link(c) for c in comps) or "none"
             lines.append(f"<div>components: {links}</div>")
-            thumbs = "".join(f'<a href="#{escape(anchor(c))}"><img class="thumb ga-thumb" src="{escape(href)}" '
-                             f'alt="GA component {escape(c)}"></a> ' for c in comps for href in self._picture(c)[:1])
+            thumbs = "".join(
+                f'<a href="#{escape(anchor(c))}"><img class="thumb ga-thumb" src="{escape(href)}" '
+                f'alt="GA component {escape(c)}"></a> '
+                for c in comps
+                for href in self._picture(c)[:1]
+            )
             if thumbs:
                 lines.append(f"<div>{thumbs}</div>")
             if ga.get("paths"):
@@ -418,10 +447,12 @@ class PaperView:
             lines.append('<div class="muted">no graphical abstract</div>')
         lines.append(f"<div>teaser: {', '.join(self._fig_link(t) for t in teaser) or 'none'}</div>")
         for row in self.ga_rows:
-            lines.append(f'<figure class="fig" id="{escape(anchor(row["id"]))}"><div class="fighead">'
-                         f'<span class="id">{escape(row["id"])}</span> {figure_badges(row)}</div>'
-                         f'{_image_html(row, self.images.get(row["id"]))}'
-                         f'<figcaption>{render_text(row.get("caption"))}</figcaption></figure>')
+            lines.append(
+                f'<figure class="fig" id="{escape(anchor(row["id"]))}"><div class="fighead">'
+                f'<span class="id">{escape(row["id"])}</span> {figure_badges(row)}</div>'
+                f"{_image_html(row, self.images.get(row['id']))}"
+                f"<figcaption>{render_text(row.get('caption'))}</figcaption></figure>"
+            )
         return '<div class="ga-box">' + "".join(lines) + "</div>"
 
     def _picture(self, figure_id: str) -> list[str]:
@@ -429,8 +460,11 @@ class PaperView:
         own = self.images.get(figure_id)
         if own is not None and own.href:
             return [own.href]
-        return [self.images[s["id"]].href for s in self.subs.get(figure_id, [])
-                if s["id"] in self.images and self.images[s["id"]].href]
+        return [
+            self.images[s["id"]].href
+            for s in self.subs.get(figure_id, [])
+            if s["id"] in self.images and self.images[s["id"]].href
+        ]
 
     def _fig_link(self, figure_id: str) -> str:
         t = self.target(figure_id)
@@ -440,14 +474,22 @@ class PaperView:
     def section_html(self, i: int, s: dict) -> str:
         level = max(1, min(int(s.get("level") or 1), 4))
         h = f"h{level + 1}"
-        num = f'<span class="muted">{escape(s["number"])}</span> ' if s.get("number") and "<TAG>" not in (s.get("title") or "") else ""
-        out = [f'<section class="paper-section" id="sec-{escape(re.sub(r"[^A-Za-z0-9._-]", "_", s["id"]))}" style="--level:{level}">',
-               f'<{h}>{num}{self._text(("t", s["id"], None), s.get("title")) or escape(s["id"])} '
-               f'<span class="id muted">{escape(s["id"])}</span></{h}>']
+        num = (
+            f'<span class="muted">{escape(s["number"])}</span> '
+            if s.get("number") and "<TAG>" not in (s.get("title") or "")
+            else ""
+        )
+        out = [
+            f'<section class="paper-section" id="sec-{escape(re.sub(r"[^A-Za-z0-9._-]", "_", s["id"]))}" style="--level:{level}">',
+            f"<{h}>{num}{self._text(('t', s['id'], None), s.get('title')) or escape(s['id'])} "
+            f'<span class="id muted">{escape(s["id"])}</span></{h}>',
+        ]
         paras = s.get("paragraphs") or []
         if paras:
             for k, p in enumerate(paras):
-                out.append(f'<p class="para" id="{escape(self._para_id(s["id"], k))}">{self._text(("p", s["id"], k), p.get("text"))}</p>')
+                out.append(
+                    f'<p class="para" id="{escape(self._para_id(s["id"], k))}">{self._text(("p", s["id"], k), p.get("text"))}</p>'
+                )
         elif s.get("body"):
             out += [f'<p class="para">{render_text(t)}</p>' for t in s["body"].split("\n\n")]
         for row in self.top:
@@ -461,8 +503,12 @@ class PaperView:
         return "p-" + re.sub(r"[^A-Za-z0-9._-]", "_", section_id) + f"-{k}"
 
     def counts(self) -> dict:
-        return {"sections": len(self.sections), "figures": len(self.top),
-                "subfigures": sum(len(v) for v in self.subs.values()), "mentions": len(self.mentions)}
+        return {
+            "sections": len(self.sections),
+            "figures": len(self.top),
+            "subfigures": sum(len(v) for v in self.subs.values()),
+            "mentions": len(self.mentions),
+        }
 
     def html(self, css_href: str, index_href: str) -> str:
         p = self.paper
@@ -470,24 +516,35 @@ class PaperView:
         subj = p.get("subjects") or {}
         conf = p.get("conference") or {}
         prov = p.get("provenance") or {}
-        meta = [("authors", authors), ("primary category", p.get("primary_category")),
-                ("subjects", "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(subj.items()) if v)),
-                ("published", p.get("published")), ("updated", p.get("updated")), ("version", p.get("version")),
-                ("venue", " ".join(str(x) for x in (conf.get("venue"), conf.get("year"), conf.get("track")) if x)),
-                ("comment", p.get("comment")), ("journal ref", p.get("journal_ref")), ("DOIs", ", ".join(p.get("dois") or [])),
-                ("licence", p.get("license")),
-                ("source", " ".join(str(x) for x in (prov.get("source"), prov.get("url") or prov.get("input_uri")) if x)),
-                ("generator", " ".join(str(x) for x in (prov.get("generator"), prov.get("generator_version")) if x)),
-                ("builder", f"{prov.get('builder_version')} (schema {prov.get('schema_version')})")]
+        meta = [
+            ("authors", authors),
+            ("primary category", p.get("primary_category")),
+            ("subjects", "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(subj.items()) if v)),
+            ("published", p.get("published")),
+            ("updated", p.get("updated")),
+            ("version", p.get("version")),
+            ("venue", " ".join(str(x) for x in (conf.get("venue"), conf.get("year"), conf.get("track")) if x)),
+            ("comment", p.get("comment")),
+            ("journal ref", p.get("journal_ref")),
+            ("DOIs", ", ".join(p.get("dois") or [])),
+            ("licence", p.get("license")),
+            ("source", " ".join(str(x) for x in (prov.get("source"), prov.get("url") or prov.get("input_uri")) if x)),
+            ("generator", " ".join(str(x) for x in (prov.get("generator"), prov.get("generator_version")) if x)),
+            ("builder", f"{prov.get('builder_version')} (schema {prov.get('schema_version')})"),
+        ]
         c = self.counts()
-        parts = [f'<header class="top"><a href="{escape(index_href)}">&larr; all papers</a> &middot; '
-                 f'<span class="id">{escape(p["id"])}</span></header>',
-                 f"<h1>{render_text(p.get('title')) or escape(p['id'])}</h1>",
-                 '<dl class="meta">' + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in meta if v) + "</dl>",
-                 '<p class="counts">' + "".join(f"<span><b>{n}</b> {k}</span>" for k, n in c.items()) + "</p>"]
+        parts = [
+            f'<header class="top"><a href="{escape(index_href)}">&larr; all papers</a> &middot; '
+            f'<span class="id">{escape(p["id"])}</span></header>',
+            f"<h1>{render_text(p.get('title')) or escape(p['id'])}</h1>",
+            '<dl class="meta">'
+            + "".join(f"<dt>{escape(k)}</dt><dd>{escape(str(v))}</dd>" for k, v in meta if v)
+            + "</dl>",
+            '<p class="counts">' + "".join(f"<span><b>{n}</b> {k}</span>" for k, n in c.items()) + "</p>",
+        ]
         if self.dead_letters:
             parts.append("<h2>Dead letters of this paper</h2>" + dead_letter_table(self.dead_letters))
-        parts.append(f"<h2>Abstract</h2><p class=\"para\">{render_text(p.get('abstract'))}</p>")
+        parts.append(f'<h2>Abstract</h2><p class="para">{render_text(p.get("abstract"))}</p>')
         parts.append("<h2>Graphical abstract and teaser</h2>" + self.ga_html())
         placed = {s["id"] for s in self.sections}
         front = [r for r in self.top if r.get("section_id") not in placed]
@@ -496,7 +553,9 @@ class PaperView:
         parts.append("<h2>Full text</h2>")
         parts += [self.section_html(i, s) for i, s in enumerate(self.sections)]
         if self.unplaced:
-            items = "".join(f"<li>{escape(self._unplaced_where(key))}: {_extra_links(refs)}</li>" for key, refs in self.unplaced)
+            items = "".join(
+                f"<li>{escape(self._unplaced_where(key))}: {_extra_links(refs)}</li>" for key, refs in self.unplaced
+            )
             parts.append(f"<h2>Mentions in texts not shown here</h2><ul>{items}</ul>")
         return page(f"{p['id']}: {TOKEN_RE.sub('', p.get('title') or '')}", "\n".join(parts), css_href)
 
@@ -511,14 +570,18 @@ def dead_letter_table(rows: Iterable[dict]) -> str:
 
 
 def dead_letter_head() -> str:
-    return ('<table class="list dead"><tr><th>paper</th><th>stage</th><th>error type</th><th>message</th>'
-            "<th>input</th></tr>")
+    return (
+        '<table class="list dead"><tr><th>paper</th><th>stage</th><th>error type</th><th>message</th>'
+        "<th>input</th></tr>"
+    )
 
 
 def dead_letter_row(r: dict) -> str:
-    return (f'<tr><td class="id">{escape(r.get("paper_id") or "")}</td><td>{escape(r.get("stage") or "")}</td>'
-            f'<td>{escape(r.get("error_type") or "")}</td><td>{escape(r.get("message") or "")}</td>'
-            f'<td class="id">{escape(r.get("input_uri") or "")}</td></tr>')
+    return (
+        f'<tr><td class="id">{escape(r.get("paper_id") or "")}</td><td>{escape(r.get("stage") or "")}</td>'
+        f"<td>{escape(r.get('error_type') or '')}</td><td>{escape(r.get('message') or '')}</td>"
+        f'<td class="id">{escape(r.get("input_uri") or "")}</td></tr>'
+    )
 
 
 # -- index -----------------------------------------------------------------------------------
@@ -527,21 +590,27 @@ def dead_letter_row(r: dict) -> str:
 def index_head(manifest: dict, total_papers: int, pages: int, css_href: str) -> str:
     counts = manifest.get("counts") or {}
     facts = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if not isinstance(v, dict))
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>sciga build</title><link rel=\"stylesheet\" href=\"{escape(css_href)}\"></head>\n<body><main>\n"
-            f"<header class=\"top\"><h1>sciga build</h1><div class=\"muted\">sciga-builder "
-            f"{escape(str(manifest.get('builder_version')))}, schema {escape(str(manifest.get('schema_version')))}; "
-            f"{escape(facts)}</div><div>pages for <b>{pages}</b> of {total_papers} papers</div></header>\n"
-            "<h2>Papers</h2><table class=\"list papers\"><tr><th>paper</th><th>teaser</th><th>sections</th><th>figures</th>"
-            "<th>subfigures</th><th>mentions</th><th>GA</th><th>medical</th><th>dead letters</th></tr>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>sciga build</title><link rel="stylesheet" href="{escape(css_href)}"></head>\n<body><main>\n'
+        f'<header class="top"><h1>sciga build</h1><div class="muted">sciga-builder '
+        f"{escape(str(manifest.get('builder_version')))}, schema {escape(str(manifest.get('schema_version')))}; "
+        f"{escape(facts)}</div><div>pages for <b>{pages}</b> of {total_papers} papers</div></header>\n"
+        '<h2>Papers</h2><table class="list papers"><tr><th>paper</th><th>teaser</th><th>sections</th><th>figures</th>'
+        "<th>subfigures</th><th>mentions</th><th>GA</th><th>medical</th><th>dead letters</th></tr>\n"
+    )
 
 
 def index_row(view: PaperView, page_href: str, teaser: Optional[str]) -> str:
     p = view.paper
     c = view.counts()
     ga = p.get("graphical_abstract")
-    ga_text = "none" if not ga else (ga.get("type") or (f"de facto ({ga.get('source')})" if ga.get("de_facto") else "unknown"))
+    ga_text = (
+        "none"
+        if not ga
+        else (ga.get("type") or (f"de facto ({ga.get('source')})" if ga.get("de_facto") else "unknown"))
+    )
     rows = list(view.rows.values())
     meds = [r.get("medical") or {} for r in rows]
     hits = sum(1 for m in meds if m.get("keyword_hits"))
@@ -554,18 +623,25 @@ def index_row(view: PaperView, page_href: str, teaser: Optional[str]) -> str:
     dls = ", ".join(f"{d.get('stage')}: {d.get('error_type')}" for d in view.dead_letters) or "-"
     thumb = f'<img class="thumb" src="{escape(teaser)}" alt="teaser of {escape(p["id"])}">' if teaser else "-"
     title = render_text(p.get("title"))
-    return (f'<tr><td><a href="{escape(page_href)}"><span class="id">{escape(p["id"])}</span></a><br>{title}</td>'
-            f"<td>{thumb}</td>" + "".join(f'<td class="n">{c[k]}</td>' for k in ("sections", "figures", "subfigures", "mentions"))
-            + f"<td>{escape(ga_text)}</td><td>{escape(med)}</td><td>{escape(dls)}</td></tr>\n")
+    return (
+        f'<tr><td><a href="{escape(page_href)}"><span class="id">{escape(p["id"])}</span></a><br>{title}</td>'
+        f"<td>{thumb}</td>"
+        + "".join(f'<td class="n">{c[k]}</td>' for k in ("sections", "figures", "subfigures", "mentions"))
+        + f"<td>{escape(ga_text)}</td><td>{escape(med)}</td><td>{escape(dls)}</td></tr>\n"
+    )
 
 
 def index_dead_letters_head(total: int) -> str:
-    return f"</table>\n<h2>Dead letters ({total})</h2>\n" + ("<p class=\"muted\">none</p>" if not total else dead_letter_head())
+    return f"</table>\n<h2>Dead letters ({total})</h2>\n" + (
+        '<p class="muted">none</p>' if not total else dead_letter_head()
+    )
 
 
 def index_tail(total_dead: int, shown_dead: int) -> str:
     more = ""
     if total_dead > shown_dead:
-        more = (f"<p class=\"muted\">{total_dead - shown_dead} more; all of them: "
-                "<code>sciga sql OUT \"SELECT * FROM dead_letter\"</code></p>")
+        more = (
+            f'<p class="muted">{total_dead - shown_dead} more; all of them: '
+            '<code>sciga sql OUT "SELECT * FROM dead_letter"</code></p>'
+        )
     return ("</table>" if total_dead else "") + more + "\n</main></body></html>\n"

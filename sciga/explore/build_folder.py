@@ -1,4 +1,5 @@
 """Is this folder a build? One check every command that reads a build runs first."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,9 @@ def check_is_build(out: str) -> None:
     check_location(out)
     fs, root = fsspec.core.url_to_fs(out)
     if not fs.isdir(posixpath.join(root, "data")) and not fs.exists(posixpath.join(root, "manifest.json")):
-        raise FileNotFoundError(f"{out} is not a build folder (no data/ and no manifest.json); "
-                                "give the --output folder of `sciga build`.")
+        raise FileNotFoundError(
+            f"{out} is not a build folder (no data/ and no manifest.json); give the --output folder of `sciga build`."
+        )
 
 
 def built_papers(out: str) -> tuple[dict, set]:
@@ -33,12 +35,27 @@ def built_papers(out: str) -> tuple[dict, set]:
     present = {c: bool(fs.glob(posixpath.join(root, "data", c, "*.parquet"))) for c in globs}
     con = duckdb_connect(*globs.values())
     try:
-        papers = {} if not present["papers"] else {
-            pid: (version, updated) for pid, version, updated in
-            con.execute(f"SELECT id, version, updated FROM read_parquet({_literal(globs['papers'])})").fetchall()}
-        dead = set() if not present["dead_letter"] else {
-            pid for (pid,) in con.execute(f"SELECT DISTINCT paper_id FROM read_parquet({_literal(globs['dead_letter'])}) "
-                                          "WHERE paper_id IS NOT NULL").fetchall()}
+        papers = (
+            {}
+            if not present["papers"]
+            else {
+                pid: (version, updated)
+                for pid, version, updated in con.execute(
+                    f"SELECT id, version, updated FROM read_parquet({_literal(globs['papers'])})"
+                ).fetchall()
+            }
+        )
+        dead = (
+            set()
+            if not present["dead_letter"]
+            else {
+                pid
+                for (pid,) in con.execute(
+                    f"SELECT DISTINCT paper_id FROM read_parquet({_literal(globs['dead_letter'])}) "
+                    "WHERE paper_id IS NOT NULL"
+                ).fetchall()
+            }
+        )
     finally:
         con.close()
     return papers, dead
@@ -60,5 +77,7 @@ def notebook_build(env: str = "SCIGA_BUILD", default: str = SAMPLE_BUILD) -> str
         candidate = folder / default
         if (candidate / "manifest.json").is_file() or (candidate / "data").is_dir():
             return str(candidate)
-    raise FileNotFoundError(f"no build at {default} in {here} or a folder above it: run `sciga build --sample --output "
-                            f"{default}` in the repository root, or set {env} to a build folder.")
+    raise FileNotFoundError(
+        f"no build at {default} in {here} or a folder above it: run `sciga build --sample --output "
+        f"{default}` in the repository root, or set {env} to a build folder."
+    )

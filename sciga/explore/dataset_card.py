@@ -9,6 +9,7 @@ which makes the folder itself a Hugging Face dataset (``load_dataset(OUT, "figur
 ``sciga publish`` uploads that same file; the version lives in the Hub tag and the gate's
 result in the commit message.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -29,19 +30,24 @@ PRETTY_NAME = "Scientific figures in context (sciga-builder)"
 
 CONFIG_DOC = {
     "papers": "one row per paper, nested like SciGA's Listing 1: metadata, sections (with paragraphs and "
-              "S2ORC-style figure ref spans), figures with subfigures, tables, teaser, graphical abstract, provenance",
+    "S2ORC-style figure ref spans), figures with subfigures, tables, teaser, graphical abstract, provenance",
     "figures": "one row per figure or subfigure image, with the image itself (`struct<bytes, path>`, the `datasets` "
-               "Image convention; null without bytes, `image_status` says why), caption, subcaption, parent id, "
-               "medical filter, GA/teaser role",
+    "Image convention; null without bytes, `image_status` says why), caption, subcaption, parent id, "
+    "medical filter, GA/teaser role",
     "mentions": "one row per inline reference to a figure: paper, figure (subfigure when named), section, paragraph, "
-                "character span, surface text",
+    "character span, surface text",
     "dead_letter": "one row per input that failed a stage: paper id, stage, error type, message, input URI",
 }
 
 
 def _size_category(n: int) -> str:
-    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
-                        (10_000_000, "1M<n<10M")):
+    for limit, name in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
         if n < limit:
             return name
     return "10M<n<100M"
@@ -58,8 +64,12 @@ def shard_facts(out_dir: str, manifest: dict) -> dict:
             with fs.open(posixpath.join(root, e["path"]), "rb") as f:
                 md = pq.ParquetFile(f).metadata
                 arrow_bytes += sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
-        facts[config] = {"files": entries, "rows": sum(e["rows"] for e in entries),
-                         "parquet_bytes": sum(e["bytes"] for e in entries), "arrow_bytes": arrow_bytes}
+        facts[config] = {
+            "files": entries,
+            "rows": sum(e["rows"] for e in entries),
+            "parquet_bytes": sum(e["bytes"] for e in entries),
+            "arrow_bytes": arrow_bytes,
+        }
     return facts
 
 
@@ -68,13 +78,18 @@ def card_metadata(facts: dict, papers: int) -> dict:
     for config in CONFIGS:
         # Every config is declared, an empty one too: it exists (an empty dead_letter is the
         # good news), it streams as zero rows, and its features say what a row would hold.
-        entry: dict[str, Any] = {"config_name": config, "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}]}
+        entry: dict[str, Any] = {
+            "config_name": config,
+            "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}],
+        }
         if config == "papers":
             entry["default"] = True
         configs.append(entry)
         info: dict[str, Any] = {"config_name": config}
         info["features"] = yaml_features(SCHEMAS[config])
-        info["splits"] = [{"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}]
+        info["splits"] = [
+            {"name": SPLIT, "num_bytes": facts[config]["arrow_bytes"], "num_examples": facts[config]["rows"]}
+        ]
         info["download_size"] = facts[config]["parquet_bytes"]
         info["dataset_size"] = facts[config]["arrow_bytes"]
         infos.append(info)
@@ -84,7 +99,7 @@ def card_metadata(facts: dict, papers: int) -> dict:
         "license": "other",
         "license_name": "per-paper-licenses",
         "license_details": "Each paper keeps the licence its authors chose on arXiv (papers.license); "
-                           "the builder's code is Apache-2.0.",
+        "the builder's code is Apache-2.0.",
         "tags": ["arxiv", "scientific-figures", "graphical-abstract", "figure-captions", "latexml", "sciga"],
         "task_categories": ["image-to-text", "text-to-image"],
         "size_categories": [_size_category(papers)],
@@ -98,13 +113,23 @@ def _facts_sql(con: duckdb.DuckDBPyConnection) -> dict:
         return con.execute(sql).fetchall()
 
     return {
-        "licenses": rows("SELECT coalesce(license, 'unknown') AS l, count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
-        "sources": rows("SELECT coalesce(provenance.source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
-        "generators": rows("SELECT coalesce(provenance.generator, 'unknown') || ' ' || coalesce(provenance.generator_version, ''), "
-                           "count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
-        "id_sources": rows("SELECT coalesce(provenance.id_source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "licenses": rows(
+            "SELECT coalesce(license, 'unknown') AS l, count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
+        ),
+        "sources": rows(
+            "SELECT coalesce(provenance.source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
+        ),
+        "generators": rows(
+            "SELECT coalesce(provenance.generator, 'unknown') || ' ' || coalesce(provenance.generator_version, ''), "
+            "count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
+        ),
+        "id_sources": rows(
+            "SELECT coalesce(provenance.id_source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
+        ),
         "dead_letter": rows("SELECT error_type, count(*) FROM dead_letter GROUP BY ALL ORDER BY 2 DESC, 1"),
-        "image_status": rows("SELECT coalesce(image_status, 'unknown'), count(*) FROM figures GROUP BY ALL ORDER BY 2 DESC, 1"),
+        "image_status": rows(
+            "SELECT coalesce(image_status, 'unknown'), count(*) FROM figures GROUP BY ALL ORDER BY 2 DESC, 1"
+        ),
     }
 
 
@@ -127,18 +152,30 @@ def images_section(image_status: list) -> str:
     missing = sum(n for s, n in by.items() if counts_as_missing(s))
     if not by:
         return "This build has no figures rows."
-    lines = [f"{by.get(EMBEDDED, 0)} figures rows have their image embedded (`image` decodes to PIL); "
-             f"**figures without an image: {missing} of {expected}**"
-             + (f" ({100.0 * missing / expected:.0f}%)" if expected else "") + ". A row without image bytes has "
-             "`image = null`; `image_status` says why and `image_uri` where the file was or was looked for.", "",
-             _table(["image_status", "rows", "meaning"],
-                    [(s, n, IMAGE_STATUSES.get(s, "(not a known status)")) for s, n in image_status])]
+    lines = [
+        f"{by.get(EMBEDDED, 0)} figures rows have their image embedded (`image` decodes to PIL); "
+        f"**figures without an image: {missing} of {expected}**"
+        + (f" ({100.0 * missing / expected:.0f}%)" if expected else "")
+        + ". A row without image bytes has "
+        "`image = null`; `image_status` says why and `image_uri` where the file was or was looked for.",
+        "",
+        _table(
+            ["image_status", "rows", "meaning"],
+            [(s, n, IMAGE_STATUSES.get(s, "(not a known status)")) for s, n in image_status],
+        ),
+    ]
     return "\n".join(lines)
 
 
 def _table(header: list[str], rows: list) -> str:
-    numeric = [bool(rows) and all(isinstance(r[i], (int, float)) or (isinstance(r[i], str) and r[i].replace(".", "", 1).isdigit())
-                                  for r in rows) for i in range(len(header))]
+    numeric = [
+        bool(rows)
+        and all(
+            isinstance(r[i], (int, float)) or (isinstance(r[i], str) and r[i].replace(".", "", 1).isdigit())
+            for r in rows
+        )
+        for i in range(len(header))
+    ]
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if n else "---" for n in numeric) + "|"]
     for r in rows:
         out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
@@ -160,24 +197,34 @@ def render_card(out_dir: str, manifest: dict) -> str:
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
     empty = [c for c in CONFIGS if not facts[c]["rows"]]
-    empty_note = (f"\n\nConfigs without rows in this build ({', '.join(empty)}) are declared with their features and "
-                  "a typed, empty shard: they stream as zero rows (`streaming=True`), SQL reads them as empty "
-                  "tables; `datasets` refuses to load an empty split without streaming "
-                  "(`Instruction \"train\" corresponds to no data`).") if empty else ""
+    empty_note = (
+        (
+            f"\n\nConfigs without rows in this build ({', '.join(empty)}) are declared with their features and "
+            "a typed, empty shard: they stream as zero rows (`streaming=True`), SQL reads them as empty "
+            "tables; `datasets` refuses to load an empty split without streaming "
+            '(`Instruction "train" corresponds to no data`).'
+        )
+        if empty
+        else ""
+    )
 
     body = f"""
 # Scientific figures in context
 
 Scientific papers from arXiv with their full text, figures, subfigures, captions, inline figure
 references, teasers and graphical abstracts, built from LaTeXML HTML (ar5iv / arXiv HTML) by
-sciga-builder {manifest.get('builder_version')} (schema {manifest.get('schema_version')}) in the layout of SciGA-145k.
+sciga-builder {manifest.get("builder_version")} (schema {manifest.get("schema_version")}) in the layout of SciGA-145k.
 
 ## Configs
 
-{_table(["config", "rows", "files", "Parquet bytes", "what a row is"],
-        [(c, facts[c]["rows"], len(facts[c]["files"]), facts[c]["parquet_bytes"], CONFIG_DOC[c]) for c in CONFIGS])}
+{
+        _table(
+            ["config", "rows", "files", "Parquet bytes", "what a row is"],
+            [(c, facts[c]["rows"], len(facts[c]["files"]), facts[c]["parquet_bytes"], CONFIG_DOC[c]) for c in CONFIGS],
+        )
+    }
 
-Counts: {', '.join(f'{k} {v}' for k, v in sorted(counts.items()))}.{empty_note}
+Counts: {", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}.{empty_note}
 
 ## Load it
 
@@ -240,11 +287,24 @@ def _statistics_section(stats) -> str:
     cat_rows = []
     for c in cats:
         part = per[per["category"] == c].set_index("metric")
-        cat_rows.append([c, int(part.loc["title_tokens", "n"])] + [
-            _number(part.loc[m, "mean"], ".1f") if m in part.index else ""
-            for m in ("title_tokens", "abstract_tokens", "fulltext_tokens", "caption_tokens", "figures", "subfigures")])
-    ga_rows = [(r.ga_type, r.papers, _number(r.percent_of_papers, ".1f"), _number(r.percent_of_gas, ".1f"))
-               for r in stats.ga_types.itertuples()]
+        cat_rows.append(
+            [c, int(part.loc["title_tokens", "n"])]
+            + [
+                _number(part.loc[m, "mean"], ".1f") if m in part.index else ""
+                for m in (
+                    "title_tokens",
+                    "abstract_tokens",
+                    "fulltext_tokens",
+                    "caption_tokens",
+                    "figures",
+                    "subfigures",
+                )
+            ]
+        )
+    ga_rows = [
+        (r.ga_type, r.papers, _number(r.percent_of_papers, ".1f"), _number(r.percent_of_gas, ".1f"))
+        for r in stats.ga_types.itertuples()
+    ]
     return f"""Token lengths count whitespace tokens of the stored text, SciGA's special tokens verbatim
 (`<MATH>` ... `</MATH>` each one token); full text is all section bodies.
 
@@ -263,14 +323,15 @@ def _build_section(manifest: dict, counts: dict, facts: dict, extra: dict) -> st
     """The card's "How it was built": builder, inputs, sources, dead letters, the quality gate
     and every shard with its sha256."""
     inputs = manifest.get("inputs") or {}
-    shard_lines = [f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |"
-                   for c in CONFIGS for e in facts[c]["files"]]
-    section = f"""- builder: sciga-builder {manifest.get('builder_version')}, schema version {manifest.get('schema_version')}
-- inputs: {inputs.get('count')} pages, list sha256 `{inputs.get('sha256')}`
-- sources (`provenance.source`): {', '.join(f'{s} {n}' for s, n in extra['sources'])}
-- HTML generator: {', '.join(f'{s.strip()} {n}' for s, n in extra['generators'])}
-- paper ids from: {', '.join(f'{s} {n}' for s, n in extra['id_sources'])}
-- dead letters (inputs that failed a stage, kept in `dead_letter`): {counts.get('dead_letter', 0)}"""
+    shard_lines = [
+        f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |" for c in CONFIGS for e in facts[c]["files"]
+    ]
+    section = f"""- builder: sciga-builder {manifest.get("builder_version")}, schema version {manifest.get("schema_version")}
+- inputs: {inputs.get("count")} pages, list sha256 `{inputs.get("sha256")}`
+- sources (`provenance.source`): {", ".join(f"{s} {n}" for s, n in extra["sources"])}
+- HTML generator: {", ".join(f"{s.strip()} {n}" for s, n in extra["generators"])}
+- paper ids from: {", ".join(f"{s} {n}" for s, n in extra["id_sources"])}
+- dead letters (inputs that failed a stage, kept in `dead_letter`): {counts.get("dead_letter", 0)}"""
     if extra["dead_letter"]:
         section += " (" + ", ".join(f"{t} {n}" for t, n in extra["dead_letter"]) + ")"
     section += f"""
@@ -346,15 +407,21 @@ def card_key(manifest: dict) -> str:
 
 
 def gate_summary(result) -> dict:
-    return {"expectations": len(result.checks), "passed": len(result.checks) - len(result.failed),
-            "max_dead_letter_rate": result.options["max_dead_letter_rate"], "image_check": result.options["image_check"],
-            "max_missing_image_rate": result.options.get("max_missing_image_rate")}
+    return {
+        "expectations": len(result.checks),
+        "passed": len(result.checks) - len(result.failed),
+        "max_dead_letter_rate": result.options["max_dead_letter_rate"],
+        "image_check": result.options["image_check"],
+        "max_missing_image_rate": result.options.get("max_missing_image_rate"),
+    }
 
 
 def gate_sentence(summary: dict) -> str:
-    return (f"quality gate: {summary['passed']} of {summary['expectations']} Great Expectations expectations met "
-            f"(dead-letter rate at most {summary['max_dead_letter_rate']}, missing-image rate at most "
-            f"{summary.get('max_missing_image_rate')}, image check {summary['image_check']})")
+    return (
+        f"quality gate: {summary['passed']} of {summary['expectations']} Great Expectations expectations met "
+        f"(dead-letter rate at most {summary['max_dead_letter_rate']}, missing-image rate at most "
+        f"{summary.get('max_missing_image_rate')}, image check {summary['image_check']})"
+    )
 
 
 def read_front_matter(card: str) -> dict:
@@ -362,4 +429,3 @@ def read_front_matter(card: str) -> dict:
         return {}
     end = card.index("\n---\n", 4)
     return yaml.safe_load(card[4:end]) or {}
-

@@ -39,6 +39,7 @@ the per-paper comparison; a column whose type changed is compared on what both t
 (the struct fields both have; else its text). So a new schema never makes every paper look
 changed, and never stops the diff.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,9 +64,12 @@ log = logging.getLogger("sciga.diff")
 CATEGORIES = ("metadata", "text", "figures", "panels", "mentions", "images", "annotations", "provenance")
 
 # papers columns read for a category other than metadata (nested ones: the fields compared)
-TEXT_COLUMNS = {"title": None, "abstract": None,
-                "sections": ("id", "parent_id", "level", "number", "title", "body"),
-                "tables": ("id", "index", "number", "caption", "section_id")}
+TEXT_COLUMNS = {
+    "title": None,
+    "abstract": None,
+    "sections": ("id", "parent_id", "level", "number", "title", "body"),
+    "tables": ("id", "index", "number", "caption", "section_id"),
+}
 PAPER_ANNOTATIONS = ("teaser", "graphical_abstract")
 PROVENANCE_FIELDS = ("source", "url", "content_sha256", "generator", "generator_version", "decode_errors", "id_source")
 # papers columns never hashed per paper: the key, the nested copy of the figures config
@@ -126,7 +130,7 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
         if location.startswith("hf://"):
             from sciga.transforms.common.storage import hub_filesystem
 
-            fs, root = hub_filesystem(), location[len("hf://"):]
+            fs, root = hub_filesystem(), location[len("hf://") :]
         else:
             fs, root = fsspec.core.url_to_fs(location)
     else:
@@ -138,8 +142,11 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
         log.debug("cannot look into %s: %r", location, e)
         is_build = False
     if not is_build:
-        hint = (" (a published version is hf://datasets/ORG/NAME@vX.Y.Z)" if location.startswith("hf://")
-                else "; give the --output folder of `sciga build`")
+        hint = (
+            " (a published version is hf://datasets/ORG/NAME@vX.Y.Z)"
+            if location.startswith("hf://")
+            else "; give the --output folder of `sciga build`"
+        )
         raise UserError(f"{role} {location} is not a build (no data/ folder and no manifest.json there){hint}.")
     side = BuildSide(location=location, fs=fs, root=root)
     manifest_path = posixpath.join(root, "manifest.json")
@@ -182,6 +189,7 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
 
 # ------------------------------------------------------------------ SQL over both schemas
 
+
 def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
@@ -207,8 +215,10 @@ def common_expr(expr: str, old: pa.DataType, new: pa.DataType, keep: Optional[tu
         shared = [n for n in names if n in new_names and (keep is None or n in keep)]
         if not shared:
             return "NULL"
-        parts = [f"{_ident(n)} := {common_expr(f'struct_extract({expr}, {_sql_str(n)})', old.field(n).type, new.field(n).type, None, depth + 1)}"
-                 for n in shared]
+        parts = [
+            f"{_ident(n)} := {common_expr(f'struct_extract({expr}, {_sql_str(n)})', old.field(n).type, new.field(n).type, None, depth + 1)}"
+            for n in shared
+        ]
         return f"struct_pack({', '.join(parts)})"
     if _is_list(old) and _is_list(new):
         var = f"x{depth}"
@@ -265,12 +275,15 @@ def figure_hashes(old: dict, new: dict, image_bytes: bool) -> dict:
         else:
             image_exprs.append(common_expr(_ident(n), old[n], new[n]))
     key = ['"id"'] if "id" in shared else []
-    return {"structure": _hash(_shared(old, new, structure)),
-            "images": _hash(key + image_exprs),
-            "annotations": _hash(key + _shared(old, new, annotations))}
+    return {
+        "structure": _hash(_shared(old, new, structure)),
+        "images": _hash(key + image_exprs),
+        "annotations": _hash(key + _shared(old, new, annotations)),
+    }
 
 
 # ------------------------------------------------------------------ the diff
+
 
 @dataclass
 class SchemaChange:
@@ -343,13 +356,21 @@ class BuildDiff:
 
     @property
     def versions_changed(self) -> bool:
-        return self.schema_versions[0] != self.schema_versions[1] or self.builder_versions[0] != self.builder_versions[1]
+        return (
+            self.schema_versions[0] != self.schema_versions[1] or self.builder_versions[0] != self.builder_versions[1]
+        )
 
     @property
     def data_changed(self) -> bool:
         """Papers added, removed or changed, rows or dead letters that differ."""
-        return bool(self.added or self.removed or self.changed or self.dead_letters_added or self.dead_letters_removed
-                    or any(a != b for a, b in self.rows.values()))
+        return bool(
+            self.added
+            or self.removed
+            or self.changed
+            or self.dead_letters_added
+            or self.dead_letters_removed
+            or any(a != b for a, b in self.rows.values())
+        )
 
     @property
     def empty(self) -> bool:
@@ -393,12 +414,15 @@ def _differing(old: BuildSide, new: BuildSide, config: str) -> tuple[list, list]
     a = {f.sha256 for f in old.files.get(config) or [] if f.sha256}
     b = {f.sha256 for f in new.files.get(config) or [] if f.sha256}
     same = a & b
-    return ([f for f in old.files.get(config) or [] if f.sha256 not in same],
-            [f for f in new.files.get(config) or [] if f.sha256 not in same])
+    return (
+        [f for f in old.files.get(config) or [] if f.sha256 not in same],
+        [f for f in new.files.get(config) or [] if f.sha256 not in same],
+    )
 
 
-def diff_builds(old_location: str, new_location: str, options: DiffOptions = DiffOptions(), *,
-                old_fs=None, new_fs=None) -> BuildDiff:
+def diff_builds(
+    old_location: str, new_location: str, options: DiffOptions = DiffOptions(), *, old_fs=None, new_fs=None
+) -> BuildDiff:
     """Compare the build at ``old_location`` with the one at ``new_location``."""
     from sciga.transforms.common.storage import duckdb_connect
 
@@ -408,8 +432,10 @@ def diff_builds(old_location: str, new_location: str, options: DiffOptions = Dif
     import duckdb
 
     # A database file in the spill folder: the per-paper tables live on disk, not in memory.
-    con = duckdb_connect(*(f.url for s in (old, new) for fs in s.files.values() for f in fs[:1]),
-                         con=duckdb.connect(posixpath.join(tmp, "diff.duckdb")))
+    con = duckdb_connect(
+        *(f.url for s in (old, new) for fs in s.files.values() for f in fs[:1]),
+        con=duckdb.connect(posixpath.join(tmp, "diff.duckdb")),
+    )
     for side in (old, new):  # a filesystem given by the caller (the Hub at an explicit endpoint)
         if side.location.startswith("hf://") and side.fs is not None:
             try:
@@ -449,31 +475,38 @@ def _compare(d: BuildDiff) -> None:
         con.execute(f"CREATE TABLE p_{side} AS {body}")
     con.execute("CREATE TABLE diff_added AS SELECT id FROM p_new ANTI JOIN p_old USING (id)")
     con.execute("CREATE TABLE diff_removed AS SELECT id FROM p_old ANTI JOIN p_new USING (id)")
-    changes = [f"SELECT id, '{c}' AS field FROM p_old JOIN p_new USING (id) WHERE p_old.{c} IS DISTINCT FROM p_new.{c}"
-               for c in hashes]
+    changes = [
+        f"SELECT id, '{c}' AS field FROM p_old JOIN p_new USING (id) WHERE p_old.{c} IS DISTINCT FROM p_new.{c}"
+        for c in hashes
+    ]
 
     # figures: per paper, the sums of its rows' hashes (figures, panels, images, annotations)
     o_files, n_files = _differing(old, new, "figures")
     d.files_read["figures"] = (len(o_files), len(n_files))
     fh = figure_hashes(*cols["figures"], d.options.image_bytes)
     kind = "kind" if ("kind" in cols["figures"][0] and "kind" in cols["figures"][1]) else "'figure'"
-    parts = {"figures": f"sum(CASE WHEN coalesce({kind}, 'figure') NOT IN ('subfigure', 'graphical_abstract') "
-                        f"THEN {fh['structure']} END)",
-             "panels": f"sum(CASE WHEN {kind} = 'subfigure' THEN {fh['structure']} END)",
-             "images": f"sum({fh['images']})",
-             "annotations": f"coalesce(sum({fh['annotations']}), 0) + "
-                            f"coalesce(sum(CASE WHEN {kind} = 'graphical_abstract' THEN {fh['structure']} END), 0)"}
+    parts = {
+        "figures": f"sum(CASE WHEN coalesce({kind}, 'figure') NOT IN ('subfigure', 'graphical_abstract') "
+        f"THEN {fh['structure']} END)",
+        "panels": f"sum(CASE WHEN {kind} = 'subfigure' THEN {fh['structure']} END)",
+        "images": f"sum({fh['images']})",
+        "annotations": f"coalesce(sum({fh['annotations']}), 0) + "
+        f"coalesce(sum(CASE WHEN {kind} = 'graphical_abstract' THEN {fh['structure']} END), 0)",
+    }
     changes += _per_paper_rows(con, "f", o_files, n_files, parts)
 
     # mentions: per paper, the sum of its rows' hashes
     o_files, n_files = _differing(old, new, "mentions")
     d.files_read["mentions"] = (len(o_files), len(n_files))
     mcols = [n for n in cols["mentions"][0] if n in cols["mentions"][1] and n != "paper_id"]
-    changes += _per_paper_rows(con, "m", o_files, n_files,
-                               {"mentions": f"sum({_hash(_shared(*cols['mentions'], mcols))})"})
+    changes += _per_paper_rows(
+        con, "m", o_files, n_files, {"mentions": f"sum({_hash(_shared(*cols['mentions'], mcols))})"}
+    )
 
-    con.execute(f"CREATE TABLE diff_fields AS SELECT DISTINCT id, field FROM ({' UNION ALL '.join(changes)}) "
-                "WHERE id IS NOT NULL AND id NOT IN (SELECT id FROM diff_added) AND id NOT IN (SELECT id FROM diff_removed)")
+    con.execute(
+        f"CREATE TABLE diff_fields AS SELECT DISTINCT id, field FROM ({' UNION ALL '.join(changes)}) "
+        "WHERE id IS NOT NULL AND id NOT IN (SELECT id FROM diff_added) AND id NOT IN (SELECT id FROM diff_removed)"
+    )
     con.execute("CREATE TABLE diff_changed AS SELECT id, list(field) AS fields FROM diff_fields GROUP BY id")
     d.added = con.execute("SELECT count(*) FROM diff_added").fetchone()[0]
     d.removed = con.execute("SELECT count(*) FROM diff_removed").fetchone()[0]
@@ -503,8 +536,11 @@ def _per_paper_rows(con, tag: str, o_files: list, n_files: list, parts: dict) ->
         else:
             body = "SELECT NULL::VARCHAR AS id, " + ", ".join(f"NULL::HUGEINT AS {n}" for n in parts) + " LIMIT 0"
         con.execute(f"CREATE TABLE {tag}_{side} AS {body}")
-    return [f"SELECT coalesce(o.id, n.id) AS id, '{name}' AS field FROM {tag}_old o FULL OUTER JOIN {tag}_new n "
-            f"ON o.id = n.id WHERE o.{name} IS DISTINCT FROM n.{name}" for name in parts]
+    return [
+        f"SELECT coalesce(o.id, n.id) AS id, '{name}' AS field FROM {tag}_old o FULL OUTER JOIN {tag}_new n "
+        f"ON o.id = n.id WHERE o.{name} IS DISTINCT FROM n.{name}"
+        for name in parts
+    ]
 
 
 def _compare_dead_letters(d: BuildDiff, cols: tuple) -> None:
@@ -518,17 +554,24 @@ def _compare_dead_letters(d: BuildDiff, cols: tuple) -> None:
         if files:
             exprs = ", ".join((_ident(k) if k in have else "NULL::VARCHAR") + f" AS {k}" for k in DEAD_LETTER_KEY)
             message = "message" if "message" in have else "NULL::VARCHAR AS message"
-            body = (f"SELECT {keys}, count(*) AS n, min(message) AS message FROM "
-                    f"(SELECT {exprs}, {message} FROM {_read(files)}) GROUP BY {keys}")
+            body = (
+                f"SELECT {keys}, count(*) AS n, min(message) AS message FROM "
+                f"(SELECT {exprs}, {message} FROM {_read(files)}) GROUP BY {keys}"
+            )
         else:
-            body = ("SELECT " + ", ".join(f"NULL::VARCHAR AS {k}" for k in DEAD_LETTER_KEY)
-                    + ", 0::BIGINT AS n, NULL::VARCHAR AS message LIMIT 0")
+            body = (
+                "SELECT "
+                + ", ".join(f"NULL::VARCHAR AS {k}" for k in DEAD_LETTER_KEY)
+                + ", 0::BIGINT AS n, NULL::VARCHAR AS message LIMIT 0"
+            )
         con.execute(f"CREATE TABLE dl_{side} AS {body}")
     on = " AND ".join(f"a.{k} IS NOT DISTINCT FROM b.{k}" for k in DEAD_LETTER_KEY)
     key_cols = ", ".join(f"a.{k}" for k in DEAD_LETTER_KEY)
     for table, a, b in (("diff_dl_added", "dl_new", "dl_old"), ("diff_dl_removed", "dl_old", "dl_new")):
-        con.execute(f"CREATE TABLE {table} AS SELECT {key_cols}, a.n - coalesce(b.n, 0) AS n, a.message "
-                    f"FROM {a} a LEFT JOIN {b} b ON {on} WHERE a.n > coalesce(b.n, 0)")
+        con.execute(
+            f"CREATE TABLE {table} AS SELECT {key_cols}, a.n - coalesce(b.n, 0) AS n, a.message "
+            f"FROM {a} a LEFT JOIN {b} b ON {on} WHERE a.n > coalesce(b.n, 0)"
+        )
     d.dead_letters_added = con.execute("SELECT coalesce(sum(n), 0) FROM diff_dl_added").fetchone()[0]
     d.dead_letters_removed = con.execute("SELECT coalesce(sum(n), 0) FROM diff_dl_removed").fetchone()[0]
     for side_i, side in enumerate((d.old, d.new)):

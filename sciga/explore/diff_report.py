@@ -5,6 +5,7 @@ The lists of papers are streamed from the diff's DuckDB tables as they are writt
 diff of millions of changed papers is written in bounded memory; the summary and the card
 name at most ``max_listed`` of each kind and say how many more there are.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,7 @@ FIELD_HELP = {
     "figures": "figure rows: numbers, labels, captions",
     "panels": "subfigure rows: labels, subcaptions",
     "mentions": "inline references to figures",
-    "images": "figure images" ,
+    "images": "figure images",
     "annotations": "teaser, graphical abstract, medical filter",
     "provenance": "where the page came from, its SHA-256 and generator",
 }
@@ -47,8 +48,11 @@ def take_first(it, n: Optional[int]) -> tuple[list, int]:
 
 
 def images_note(d: BuildDiff) -> str:
-    return ("images compared by their bytes" if d.options.image_bytes else
-            "images compared by path, size and perceptual hash, not by their bytes")
+    return (
+        "images compared by their bytes"
+        if d.options.image_bytes
+        else "images compared by path, size and perceptual hash, not by their bytes"
+    )
 
 
 def summary_text(d: BuildDiff, max_listed: int = 20) -> str:
@@ -58,10 +62,15 @@ def summary_text(d: BuildDiff, max_listed: int = 20) -> str:
         lines.append("  no differences: same papers, same rows, same schema and builder versions")
         return "\n".join(lines)
     p_old, p_new = d.papers
-    lines.append(f"  papers      {d.added:,} added, {d.removed:,} removed, {d.changed:,} changed ({p_old:,} -> {p_new:,})")
+    lines.append(
+        f"  papers      {d.added:,} added, {d.removed:,} removed, {d.changed:,} changed ({p_old:,} -> {p_new:,})"
+    )
     if d.changed:
-        lines.append("  fields      " + ", ".join(f"{c} {d.field_counts[c]:,}" for c in CATEGORIES if d.field_counts[c])
-                     + " (papers whose field changed)")
+        lines.append(
+            "  fields      "
+            + ", ".join(f"{c} {d.field_counts[c]:,}" for c in CATEGORIES if d.field_counts[c])
+            + " (papers whose field changed)"
+        )
     lines.append("  rows        " + "; ".join(f"{c} {_delta(*d.rows[c])}" for c in CONFIGS))
     if d.kinds:
         lines.append("  figure rows " + "; ".join(f"{k} {_delta(*v)}" for k, v in sorted(d.kinds.items())))
@@ -71,11 +80,17 @@ def summary_text(d: BuildDiff, max_listed: int = 20) -> str:
     lines.append(f"  builder     {_versions(d.builder_versions)}")
     if d.dead_letters_added or d.dead_letters_removed or d.dead_letter_types:
         types = "; ".join(f"{t} {_delta(*v)}" for t, v in sorted(d.dead_letter_types.items()))
-        lines.append(f"  dead letters +{d.dead_letters_added:,} -{d.dead_letters_removed:,}" + (f" ({types})" if types else ""))
+        lines.append(
+            f"  dead letters +{d.dead_letters_added:,} -{d.dead_letters_removed:,}" + (f" ({types})" if types else "")
+        )
     for label, it in (("added", d.added_ids()), ("removed", d.removed_ids())):
         shown, total = take_first(it, max_listed)
         if total:
-            lines.append(f"  {label:<11} " + ", ".join(shown) + (f" ... and {total - len(shown):,} more" if total > len(shown) else ""))
+            lines.append(
+                f"  {label:<11} "
+                + ", ".join(shown)
+                + (f" ... and {total - len(shown):,} more" if total > len(shown) else "")
+            )
     shown, total = take_first(d.changed_papers(), max_listed)
     for pid, fields in shown:
         lines.append(f"  changed     {pid}: {', '.join(fields)}")
@@ -91,15 +106,24 @@ def to_json(d: BuildDiff) -> dict:
         "old": d.old.location,
         "new": d.new.location,
         "empty": d.empty,
-        "papers": {"old": d.papers[0], "new": d.papers[1], "added": d.added, "removed": d.removed, "changed": d.changed},
+        "papers": {
+            "old": d.papers[0],
+            "new": d.papers[1],
+            "added": d.added,
+            "removed": d.removed,
+            "changed": d.changed,
+        },
         "fields": {c: d.field_counts[c] for c in CATEGORIES},
         "rows": {c: {"old": a, "new": b} for c, (a, b) in d.rows.items()},
         "figure_kinds": {k: {"old": a, "new": b} for k, (a, b) in sorted(d.kinds.items())},
         "schema_version": {"old": d.schema_versions[0], "new": d.schema_versions[1]},
         "builder_version": {"old": d.builder_versions[0], "new": d.builder_versions[1]},
         "schema_changes": [c.__dict__ for c in d.schema],
-        "dead_letter": {"added": d.dead_letters_added, "removed": d.dead_letters_removed,
-                        "by_type": {t: {"old": a, "new": b} for t, (a, b) in sorted(d.dead_letter_types.items())}},
+        "dead_letter": {
+            "added": d.dead_letters_added,
+            "removed": d.dead_letters_removed,
+            "by_type": {t: {"old": a, "new": b} for t, (a, b) in sorted(d.dead_letter_types.items())},
+        },
         "image_bytes_compared": d.options.image_bytes,
     }
 
@@ -136,11 +160,14 @@ def markdown(d: BuildDiff, max_listed: Optional[int] = None, title: Optional[str
         out.append("No differences: the same papers and rows, the same schema and builder versions.")
         return "\n".join(out) + "\n"
     p_old, p_new = d.papers
-    out += [f"- papers: **{d.added:,} added**, **{d.removed:,} removed**, **{d.changed:,} changed** "
-            f"({p_old:,} -> {p_new:,})",
-            f"- schema version: {_versions(d.schema_versions)}; builder: {_versions(d.builder_versions)}",
-            f"- dead letters: +{d.dead_letters_added:,} / -{d.dead_letters_removed:,}",
-            f"- {images_note(d)}", ""]
+    out += [
+        f"- papers: **{d.added:,} added**, **{d.removed:,} removed**, **{d.changed:,} changed** "
+        f"({p_old:,} -> {p_new:,})",
+        f"- schema version: {_versions(d.schema_versions)}; builder: {_versions(d.builder_versions)}",
+        f"- dead letters: +{d.dead_letters_added:,} / -{d.dead_letters_removed:,}",
+        f"- {images_note(d)}",
+        "",
+    ]
     out += [f"{h}# Rows", "", "| config | old | new | change |", "|---|---:|---:|---:|"]
     for c in CONFIGS:
         a, b = d.rows[c]
@@ -172,8 +199,10 @@ def markdown(d: BuildDiff, max_listed: Optional[int] = None, title: Optional[str
         shown, total = take_first(d.dead_letters(which), max_listed)
         if total:
             out += [f"{h}# {label}", "", "| paper | stage | error type | rows | message |", "|---|---|---|---:|---|"]
-            out += [f"| `{r['paper_id']}` | {r['stage']} | {r['error_type']} | {r['count']} | {_md_escape(r['message'] or '')} |"
-                    for r in shown]
+            out += [
+                f"| `{r['paper_id']}` | {r['stage']} | {r['error_type']} | {r['count']} | {_md_escape(r['message'] or '')} |"
+                for r in shown
+            ]
             if total > len(shown):
                 out.append(f"| ... | | | | and {total - len(shown):,} more |")
             out.append("")

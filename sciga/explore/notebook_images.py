@@ -5,6 +5,7 @@ switch), shrunk to thumbnails, and a compound figure (whose panels carry the ima
 as its panels side by side. A figure without a decodable image gives ``None`` and the
 notebooks say so instead of failing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -17,7 +18,9 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError,
 ImageLike = Union[None, bytes, dict]
 
 
-def thumbnail(image: ImageLike, size: tuple[int, int] = (320, 240), max_pixels: int = DEFAULT_MAX_PIXELS) -> Optional[Image.Image]:
+def thumbnail(
+    image: ImageLike, size: tuple[int, int] = (320, 240), max_pixels: int = DEFAULT_MAX_PIXELS
+) -> Optional[Image.Image]:
     """An image struct ``{bytes, path}`` (or raw bytes) -> an RGB thumbnail, None when there
     are no bytes or they do not decode."""
     data = image.get("bytes") if isinstance(image, dict) else image
@@ -31,8 +34,13 @@ def thumbnail(image: ImageLike, size: tuple[int, int] = (320, 240), max_pixels: 
     return im
 
 
-def side_by_side(images: Iterable[Optional[Image.Image]], height: int = 160, gap: int = 6,
-                 frame: Optional[Iterable[bool]] = None, frame_color: str = "#d28b00") -> Optional[Image.Image]:
+def side_by_side(
+    images: Iterable[Optional[Image.Image]],
+    height: int = 160,
+    gap: int = 6,
+    frame: Optional[Iterable[bool]] = None,
+    frame_color: str = "#d28b00",
+) -> Optional[Image.Image]:
     """Images scaled to one height, left to right on white; ``frame`` marks some with a border."""
     ims = list(images)
     marks = list(frame) if frame is not None else [False] * len(ims)
@@ -60,8 +68,9 @@ def side_by_side(images: Iterable[Optional[Image.Image]], height: int = 160, gap
 def figure_picture(con, figure_id: str, size: tuple[int, int] = (480, 240)) -> Optional[Image.Image]:
     """The figure's own image, else its panels side by side (a compound figure), else None.
     ``con`` is a connection from sciga.explore.views.connect."""
-    rows = con.execute("SELECT id, image FROM figures WHERE id = ? OR parent_id = ? ORDER BY index, id",
-                       [figure_id, figure_id]).fetchall()
+    rows = con.execute(
+        "SELECT id, image FROM figures WHERE id = ? OR parent_id = ? ORDER BY index, id", [figure_id, figure_id]
+    ).fetchall()
     own = next((thumbnail(img, size) for fid, img in rows if fid == figure_id and img), None)
     if own is not None:
         return own

@@ -7,6 +7,7 @@ metadata, the section outline, each figure with its panels, image status and cap
 mentions in document order, and the dead letters. A paper id the build does not hold is a
 ``LookupError`` naming the closest ids it does hold.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -28,8 +29,13 @@ class PaperRecord:
     dead_letters: list = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return {"paper_id": self.paper_id, "paper": self.paper, "figures": self.figures, "mentions": self.mentions,
-                "dead_letter": self.dead_letters}
+        return {
+            "paper_id": self.paper_id,
+            "paper": self.paper,
+            "figures": self.figures,
+            "mentions": self.mentions,
+            "dead_letter": self.dead_letters,
+        }
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
@@ -43,19 +49,38 @@ def paper_record(con: duckdb.DuckDBPyConnection, paper_id: str) -> PaperRecord:
     papers = _rows(con, "SELECT * FROM papers WHERE id = ?", [paper_id])
     dead = _rows(con, "SELECT * FROM dead_letter WHERE paper_id = ? ORDER BY stage, input_uri", [paper_id])
     if not papers and not dead:
-        ids = [r[0] for r in con.execute("SELECT id FROM papers UNION SELECT paper_id FROM dead_letter "
-                                         "WHERE paper_id IS NOT NULL").fetchall()]
+        ids = [
+            r[0]
+            for r in con.execute(
+                "SELECT id FROM papers UNION SELECT paper_id FROM dead_letter WHERE paper_id IS NOT NULL"
+            ).fetchall()
+        ]
         close = difflib.get_close_matches(paper_id, ids, n=3, cutoff=0.5)
-        hint = (f"did you mean {' or '.join(close)}?" if close else
-                f"it holds {len(ids)} paper ids, e.g. {', '.join(sorted(ids)[:3])}" if ids else "it holds no paper")
+        hint = (
+            f"did you mean {' or '.join(close)}?"
+            if close
+            else f"it holds {len(ids)} paper ids, e.g. {', '.join(sorted(ids)[:3])}"
+            if ids
+            else "it holds no paper"
+        )
         raise LookupError(f"no paper {paper_id} in this build ({hint})")
-    figures = _rows(con, """SELECT * EXCLUDE (image), image.path AS image_path, octet_length(image.bytes) AS image_bytes
-                            FROM figures WHERE paper_id = ? ORDER BY index, kind <> 'figure', id""", [paper_id])
+    figures = _rows(
+        con,
+        """SELECT * EXCLUDE (image), image.path AS image_path, octet_length(image.bytes) AS image_bytes
+                            FROM figures WHERE paper_id = ? ORDER BY index, kind <> 'figure', id""",
+        [paper_id],
+    )
     mentions = _rows(con, "SELECT * FROM mentions WHERE paper_id = ?", [paper_id])
     # document order: sections as the paper lists them, then paragraph and offset
     order = {s.get("id"): i for i, s in enumerate((papers[0].get("sections") or []) if papers else [])}
-    mentions.sort(key=lambda m: (order.get(m.get("section_id"), len(order)), m.get("context") != "title",
-                                 -1 if m.get("paragraph_index") is None else m["paragraph_index"], m.get("char_start") or 0))
+    mentions.sort(
+        key=lambda m: (
+            order.get(m.get("section_id"), len(order)),
+            m.get("context") != "title",
+            -1 if m.get("paragraph_index") is None else m["paragraph_index"],
+            m.get("char_start") or 0,
+        )
+    )
     return PaperRecord(paper_id, papers[0] if papers else None, figures, mentions, dead)
 
 
@@ -94,8 +119,10 @@ def render_text(rec: PaperRecord) -> str:
         if facts:
             out.append("  " + ", ".join(facts))
         prov = p.get("provenance") or {}
-        out.append(f"  from {prov.get('input_uri') or '?'} ({prov.get('source') or '?'}, "
-                   f"{prov.get('generator') or '?'} {prov.get('generator_version') or ''})".rstrip())
+        out.append(
+            f"  from {prov.get('input_uri') or '?'} ({prov.get('source') or '?'}, "
+            f"{prov.get('generator') or '?'} {prov.get('generator_version') or ''})".rstrip()
+        )
         out.append("  abstract:")
         out.append(_wrap(p.get("abstract"), "    ", 600))
         sections = p.get("sections") or []
@@ -112,8 +139,10 @@ def render_text(rec: PaperRecord) -> str:
             out.append(f"  graphical abstract: {kind}, components {', '.join(ga.get('components') or []) or '-'}")
         if p.get("teaser"):
             out.append(f"  teaser: {', '.join(p['teaser'])}")
-    out.append(f"  figures ({sum(1 for f in rec.figures if f.get('kind') == 'figure')} figures, "
-               f"{sum(1 for f in rec.figures if f.get('kind') == 'subfigure')} panels):")
+    out.append(
+        f"  figures ({sum(1 for f in rec.figures if f.get('kind') == 'figure')} figures, "
+        f"{sum(1 for f in rec.figures if f.get('kind') == 'subfigure')} panels):"
+    )
     for f in rec.figures:
         line = _figure_line(f)
         out.append(("  " + line) if f.get("kind") == "subfigure" else line)
@@ -131,8 +160,11 @@ def render_text(rec: PaperRecord) -> str:
     if rec.dead_letters:
         out.append(f"  dead letters ({len(rec.dead_letters)}):")
         for d in rec.dead_letters:
-            out.append(_wrap(f"[{d.get('stage')}/{d.get('error_type')}, {d.get('scope') or 'input'}] {d.get('message')}",
-                             "    "))
+            out.append(
+                _wrap(
+                    f"[{d.get('stage')}/{d.get('error_type')}, {d.get('scope') or 'input'}] {d.get('message')}", "    "
+                )
+            )
     else:
         out.append("  dead letters: none")
     return "\n".join(out)

@@ -16,6 +16,7 @@ archive of an old-style id (``q-bio/0601999`` -> ``q-bio``); ``--level group`` m
 arXiv's eight top-level groups (``astro-ph``, ``hep-th``... -> ``physics``), ``--level archive``
 keeps the part before the dot (``cs.CV`` -> ``cs``, ``astro-ph.GA`` -> ``astro-ph``).
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -26,13 +27,40 @@ if TYPE_CHECKING:  # pandas is imported where it is used: the CLI parser imports
     import pandas as pd
 
 
-TOKEN_RULE = ("whitespace-separated tokens of the stored text; <MATH>, </MATH>, <NOTE>, </NOTE>, <TAG>, </TAG> "
-              "count as one token each and math alttext counts word by word; full text = all section bodies")
+TOKEN_RULE = (
+    "whitespace-separated tokens of the stored text; <MATH>, </MATH>, <NOTE>, </NOTE>, <TAG>, </TAG> "
+    "count as one token each and math alttext counts word by word; full text = all section bodies"
+)
 
 # arXiv archives (current and retired) -> the eight top-level groups of arxiv.org/category_taxonomy.
-PHYSICS = ("astro-ph", "cond-mat", "gr-qc", "hep-ex", "hep-lat", "hep-ph", "hep-th", "math-ph", "nlin", "nucl-ex",
-           "nucl-th", "physics", "quant-ph", "chao-dyn", "solv-int", "patt-sol", "adap-org", "comp-gas", "mtrl-th",
-           "supr-con", "acc-phys", "ao-sci", "atom-ph", "bayes-an", "chem-ph", "plasm-ph")
+PHYSICS = (
+    "astro-ph",
+    "cond-mat",
+    "gr-qc",
+    "hep-ex",
+    "hep-lat",
+    "hep-ph",
+    "hep-th",
+    "math-ph",
+    "nlin",
+    "nucl-ex",
+    "nucl-th",
+    "physics",
+    "quant-ph",
+    "chao-dyn",
+    "solv-int",
+    "patt-sol",
+    "adap-org",
+    "comp-gas",
+    "mtrl-th",
+    "supr-con",
+    "acc-phys",
+    "ao-sci",
+    "atom-ph",
+    "bayes-an",
+    "chem-ph",
+    "plasm-ph",
+)
 RETIRED = {"q-alg": "math", "alg-geom": "math", "dg-ga": "math", "funct-an": "math", "cmp-lg": "cs"}
 GROUPS = ("cs", "econ", "eess", "math", "physics", "q-bio", "q-fin", "stat")
 OVERALL = "all (micro)"
@@ -62,7 +90,7 @@ def _setup_sql(level: str) -> list[str]:
         "CREATE OR REPLACE TEMP MACRO sciga_archive(a) AS CASE WHEN a IS NULL OR a = '' THEN 'unknown' ELSE a END",
         f"""CREATE OR REPLACE TEMP TABLE paper_stats AS
             SELECT id,
-                   sciga_{'group' if level == 'group' else 'archive'}(split_part(coalesce(primary_category, subjects.arxiv[1],
+                   sciga_{"group" if level == "group" else "archive"}(split_part(coalesce(primary_category, subjects.arxiv[1],
                        CASE WHEN id LIKE '%/%' THEN split_part(id, '/', 1) END), '.', 1)) AS category,
                    sciga_ntok(title) AS title_tokens,
                    sciga_ntok(abstract) AS abstract_tokens,
@@ -88,7 +116,9 @@ def stats_queries() -> dict[str, str]:
     paper_parts = []
     for metric, label in PAPER_METRICS:
         d = _describe(metric, "paper")
-        paper_parts.append(f"SELECT '{metric}' AS metric, '{label}' AS label, category, {d} FROM paper_stats GROUP BY category")
+        paper_parts.append(
+            f"SELECT '{metric}' AS metric, '{label}' AS label, category, {d} FROM paper_stats GROUP BY category"
+        )
         paper_parts.append(f"SELECT '{metric}', '{label}', '{OVERALL}', {d} FROM paper_stats")
     metric, label = CAPTION_METRIC
     captions = "(SELECT category, unnest(caption_token_list) AS caption_tokens FROM paper_stats)"
@@ -119,9 +149,11 @@ def distribution_query() -> str:
     lo, hi = WHISKERS
 
     def q(value: str) -> str:
-        return (f"count({value}) AS n, quantile_disc({value}, {lo}) AS whislo, quantile_disc({value}, 0.25) AS q1, "
-                f"quantile_disc({value}, 0.5) AS med, quantile_disc({value}, 0.75) AS q3, "
-                f"quantile_disc({value}, {hi}) AS whishi")
+        return (
+            f"count({value}) AS n, quantile_disc({value}, {lo}) AS whislo, quantile_disc({value}, 0.25) AS q1, "
+            f"quantile_disc({value}, 0.5) AS med, quantile_disc({value}, 0.75) AS q3, "
+            f"quantile_disc({value}, {hi}) AS whishi"
+        )
 
     parts = []
     for metric, _ in PAPER_METRICS:
@@ -159,15 +191,18 @@ def compute_stats(con, level: str = "group") -> Stats:
     papers = int(ga["papers"].sum()) if len(ga) else 0
     with_ga = int(ga.loc[~ga["ga_type"].isin(["no GA"]), "papers"].sum()) if len(ga) else 0
     ga["percent_of_papers"] = (100.0 * ga["papers"] / papers) if papers else 0.0
-    ga["percent_of_gas"] = [100.0 * n / with_ga if with_ga and t != "no GA" else None for t, n in zip(ga["ga_type"], ga["papers"])]
+    ga["percent_of_gas"] = [
+        100.0 * n / with_ga if with_ga and t != "no GA" else None for t, n in zip(ga["ga_type"], ga["papers"])
+    ]
     type_order = {"Original": 0, "Reused": 1, "Modified": 2, "untyped": 3, "no GA": 4}
     ga = ga.sort_values("ga_type", key=lambda s: s.map(lambda t: type_order.get(t, 9))).reset_index(drop=True)
     by_cat = con.execute(q["ga_types_by_category"]).df().sort_values(["category", "ga_type"]).reset_index(drop=True)
     dist = con.execute(distribution_query()).df()
     dist["_o"] = (dist["category"] == OVERALL).astype(int)
     dist = dist.sort_values(["metric", "_o", "category"]).drop(columns=["_o"]).reset_index(drop=True)
-    return Stats(per_category=per, ga_types=ga, ga_types_by_category=by_cat, papers=papers, level=level,
-                 distributions=dist)
+    return Stats(
+        per_category=per, ga_types=ga, ga_types_by_category=by_cat, papers=papers, level=level, distributions=dist
+    )
 
 
 def _num(v, digits: int = 2) -> str:
@@ -182,15 +217,28 @@ def markdown_tables(stats: Stats) -> str:
     lines = [f"Token counting: {TOKEN_RULE}.", f"Category level: {stats.level} (papers: {stats.papers}).", ""]
     for metric, label in PAPER_METRICS + [CAPTION_METRIC]:
         part = stats.per_category[stats.per_category["metric"] == metric]
-        lines += [f"#### {label}", "", "| category | n | mean | std | min | median | max |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [
+            f"#### {label}",
+            "",
+            "| category | n | mean | std | min | median | max |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
         for r in part.itertuples():
-            lines.append(f"| {r.category} | {r.n} | {_num(r.mean)} | {_num(r.std)} | {_num(r.min, 0)} | "
-                         f"{_num(r.median, 1)} | {_num(r.max, 0)} |")
+            lines.append(
+                f"| {r.category} | {r.n} | {_num(r.mean)} | {_num(r.std)} | {_num(r.min, 0)} | "
+                f"{_num(r.median, 1)} | {_num(r.max, 0)} |"
+            )
         lines.append("")
-    lines += ["#### graphical-abstract types", "", "| type | papers | de facto | % of papers | % of GAs |",
-              "|---|---:|---:|---:|---:|"]
+    lines += [
+        "#### graphical-abstract types",
+        "",
+        "| type | papers | de facto | % of papers | % of GAs |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in stats.ga_types.itertuples():
-        lines.append(f"| {r.ga_type} | {r.papers} | {r.de_facto} | {_num(r.percent_of_papers, 1)} | {_num(r.percent_of_gas, 1)} |")
+        lines.append(
+            f"| {r.ga_type} | {r.papers} | {r.de_facto} | {_num(r.percent_of_papers, 1)} | {_num(r.percent_of_gas, 1)} |"
+        )
     lines.append("")
     return "\n".join(lines)
 
@@ -210,15 +258,30 @@ def plot(stats: Stats, folder: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     paths = []
-    metrics = [("title_tokens", "(a) title tokens"), ("abstract_tokens", "(b) abstract tokens"),
-               ("fulltext_tokens", "(c) full-text tokens"), ("caption_tokens", "(d) caption tokens"),
-               ("figures", "(e) figures per paper"), ("subfigures", "(f) subfigures per paper")]
+    metrics = [
+        ("title_tokens", "(a) title tokens"),
+        ("abstract_tokens", "(b) abstract tokens"),
+        ("fulltext_tokens", "(c) full-text tokens"),
+        ("caption_tokens", "(d) caption tokens"),
+        ("figures", "(e) figures per paper"),
+        ("subfigures", "(f) subfigures per paper"),
+    ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
     dist = stats.distributions
     for ax, (metric, title) in zip(axes.flat, metrics):
         part = dist[(dist["metric"] == metric) & (dist["n"] > 0)]
-        boxes = [{"label": f"{r.category}\nn={r.n}", "whislo": r.whislo, "q1": r.q1, "med": r.med, "q3": r.q3,
-                  "whishi": r.whishi, "fliers": []} for r in part.itertuples()]
+        boxes = [
+            {
+                "label": f"{r.category}\nn={r.n}",
+                "whislo": r.whislo,
+                "q1": r.q1,
+                "med": r.med,
+                "q3": r.q3,
+                "whishi": r.whishi,
+                "fliers": [],
+            }
+            for r in part.itertuples()
+        ]
         if boxes:
             drawn = ax.bxp(boxes, showfliers=False, patch_artist=True, widths=0.6)
             for box, r in zip(drawn["boxes"], part.itertuples()):
@@ -230,8 +293,11 @@ def plot(stats: Stats, folder: str) -> list[str]:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(title, fontsize=10)
     lo, hi = WHISKERS
-    fig.suptitle(f"Per top-level arXiv category (grey: all papers): box = quartiles, line = median, whiskers = "
-                 f"{lo:.0%} to {hi:.0%}; n under each category", fontsize=10)
+    fig.suptitle(
+        f"Per top-level arXiv category (grey: all papers): box = quartiles, line = median, whiskers = "
+        f"{lo:.0%} to {hi:.0%}; n under each category",
+        fontsize=10,
+    )
     fig.tight_layout()
     paths.append(posixpath.join(folder, "by_category.png"))
     _save_png(fig, paths[-1])
@@ -274,9 +340,12 @@ def write_stats(out: str, output: str | None = None, level: str = "group", plots
     with fs.open(posixpath.join(root, "stats.md"), "w", encoding="utf-8") as f:
         f.write(md)
     written.append(posixpath.join(folder, "stats.md"))
-    for name, df in (("per_category.csv", stats.per_category), ("ga_types.csv", stats.ga_types),
-                     ("ga_types_by_category.csv", stats.ga_types_by_category),
-                     ("distributions.csv", stats.distributions)):
+    for name, df in (
+        ("per_category.csv", stats.per_category),
+        ("ga_types.csv", stats.ga_types),
+        ("ga_types_by_category.csv", stats.ga_types_by_category),
+        ("distributions.csv", stats.distributions),
+    ):
         with fs.open(posixpath.join(root, name), "w", encoding="utf-8", newline="") as f:
             df.to_csv(f, index=False, float_format="%.4f")
         written.append(posixpath.join(folder, name))

@@ -14,6 +14,7 @@ and reads it as the DuckDB variable ``<view>_<name>`` with its default
 method_diagrams --param min_ratio=1.2``, or ``SET VARIABLE method_diagrams_min_ratio = 1.2``
 in SQL; ``RESET VARIABLE`` goes back to the default.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,8 +29,11 @@ import duckdb
 from sciga.schemas.arrow import CONFIGS
 
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql")
-_PARAM_RE = re.compile(r"^--\s*@param\s+(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>DOUBLE|INTEGER|VARCHAR|BOOLEAN)\s+"
-                       r"(?P<default>\S+?)\s*:\s*(?P<help>.*)$", re.M)
+_PARAM_RE = re.compile(
+    r"^--\s*@param\s+(?P<name>[a-z_][a-z0-9_]*)\s+(?P<type>DOUBLE|INTEGER|VARCHAR|BOOLEAN)\s+"
+    r"(?P<default>\S+?)\s*:\s*(?P<help>.*)$",
+    re.M,
+)
 
 
 class ViewParamError(ValueError):
@@ -86,8 +90,10 @@ def task_views() -> dict[str, str]:
 
 def view_parameters() -> dict[str, list[ViewParam]]:
     """view -> the parameters its file declares (``-- @param NAME TYPE DEFAULT: help``)."""
-    return {view: [ViewParam(view, m["name"], m["type"], m["default"], m["help"].strip()) for m in _PARAM_RE.finditer(sql)]
-            for view, sql in task_views().items()}
+    return {
+        view: [ViewParam(view, m["name"], m["type"], m["default"], m["help"].strip()) for m in _PARAM_RE.finditer(sql)]
+        for view, sql in task_views().items()
+    }
 
 
 def resolve_param(key: str, view: Optional[str] = None) -> ViewParam:
@@ -102,10 +108,15 @@ def resolve_param(key: str, view: Optional[str] = None) -> ViewParam:
     if len(found) == 1:
         return found[0]
     if len(found) > 1:
-        raise ViewParamError(f"{key!r} is a parameter of several views ({', '.join(p.view for p in found)}); "
-                             f"write VIEW.{key}")
-    known = [f"{p.view}.{p.name} ({p.type.lower()}, default {p.default})"
-             for v, ps in params.items() if view in (None, v) for p in ps]
+        raise ViewParamError(
+            f"{key!r} is a parameter of several views ({', '.join(p.view for p in found)}); write VIEW.{key}"
+        )
+    known = [
+        f"{p.view}.{p.name} ({p.type.lower()}, default {p.default})"
+        for v, ps in params.items()
+        if view in (None, v)
+        for p in ps
+    ]
     where = f"view {view}" if view else "any task view"
     raise ViewParamError(f"{key!r} is not a parameter of {where}; parameters: {', '.join(known) or 'none'}")
 
@@ -128,9 +139,12 @@ def parse_param_args(items: Optional[list[str]]) -> dict[str, str]:
     return out
 
 
-def connect(out_dir: str, con: Optional[duckdb.DuckDBPyConnection] = None,
-            params: Optional[Mapping[str, Union[float, int, str, bool]]] = None,
-            view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    out_dir: str,
+    con: Optional[duckdb.DuckDBPyConnection] = None,
+    params: Optional[Mapping[str, Union[float, int, str, bool]]] = None,
+    view: Optional[str] = None,
+) -> duckdb.DuckDBPyConnection:
     """Views over the build in ``out_dir`` (local, gs://, s3://, hf://...) on ``con`` (or a new
     connection). Remote builds are read through their fsspec filesystem (transforms/common/storage.py)."""
     from sciga.transforms.common.storage import duckdb_connect

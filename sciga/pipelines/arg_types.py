@@ -2,6 +2,7 @@
 (``--workers 0``, ``--figures-per-shard -1``, ``--max-page-mb -5``) is refused while the line
 is parsed, with argparse's one line ``sciga build: error: argument --workers: ...``, before
 anything starts. Each raises ``argparse.ArgumentTypeError`` with what a valid value is."""
+
 from __future__ import annotations
 
 import argparse

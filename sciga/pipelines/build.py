@@ -13,6 +13,7 @@ shard layout is fixed from the number of inputs before the pipeline starts; shar
 write part files into a staging folder that replaces ``<out>/data`` only when the whole
 pipeline succeeded.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,44 +70,95 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     from sciga.pipelines.sources_options import add_source_build_arguments
     from sciga.pipelines.vision import add_vision_arguments
 
-    ap.add_argument("--input", action="extend", nargs="+", default=[], metavar="PATH_OR_GLOB",
-                    help="folder, glob or file of LaTeXML .html / .html.gz pages (any fsspec path); repeatable")
+    ap.add_argument(
+        "--input",
+        action="extend",
+        nargs="+",
+        default=[],
+        metavar="PATH_OR_GLOB",
+        help="folder, glob or file of LaTeXML .html / .html.gz pages (any fsspec path); repeatable",
+    )
     ap.add_argument("--output", required=True, metavar="DIR", help="build folder (local, gs://...)")
     ap.add_argument("--sample", action="store_true", help="build the embedded sample corpus (adds it to --input)")
-    ap.add_argument("--metadata", default=None, metavar="DIR",
-                    help="folder of <stem>.meta.json metadata sidecars (default: beside each page)")
-    ap.add_argument("--max-page-mb", type=positive_float, default=128, metavar="MB",
-                    help="pages above this size are dead-lettered (default %(default)s)")
-    ap.add_argument("--max-image-mb", type=positive_int, default=64, metavar="MB",
-                    help="image files above this size are not embedded (default %(default)s)")
-    ap.add_argument("--papers-per-shard", type=positive_int, default=DEFAULT_ROWS_PER_SHARD["papers"], metavar="N",
-                    help="most papers in one papers shard (default: %(default)s)")
-    ap.add_argument("--figures-per-shard", type=positive_int, metavar="N", default=DEFAULT_ROWS_PER_SHARD["figures"],
-                    help="most figure rows in one figures shard (default: %(default)s)")
+    ap.add_argument(
+        "--metadata",
+        default=None,
+        metavar="DIR",
+        help="folder of <stem>.meta.json metadata sidecars (default: beside each page)",
+    )
+    ap.add_argument(
+        "--max-page-mb",
+        type=positive_float,
+        default=128,
+        metavar="MB",
+        help="pages above this size are dead-lettered (default %(default)s)",
+    )
+    ap.add_argument(
+        "--max-image-mb",
+        type=positive_int,
+        default=64,
+        metavar="MB",
+        help="image files above this size are not embedded (default %(default)s)",
+    )
+    ap.add_argument(
+        "--papers-per-shard",
+        type=positive_int,
+        default=DEFAULT_ROWS_PER_SHARD["papers"],
+        metavar="N",
+        help="most papers in one papers shard (default: %(default)s)",
+    )
+    ap.add_argument(
+        "--figures-per-shard",
+        type=positive_int,
+        metavar="N",
+        default=DEFAULT_ROWS_PER_SHARD["figures"],
+        help="most figure rows in one figures shard (default: %(default)s)",
+    )
     ap.add_argument("--no-images", action="store_true", help="do not embed image bytes in the figures config")
     ap.add_argument("--source", default=None, help="provenance source label (default: detected from the page)")
-    ap.add_argument("--sentencizer", default="pysbd", metavar="NAME",
-                    help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
-                         "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none")
+    ap.add_argument(
+        "--sentencizer",
+        default="pysbd",
+        metavar="NAME",
+        help="sentences of figure mentions: pysbd (scispaCy's pysbd_sentencizer, default), an installed "
+        "scispaCy/spaCy model such as en_core_sci_sm or a pipeline folder, or none",
+    )
     run = ap.add_argument_group("running the build")
-    run.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                     help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
-                          f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process")
-    run.add_argument("--rebuild", action="store_true",
-                     help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
-                          "since the last build into OUTPUT are reused, and a killed build resumes")
-    run.add_argument("--finalize-in-job", action="store_true",
-                     help="the job itself moves the shards into place and writes manifest.json and the card when its "
-                          "last part is written (a Dataflow Flex Template, or a job submitted without waiting); by "
-                          "default the launcher does, once the job has finished")
+    run.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
+        f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process",
+    )
+    run.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
+        "since the last build into OUTPUT are reused, and a killed build resumes",
+    )
+    run.add_argument(
+        "--finalize-in-job",
+        action="store_true",
+        help="the job itself moves the shards into place and writes manifest.json and the card when its "
+        "last part is written (a Dataflow Flex Template, or a job submitted without waiting); by "
+        "default the launcher does, once the job has finished",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress line on stderr")
-    run.add_argument("--progress-interval", type=positive_float, default=10.0, metavar="SECONDS",
-                     help="when stderr is not a terminal, print a progress line this often (default: %(default)s)")
+    run.add_argument(
+        "--progress-interval",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="when stderr is not a terminal, print a progress line this often (default: %(default)s)",
+    )
     add_vision_arguments(ap)
     add_source_build_arguments(ap)
 
 
 # ------------------------------------------------------------------ typed options
+
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -159,17 +211,50 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         specs.append(sample_dir())
         args.metadata = args.metadata or sample_dir("meta")
     prepare_source_args(args)
-    recorded = {k: v for k, v in sorted(vars(args).items())
-                if k not in ("func", "command", "input", "output", "fetch_ids", "ids", "id_file", "beam_flags", "forwards_to",
-                             "verbose", "quiet", "progress_interval", "finalize_in_job", "module", "started")}  # not build options
+    recorded = {
+        k: v
+        for k, v in sorted(vars(args).items())
+        if k
+        not in (
+            "func",
+            "command",
+            "input",
+            "output",
+            "fetch_ids",
+            "ids",
+            "id_file",
+            "beam_flags",
+            "forwards_to",
+            "verbose",
+            "quiet",
+            "progress_interval",
+            "finalize_in_job",
+            "module",
+            "started",
+        )
+    }  # not build options
     return BuildOptions(
-        output=args.output, specs=tuple(specs), fetch_ids=tuple(args.fetch_ids), fetch=id_fetch_options_from_args(args),
-        parse=ParseOptions(max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata),
-        tex=tex_options_from_args(args), link=LinkOptions(sentencizer=args.sentencizer),
-        vision=vision_options_from_args(args), papers_per_shard=args.papers_per_shard,
-        figures_per_shard=args.figures_per_shard, no_images=args.no_images, html_from=args.html_from,
-        eprints_bulk=args.eprints_bulk, latexml=latexml_options_from_args(args), workers=args.workers,
-        rebuild=args.rebuild, quiet=args.quiet, progress_interval=args.progress_interval, recorded=recorded,
+        output=args.output,
+        specs=tuple(specs),
+        fetch_ids=tuple(args.fetch_ids),
+        fetch=id_fetch_options_from_args(args),
+        parse=ParseOptions(
+            max_page_bytes=int(args.max_page_mb * 1024 * 1024), source=args.source, metadata_dir=args.metadata
+        ),
+        tex=tex_options_from_args(args),
+        link=LinkOptions(sentencizer=args.sentencizer),
+        vision=vision_options_from_args(args),
+        papers_per_shard=args.papers_per_shard,
+        figures_per_shard=args.figures_per_shard,
+        no_images=args.no_images,
+        html_from=args.html_from,
+        eprints_bulk=args.eprints_bulk,
+        latexml=latexml_options_from_args(args),
+        workers=args.workers,
+        rebuild=args.rebuild,
+        quiet=args.quiet,
+        progress_interval=args.progress_interval,
+        recorded=recorded,
         finalize_in_job=bool(vars(args).get("finalize_in_job")),
         verbose=bool(vars(args).get("verbose")),  # the global -v of the `sciga` parser, not a build flag
     )
@@ -180,17 +265,22 @@ def results_fingerprint(opts: BuildOptions, vision) -> str:
     that changes results (not: workers, shard sizes, progress...)."""
     from sciga.transforms.common.result_store import code_fingerprint
 
-    blob = json.dumps({
-        "code": code_fingerprint(),
-        "parse": dataclasses.asdict(opts.parse),
-        "tex": dataclasses.asdict(opts.tex),
-        "link": dataclasses.asdict(opts.link),
-        "vision": vision.fingerprint_fields(),
-    }, sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "code": code_fingerprint(),
+            "parse": dataclasses.asdict(opts.parse),
+            "tex": dataclasses.asdict(opts.tex),
+            "link": dataclasses.asdict(opts.link),
+            "vision": vision.fingerprint_fields(),
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
 # ------------------------------------------------------------------ composition
+
 
 @dataclass
 class BuildResult:
@@ -235,12 +325,26 @@ def _stage_previous_parts(out_dir: str, staging: str) -> Optional[str]:
 def _fetch_dead_ref(dl):
     from sciga.schemas.build import ResultRef
 
-    return ResultRef(uri=dl.input_uri or f"arxiv:{dl.paper_id}", key=None, paper_id=dl.paper_id, is_paper=False, dead=[dl])
+    return ResultRef(
+        uri=dl.input_uri or f"arxiv:{dl.paper_id}", key=None, paper_id=dl.paper_id, is_paper=False, dead=[dl]
+    )
 
 
-def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision, layout, fingerprint: str,
-                   store_root: str, parts_root: str, progress_dir: Optional[str], tex=None,
-                   pages=None, previous_parts: Optional[str] = None):
+def build_pipeline(
+    p,
+    opts: BuildOptions,
+    *,
+    inputs_file: Optional[str],
+    vision,
+    layout,
+    fingerprint: str,
+    store_root: str,
+    parts_root: str,
+    progress_dir: Optional[str],
+    tex=None,
+    pages=None,
+    previous_parts: Optional[str] = None,
+):
     """Compose the stages on pipeline ``p``; returns the PCollection of part infos."""
     import apache_beam as beam
 
@@ -281,9 +385,16 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
             early_refs.append(made[DEAD_LETTER_TAG])
 
     checkers = {"ga": GAIndex(vision.ga_entries_uri)} if vision.ga_entries_uri else {}
-    plan = uris | "Plan" >> PlanInputs(PlanOptions(store_root=store_root, fingerprint=fingerprint, rebuild=opts.rebuild,
-                                                   max_page_bytes=opts.parse.max_page_bytes, progress_dir=progress_dir),
-                                       checkers)
+    plan = uris | "Plan" >> PlanInputs(
+        PlanOptions(
+            store_root=store_root,
+            fingerprint=fingerprint,
+            rebuild=opts.rebuild,
+            max_page_bytes=opts.parse.max_page_bytes,
+            progress_dir=progress_dir,
+        ),
+        checkers,
+    )
     parsed = plan.planned | "Parse" >> ParsePapers(opts.parse, fingerprint)
     works, dead = parsed.papers, [parsed[DEAD_LETTER_TAG]]
     tex = tex or opts.tex
@@ -295,14 +406,25 @@ def build_pipeline(p, opts: BuildOptions, *, inputs_file: Optional[str], vision,
     vis = linked.papers | "Vision" >> Vision(vision, Progress(progress_dir))
     failed = (vis[DEAD_LETTER_TAG], seen, *dead) | "AllFailed" >> beam.Flatten()
     reused = (plan.reused, *early_refs) | "AllReused" >> beam.Flatten()
-    write = WriteOptions(store_root=store_root, parts_root=parts_root, layout=layout, no_images=opts.no_images,
-                         max_image_bytes=opts.vision.max_image_bytes, progress_dir=progress_dir,
-                         previous_parts=previous_parts)
-    return ({"works": vis["papers"], "failed": failed, "reused": reused, "annotations": vis["annotations"]}
-            | "Write" >> WriteBuild(write))
+    write = WriteOptions(
+        store_root=store_root,
+        parts_root=parts_root,
+        layout=layout,
+        no_images=opts.no_images,
+        max_image_bytes=opts.vision.max_image_bytes,
+        progress_dir=progress_dir,
+        previous_parts=previous_parts,
+    )
+    return {
+        "works": vis["papers"],
+        "failed": failed,
+        "reused": reused,
+        "annotations": vis["annotations"],
+    } | "Write" >> WriteBuild(write)
 
 
 # ------------------------------------------------------------------ finalizing
+
 
 @dataclass(frozen=True)
 class Finalize:
@@ -338,9 +460,12 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
     started = run.pop("started_unix", None)
     if started is not None:
         run["seconds"] = round(time.time() - started, 3)
-    run.update(finished_unix=int(time.time()), results_pruned=pruned,
-               shard_parts_written=sum(1 for i in infos if i.path and not i.reused),
-               shard_parts_reused=sum(1 for i in infos if i.reused))
+    run.update(
+        finished_unix=int(time.time()),
+        results_pruned=pruned,
+        shard_parts_written=sum(1 for i in infos if i.path and not i.reused),
+        shard_parts_reused=sum(1 for i in infos if i.reused),
+    )
     manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
@@ -359,11 +484,11 @@ def finalize_in_job(parts, f: Finalize):
     all of them), one worker finalizes the build."""
     import apache_beam as beam
 
-    return (parts | "PartsWritten" >> beam.combiners.Count.Globally()
-            | "Finalize" >> beam.Map(_finalize_after_parts, f))
+    return parts | "PartsWritten" >> beam.combiners.Count.Globally() | "Finalize" >> beam.Map(_finalize_after_parts, f)
 
 
 # ------------------------------------------------------------------ running it
+
 
 def check_sentencizer(name: str) -> None:
     """Fail before the pipeline starts when the requested sentence model is not there."""
@@ -408,9 +533,11 @@ def open_bulk(opts: BuildOptions, out_dir: str, inputs: Sequence[str], options, 
         outcome = run_outcome(getattr(p, "result", None), options, runner)
         if not outcome.completed and outcome.kind != "dry_run":
             # The build reads what this job extracts: it cannot start before that job ended.
-            raise SystemExit(f"sciga build: --eprints-bulk: the extraction job did not run to completion here "
-                             f"({outcome.kind}, {outcome.job_id or outcome.template or outcome.state}); run the build "
-                             "without --no_wait_until_finish / --template_location, or once that job has finished.")
+            raise SystemExit(
+                f"sciga build: --eprints-bulk: the extraction job did not run to completion here "
+                f"({outcome.kind}, {outcome.job_id or outcome.template or outcome.state}); run the build "
+                "without --no_wait_until_finish / --template_location, or once that job has finished."
+            )
     return bulk
 
 
@@ -486,12 +613,19 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         inputs = list(opts.fetch_ids)
     else:
         if not opts.specs:
-            raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
+            raise SystemExit(
+                "sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus)."
+            )
         inputs = list_build_inputs(opts.specs, opts.html_from)
         if not inputs:
-            raise SystemExit(f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"
-                             + (" (or give --html-from auto to convert the e-prints of papers with metadata)."
-                                if opts.html_from == "ar5iv" else "."))
+            raise SystemExit(
+                f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"
+                + (
+                    " (or give --html-from auto to convert the e-prints of papers with metadata)."
+                    if opts.html_from == "ar5iv"
+                    else "."
+                )
+            )
     out_dir = opts.output.rstrip("/") or opts.output
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     fs.makedirs(out_root, exist_ok=True)
@@ -507,7 +641,9 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         raise SystemExit(f"sciga build: {e}") from None
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
-    options, runner = pipeline_options(beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs)))
+    options, runner = pipeline_options(
+        beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs))
+    )
     tex, pages = opts.tex, None
     if opts.eprints_bulk:
         bulk = open_bulk(opts, out_dir, inputs, options, runner)
@@ -517,8 +653,13 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     if opts.html_from != "ar5iv":
         from sciga.transforms.latexml.pages_from_eprints import PageSourceOptions
 
-        pages = PageSourceOptions(html_from=opts.html_from, converted_root=posixpath.join(store_root(out_dir), "latexml"),
-                                  latexml=opts.latexml, tex_dirs=tuple(opts.tex.tex_dirs), bulk=bulk)
+        pages = PageSourceOptions(
+            html_from=opts.html_from,
+            converted_root=posixpath.join(store_root(out_dir), "latexml"),
+            latexml=opts.latexml,
+            tex_dirs=tuple(opts.tex.tex_dirs),
+            bulk=bulk,
+        )
     local = runner in LOCAL_RUNNERS
     sroot = store_root(out_dir)
     parts_root = posixpath.join(staging, "parts")
@@ -528,20 +669,48 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
     workers = options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers
-    fin = Finalize(out_dir=out_dir, staging=staging, parts_root=parts_root, store_root=sroot, n_inputs=len(inputs),
-                   inputs_hash=input_list_hash(inputs), recorded=opts.recorded, ga_entries_uri=vision.ga_entries_uri,
-                   run={"runner": runner, "workers": workers, "started_unix": t0})
+    fin = Finalize(
+        out_dir=out_dir,
+        staging=staging,
+        parts_root=parts_root,
+        store_root=sroot,
+        n_inputs=len(inputs),
+        inputs_hash=input_list_hash(inputs),
+        recorded=opts.recorded,
+        ga_entries_uri=vision.ga_entries_uri,
+        run={"runner": runner, "workers": workers, "started_unix": t0},
+    )
     with ScopedTempDir(out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
-        with WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out, QuietBeamLogs(), LeanMemory(local), \
-                ProgressMonitor(progress_dir or tmp, len(inputs), layout.total_groups,
-                                quiet=opts.quiet or not local, interval=opts.progress_interval, stream=out.stream,
-                                workers=options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers):
+        with (
+            WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out,
+            QuietBeamLogs(),
+            LeanMemory(local),
+            ProgressMonitor(
+                progress_dir or tmp,
+                len(inputs),
+                layout.total_groups,
+                quiet=opts.quiet or not local,
+                interval=opts.progress_interval,
+                stream=out.stream,
+                workers=options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers,
+            ),
+        ):
             with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
-                parts = build_pipeline(p, opts, inputs_file=inputs_file, vision=vision, layout=layout,
-                                       fingerprint=fingerprint, store_root=sroot, parts_root=parts_root,
-                                       progress_dir=progress_dir, tex=tex, pages=pages,
-                                       previous_parts=prev_uri)
+                parts = build_pipeline(
+                    p,
+                    opts,
+                    inputs_file=inputs_file,
+                    vision=vision,
+                    layout=layout,
+                    fingerprint=fingerprint,
+                    store_root=sroot,
+                    parts_root=parts_root,
+                    progress_dir=progress_dir,
+                    tex=tex,
+                    pages=pages,
+                    previous_parts=prev_uri,
+                )
                 if opts.finalize_in_job:
                     finalize_in_job(parts, fin)
 
@@ -555,15 +724,19 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         if outcome.kind == "dry_run" and fs.exists(posixpath.join(out_root, ".staging", run_id)):
             fs.rm(posixpath.join(out_root, ".staging", run_id), recursive=True)
             remove_if_empty(fs, posixpath.join(out_root, ".staging"))
-        return BuildResult(out_dir=out_dir, counts=mf.BuildCounts(inputs=len(inputs)), manifest={},
-                           seconds=time.time() - t0, outcome=outcome)
+        return BuildResult(
+            out_dir=out_dir,
+            counts=mf.BuildCounts(inputs=len(inputs)),
+            manifest={},
+            seconds=time.time() - t0,
+            outcome=outcome,
+        )
     if opts.finalize_in_job:  # the job did it: read what it wrote
         manifest = mf.read_manifest(out_dir)
         counts = mf.counts_from_manifest(manifest)
     else:
         counts, manifest = finalize_build(fin)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
-
 
 
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
@@ -583,8 +756,10 @@ def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
     if result.counts.dead_letter:
         print("\n".join(dead_letter_lines(result.out_dir)))
     if not result.counts.papers and result.counts.inputs:
-        print(f"sciga build: {nothing_kept_sentence(result.counts.inputs, result.counts.dead_letter, result.out_dir)}",
-              file=sys.stderr)
+        print(
+            f"sciga build: {nothing_kept_sentence(result.counts.inputs, result.counts.dead_letter, result.out_dir)}",
+            file=sys.stderr,
+        )
 
         return 1
     return 0 if result.counts.reconciled else 1

@@ -1,6 +1,7 @@
 """What `sciga build` prints after the summary: the dead letters (the user needs them most
 when everything failed), the sentence for a build that kept no paper, and what Ctrl-C left
 behind."""
+
 from __future__ import annotations
 
 import posixpath
@@ -23,8 +24,11 @@ def dead_letter_lines(out_dir: str, limit: int = MAX_SHOWN) -> list[str]:
         with fs.open(path, "rb") as f:
             # One thread: a pyarrow I/O thread still winding down when the command exits right
             # after this read made the process abort ("terminate called without an active exception").
-            rows += pq.ParquetFile(f, pre_buffer=False).read(columns=["paper_id", "stage", "error_type", "message", "input_uri"],
-                                           use_threads=False).to_pylist()
+            rows += (
+                pq.ParquetFile(f, pre_buffer=False)
+                .read(columns=["paper_id", "stage", "error_type", "message", "input_uri"], use_threads=False)
+                .to_pylist()
+            )
     if not rows:
         return []
     lines = [f"dead letters ({len(rows)}; all in {posixpath.join(out_dir, 'data', 'dead_letter')}):"]
@@ -32,7 +36,7 @@ def dead_letter_lines(out_dir: str, limit: int = MAX_SHOWN) -> list[str]:
         who = r["paper_id"] or r["input_uri"] or "?"
         lines.append(f"  {who} [{r['stage']}/{r['error_type']}]: {r['message']}")
     if len(rows) > limit:
-        lines.append(f"  ... and {len(rows) - limit} more: sciga sql {out_dir} \"SELECT * FROM dead_letter\"")
+        lines.append(f'  ... and {len(rows) - limit} more: sciga sql {out_dir} "SELECT * FROM dead_letter"')
     return lines
 
 
@@ -40,8 +44,10 @@ def nothing_kept_sentence(inputs: int, dead: int, out_dir: str) -> Optional[str]
     """One sentence when inputs were given but no paper came out of them."""
     if inputs <= 0:
         return None
-    return (f"no paper was built: all {inputs} inputs failed ({dead} dead letters, listed above and in "
-            f"{posixpath.join(out_dir, 'data', 'dead_letter')}); fix what they say and run the same command again.")
+    return (
+        f"no paper was built: all {inputs} inputs failed ({dead} dead letters, listed above and in "
+        f"{posixpath.join(out_dir, 'data', 'dead_letter')}); fix what they say and run the same command again."
+    )
 
 
 def interrupted_sentence(out_dir: str) -> str:
@@ -54,5 +60,7 @@ def interrupted_sentence(out_dir: str) -> str:
     except (OSError, ValueError):
         kept = 0
     results = "the result of 1 input is" if kept == 1 else f"the results of {kept} inputs are"
-    return (f"interrupted: {results} kept in {store_root(out_dir)}; run the same command again to resume "
-            "(kept results are not computed again).")
+    return (
+        f"interrupted: {results} kept in {store_root(out_dir)}; run the same command again to resume "
+        "(kept results are not computed again)."
+    )

@@ -1,6 +1,7 @@
 """The `sciga` command line: every command is one row of ``COMMANDS`` and one module in
 pipelines/ (flags in, typed options out, then composition); unknown flags of `build` are
 handed to Apache Beam (``--runner DataflowRunner ...``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,25 +26,66 @@ class Command:
 
 
 COMMANDS = (
-    Command("fetch", "sciga.pipelines.fetch", "arXiv ids, a query or bulk metadata (snapshot, OAI-PMH) -> metadata, "
-            "HTML and TeX sources in a resumable local cache; --plan first"),
-    Command("build", "sciga.pipelines.build", "LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)",
-            beam_flags=True, heavy=True),
-    Command("validate", "sciga.pipelines.validate", "quality gate (Great Expectations) over a build; non-zero exit on failure"),
-    Command("stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"),
-    Command("sql", "sciga.pipelines.sql_shell", "DuckDB SQL over a build (configs and task views registered); shell without a query"),
-    Command("browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"),
-    Command("diff", "sciga.pipelines.diff", "what changed between two builds or published versions: papers added, "
-            "removed and changed (which fields), rows, schema, dead letters; --json, --markdown"),
-    Command("show", "sciga.pipelines.show", "one paper's record: its papers row, figures with their panels and image "
-            "status, mentions, dead letters (text or --json)"),
-    Command("publish", "sciga.pipelines.publish", "gate, then upload a build to the Hugging Face Hub as one commit + version tag"),
-    Command("update", "sciga.pipelines.update", "harvest, fetch, build, validate and publish the next version of a "
-            "dataset from its saved corpus definition; nothing when nothing is new", beam_flags=True,
-            forwards_to="build"),
+    Command(
+        "fetch",
+        "sciga.pipelines.fetch",
+        "arXiv ids, a query or bulk metadata (snapshot, OAI-PMH) -> metadata, "
+        "HTML and TeX sources in a resumable local cache; --plan first",
+    ),
+    Command(
+        "build",
+        "sciga.pipelines.build",
+        "LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)",
+        beam_flags=True,
+        heavy=True,
+    ),
+    Command(
+        "validate",
+        "sciga.pipelines.validate",
+        "quality gate (Great Expectations) over a build; non-zero exit on failure",
+    ),
+    Command(
+        "stats", "sciga.pipelines.stats", "SciGA Appendix B statistics of a build: tables (Markdown, CSV) and PNG plots"
+    ),
+    Command(
+        "sql",
+        "sciga.pipelines.sql_shell",
+        "DuckDB SQL over a build (configs and task views registered); shell without a query",
+    ),
+    Command(
+        "browse", "sciga.pipelines.browse", "a static HTML report of a build: papers, figures, captions, mentions, GA"
+    ),
+    Command(
+        "diff",
+        "sciga.pipelines.diff",
+        "what changed between two builds or published versions: papers added, "
+        "removed and changed (which fields), rows, schema, dead letters; --json, --markdown",
+    ),
+    Command(
+        "show",
+        "sciga.pipelines.show",
+        "one paper's record: its papers row, figures with their panels and image "
+        "status, mentions, dead letters (text or --json)",
+    ),
+    Command(
+        "publish",
+        "sciga.pipelines.publish",
+        "gate, then upload a build to the Hugging Face Hub as one commit + version tag",
+    ),
+    Command(
+        "update",
+        "sciga.pipelines.update",
+        "harvest, fetch, build, validate and publish the next version of a "
+        "dataset from its saved corpus definition; nothing when nothing is new",
+        beam_flags=True,
+        forwards_to="build",
+    ),
     Command("train", "sciga.pipelines.train", "training jobs: medical-filter, ga-bc, abs2fig, abs2fig-cap"),
-    Command("evaluate", "sciga.pipelines.evaluate", "score a GA recommendation baseline; writes results.json + results.md "
-            "(SciGA Tables 2/3)"),
+    Command(
+        "evaluate",
+        "sciga.pipelines.evaluate",
+        "score a GA recommendation baseline; writes results.json + results.md (SciGA Tables 2/3)",
+    ),
 )
 
 
@@ -65,9 +107,15 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     command = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    ap = Parser(prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context.")
-    ap.add_argument("--version", action="version", version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
-                    help="print the builder and data schema versions and exit")
+    ap = Parser(
+        prog="sciga", description="Build, check and publish SciGA-style datasets of scientific figures in context."
+    )
+    ap.add_argument(
+        "--version",
+        action="version",
+        version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
+        help="print the builder and data schema versions and exit",
+    )
     ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     ap.command_parsers = {}
@@ -166,8 +214,11 @@ def unknown_arguments_sentence(command: str, unknown: Sequence[str], own: Sequen
             shown.append(repr(arg))
         i += 1
     noun, it = ("argument", "it") if len(shown) == 1 else ("arguments", "them")
-    who = (f"neither `sciga {command}` nor Apache Beam's pipeline options know {it}" if beam
-           else f"`sciga {command}` does not know {it}")
+    who = (
+        f"neither `sciga {command}` nor Apache Beam's pipeline options know {it}"
+        if beam
+        else f"`sciga {command}` does not know {it}"
+    )
     return f"unknown {noun} {', '.join(shown)}: {who}; see `sciga {command} --help`."
 
 

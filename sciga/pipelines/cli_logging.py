@@ -9,6 +9,7 @@ it imports any library, and drops the import-time messages listed in ``KNOWN_NOI
 matched by logger name and message prefix. Everything else still shows, every warning about
 the user's data included.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -6,6 +6,7 @@
   ``transforms/metadata/snapshot.py``, ``oai_pmh.py``;
 - ``--plan`` -> what a corpus definition will cost, nothing sent: ``fetch_plan.py``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,61 +26,154 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     from sciga.pipelines.sources_options import add_endpoint_arguments
 
     what = ap.add_argument_group("what to fetch (any combination)")
-    what.add_argument("--query", default=None, metavar="QUERY",
-                      help="arXiv API search query, e.g. 'cat:cs.CV AND submittedDate:[202101010000 TO 202403312359]'")
-    what.add_argument("--ids", nargs="+", default=[], metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)")
-    what.add_argument("--id-file", default=None, metavar="FILE", help="file with one arXiv id per line (# comments allowed)")
-    what.add_argument("--max-results", type=positive_int, default=None, metavar="N", help="stop a --query after N results (default: all)")
-    what.add_argument("--cached-metadata", action="store_true",
-                      help="the papers whose metadata is already in --output (e.g. from --metadata-snapshot or --oai-pmh), "
-                           "narrowed by --category / --from / --until: fetch their other --parts")
+    what.add_argument(
+        "--query",
+        default=None,
+        metavar="QUERY",
+        help="arXiv API search query, e.g. 'cat:cs.CV AND submittedDate:[202101010000 TO 202403312359]'",
+    )
+    what.add_argument(
+        "--ids", nargs="+", default=[], metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)"
+    )
+    what.add_argument(
+        "--id-file", default=None, metavar="FILE", help="file with one arXiv id per line (# comments allowed)"
+    )
+    what.add_argument(
+        "--max-results",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="stop a --query after N results (default: all)",
+    )
+    what.add_argument(
+        "--cached-metadata",
+        action="store_true",
+        help="the papers whose metadata is already in --output (e.g. from --metadata-snapshot or --oai-pmh), "
+        "narrowed by --category / --from / --until: fetch their other --parts",
+    )
 
-    bulk = ap.add_argument_group("bulk metadata: write <id>.meta.json of the selected papers into --output, fetch nothing else")
-    bulk.add_argument("--metadata-snapshot", default=None, metavar="FILE.jsonl",
-                      help="arXiv metadata snapshot (JSON lines as on Kaggle; local or any fsspec path; .gz/.bz2/.xz/.zst read as such)")
-    bulk.add_argument("--oai-pmh", action="store_true", help="harvest arXiv's OAI-PMH interface (resumable, incremental on rerun)")
-    bulk.add_argument("--oai-url", default=None, metavar="URL",
-                      help="OAI-PMH base URL (env SCIGA_OAI_URL; default https://oaipmh.arxiv.org/oai)")
-    bulk.add_argument("--oai-format", default="arXivRaw", choices=("arXivRaw", "arXiv"),
-                      help="OAI-PMH metadataPrefix: arXivRaw (default: versions with times, as in the snapshot) or arXiv "
-                           "(authors split, with affiliations; dates are days)")
-    bulk.add_argument("--set", dest="oai_set", default=None, metavar="SET",
-                      help="OAI-PMH set (cs, math, physics:hep-th ...; default: the one set holding every --category, else all)")
-    bulk.add_argument("--datestamp-from", default=None, metavar="YYYY-MM-DD",
-                      help="OAI-PMH: harvest only records changed on or after this day (default: the day before --from; "
-                           "a complete harvest is incremental on the next run)")
-    bulk.add_argument("--datestamp-until", default=None, metavar="YYYY-MM-DD",
-                      help="OAI-PMH: harvest only records changed on or before this day (default: no bound)")
+    bulk = ap.add_argument_group(
+        "bulk metadata: write <id>.meta.json of the selected papers into --output, fetch nothing else"
+    )
+    bulk.add_argument(
+        "--metadata-snapshot",
+        default=None,
+        metavar="FILE.jsonl",
+        help="arXiv metadata snapshot (JSON lines as on Kaggle; local or any fsspec path; .gz/.bz2/.xz/.zst read as such)",
+    )
+    bulk.add_argument(
+        "--oai-pmh", action="store_true", help="harvest arXiv's OAI-PMH interface (resumable, incremental on rerun)"
+    )
+    bulk.add_argument(
+        "--oai-url",
+        default=None,
+        metavar="URL",
+        help="OAI-PMH base URL (env SCIGA_OAI_URL; default https://oaipmh.arxiv.org/oai)",
+    )
+    bulk.add_argument(
+        "--oai-format",
+        default="arXivRaw",
+        choices=("arXivRaw", "arXiv"),
+        help="OAI-PMH metadataPrefix: arXivRaw (default: versions with times, as in the snapshot) or arXiv "
+        "(authors split, with affiliations; dates are days)",
+    )
+    bulk.add_argument(
+        "--set",
+        dest="oai_set",
+        default=None,
+        metavar="SET",
+        help="OAI-PMH set (cs, math, physics:hep-th ...; default: the one set holding every --category, else all)",
+    )
+    bulk.add_argument(
+        "--datestamp-from",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="OAI-PMH: harvest only records changed on or after this day (default: the day before --from; "
+        "a complete harvest is incremental on the next run)",
+    )
+    bulk.add_argument(
+        "--datestamp-until",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="OAI-PMH: harvest only records changed on or before this day (default: no bound)",
+    )
 
     sel = ap.add_argument_group("selection (of --metadata-snapshot, --oai-pmh, --cached-metadata and --plan)")
-    sel.add_argument("--category", action="append", default=[], metavar="CAT",
-                     help="arXiv archive or category, repeatable or comma-separated: 'cs' keeps a paper listing any cs.* "
-                          "category, primary or cross-list (cs.DL astro-ph.IM is in cs); 'cs.CV' keeps that category")
-    sel.add_argument("--from", dest="date_from", default=None, metavar="YYYY-MM-DD",
-                     help="keep papers whose FIRST version (v1) is on or after this day (UTC; YYYY-MM means its 1st)")
-    sel.add_argument("--until", dest="date_until", default=None, metavar="YYYY-MM-DD",
-                     help="keep papers whose FIRST version (v1) is on or before this day (UTC; YYYY-MM means its last day)")
+    sel.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        metavar="CAT",
+        help="arXiv archive or category, repeatable or comma-separated: 'cs' keeps a paper listing any cs.* "
+        "category, primary or cross-list (cs.DL astro-ph.IM is in cs); 'cs.CV' keeps that category",
+    )
+    sel.add_argument(
+        "--from",
+        dest="date_from",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="keep papers whose FIRST version (v1) is on or after this day (UTC; YYYY-MM means its 1st)",
+    )
+    sel.add_argument(
+        "--until",
+        dest="date_until",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="keep papers whose FIRST version (v1) is on or before this day (UTC; YYYY-MM means its last day)",
+    )
 
-    plan = ap.add_argument_group("plan: print what the corpus will cost (papers, sources, requests, bytes, time); send nothing")
+    plan = ap.add_argument_group(
+        "plan: print what the corpus will cost (papers, sources, requests, bytes, time); send nothing"
+    )
     plan.add_argument("--plan", action="store_true", help="plan only: nothing is fetched or written")
-    plan.add_argument("--eprints-bulk", default=None, metavar="DIR_OR_URL",
-                      help="arXiv bulk source tars with arXiv_src_manifest.xml (a folder, or s3://arxiv/src/): e-prints they "
-                           "hold are not fetched over HTTP")
-    plan.add_argument("--eprints-manifest", default=None, metavar="FILE",
-                      help="a local copy of arXiv_src_manifest.xml, to plan a remote --eprints-bulk without sending anything")
-    plan.add_argument("--html-from", default="ar5iv", choices=("ar5iv", "latexml", "auto"),
-                      help="--plan: pages the cache and --html-dump lack come over HTTP (ar5iv, default) or are converted "
-                           "from the e-print by the build (latexml, auto)")
-    plan.add_argument("--bandwidth", type=positive_float, default=100.0, metavar="MBIT",
-                      help="--plan: download speed assumed for the wall time (default 100 Mbit/s)")
+    plan.add_argument(
+        "--eprints-bulk",
+        default=None,
+        metavar="DIR_OR_URL",
+        help="arXiv bulk source tars with arXiv_src_manifest.xml (a folder, or s3://arxiv/src/): e-prints they "
+        "hold are not fetched over HTTP",
+    )
+    plan.add_argument(
+        "--eprints-manifest",
+        default=None,
+        metavar="FILE",
+        help="a local copy of arXiv_src_manifest.xml, to plan a remote --eprints-bulk without sending anything",
+    )
+    plan.add_argument(
+        "--html-from",
+        default="ar5iv",
+        choices=("ar5iv", "latexml", "auto"),
+        help="--plan: pages the cache and --html-dump lack come over HTTP (ar5iv, default) or are converted "
+        "from the e-print by the build (latexml, auto)",
+    )
+    plan.add_argument(
+        "--bandwidth",
+        type=positive_float,
+        default=100.0,
+        metavar="MBIT",
+        help="--plan: download speed assumed for the wall time (default 100 Mbit/s)",
+    )
     ap.add_argument("--output", required=True, metavar="CACHE", help="cache folder (created; rerun to resume)")
     ap.add_argument("--parts", default="meta,html,source", help="comma list of meta, html, source (default all three)")
-    ap.add_argument("--html-dump", action="append", default=[], metavar="ZIP",
-                    help="ar5iv dump zip(s): take pages from them instead of over HTTP when they hold the paper")
+    ap.add_argument(
+        "--html-dump",
+        action="append",
+        default=[],
+        metavar="ZIP",
+        help="ar5iv dump zip(s): take pages from them instead of over HTTP when they hold the paper",
+    )
     ap.add_argument("--page-size", type=positive_int, default=100, help="arXiv API results per request (max 2000)")
-    ap.add_argument("--refresh", action="store_true", help="re-check cached parts with conditional requests (ETag / Last-Modified)")
-    ap.add_argument("--retry-failed", action="store_true", help="retry parts that failed permanently before (404, failed conversion)")
-    ap.add_argument("--max-eprint-mb", type=positive_int, default=512, help="e-prints above this size are not downloaded")
+    ap.add_argument(
+        "--refresh", action="store_true", help="re-check cached parts with conditional requests (ETag / Last-Modified)"
+    )
+    ap.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="retry parts that failed permanently before (404, failed conversion)",
+    )
+    ap.add_argument(
+        "--max-eprint-mb", type=positive_int, default=512, help="e-prints above this size are not downloaded"
+    )
     ap.add_argument("--no-progress", action="store_true", help="no progress bar (the final summary is still printed)")
     add_endpoint_arguments(ap)
 
@@ -102,29 +196,50 @@ def run_fetch(args: argparse.Namespace):
     if mode == "oai":
         return run_oai_harvest(args)
     if not raw_ids and not args.query and not args.cached_metadata:
-        raise SystemExit("sciga fetch: give --query QUERY, --ids ID ..., --id-file FILE, --cached-metadata, "
-                         "--metadata-snapshot FILE or --oai-pmh.")
+        raise SystemExit(
+            "sciga fetch: give --query QUERY, --ids ID ..., --id-file FILE, --cached-metadata, "
+            "--metadata-snapshot FILE or --oai-pmh."
+        )
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     if any(p not in PARTS for p in parts) or "meta" not in parts:
         raise SystemExit("sciga fetch: --parts is a comma list of meta, html, source and must include meta.")
     endpoints, http = _http_from(args)
-    return run_fetch_job(FetchOptions(
-        output=args.output, endpoints=endpoints, http=http, ids=tuple(raw_ids), query=args.query,
-        max_results=args.max_results, cached_metadata=args.cached_metadata, selection=selection_from(args),
-        parts=parts, html_dumps=tuple(args.html_dump), eprints_manifest=args.eprints_manifest or args.eprints_bulk,
-        page_size=args.page_size, refresh=args.refresh, retry_failed=args.retry_failed,
-        max_eprint_bytes=args.max_eprint_mb << 20, progress=not args.no_progress))
+    return run_fetch_job(
+        FetchOptions(
+            output=args.output,
+            endpoints=endpoints,
+            http=http,
+            ids=tuple(raw_ids),
+            query=args.query,
+            max_results=args.max_results,
+            cached_metadata=args.cached_metadata,
+            selection=selection_from(args),
+            parts=parts,
+            html_dumps=tuple(args.html_dump),
+            eprints_manifest=args.eprints_manifest or args.eprints_bulk,
+            page_size=args.page_size,
+            refresh=args.refresh,
+            retry_failed=args.retry_failed,
+            max_eprint_bytes=args.max_eprint_mb << 20,
+            progress=not args.no_progress,
+        )
+    )
 
 
 # -- bulk metadata and the plan ------------------------------------------------------------------
-_OAI_ONLY = (("oai_url", "--oai-url"), ("oai_set", "--set"), ("datestamp_from", "--datestamp-from"),
-             ("datestamp_until", "--datestamp-until"))
+_OAI_ONLY = (
+    ("oai_url", "--oai-url"),
+    ("oai_set", "--set"),
+    ("datestamp_from", "--datestamp-from"),
+    ("datestamp_until", "--datestamp-until"),
+)
 _PLAN_ONLY = (("html_from", "--html-from", "ar5iv"), ("bandwidth", "--bandwidth", 100.0))
 
 
 def _check_corpus_flags(args: argparse.Namespace, raw_ids: list) -> str:
     """Which command this is ("plan", "snapshot", "oai", "fetch"); SystemExit with one
     sentence for flags that do not go together."""
+
     def fail(msg: str):
         raise SystemExit(f"sciga fetch: {msg}")
 
@@ -144,12 +259,16 @@ def _check_corpus_flags(args: argparse.Namespace, raw_ids: list) -> str:
             fail(f"{flag} goes with --plan.")
     if bulk:
         if raw_ids or args.query or args.cached_metadata:
-            fail("--metadata-snapshot / --oai-pmh only write metadata; run --ids / --query / --cached-metadata "
-                 "as a second command.")
+            fail(
+                "--metadata-snapshot / --oai-pmh only write metadata; run --ids / --query / --cached-metadata "
+                "as a second command."
+            )
         return "snapshot" if args.metadata_snapshot else "oai"
     if selecting and not args.cached_metadata:
-        fail("--category / --from / --until select from --metadata-snapshot, --oai-pmh or --cached-metadata "
-             "(for --query, write the selection in the query).")
+        fail(
+            "--category / --from / --until select from --metadata-snapshot, --oai-pmh or --cached-metadata "
+            "(for --query, write the selection in the query)."
+        )
     return "fetch"
 
 
@@ -157,9 +276,11 @@ def selection_from(args: argparse.Namespace):
     from sciga.transforms.metadata.corpus_selection import Selection, SelectionError, parse_categories, parse_day
 
     try:
-        return Selection(categories=parse_categories(args.category),
-                         date_from=parse_day(args.date_from, "--from") if args.date_from else None,
-                         date_until=parse_day(args.date_until, "--until", end=True) if args.date_until else None)
+        return Selection(
+            categories=parse_categories(args.category),
+            date_from=parse_day(args.date_from, "--from") if args.date_from else None,
+            date_until=parse_day(args.date_until, "--until", end=True) if args.date_until else None,
+        )
     except SelectionError as e:
         raise SystemExit(f"sciga fetch: {e}") from None
 
@@ -174,8 +295,14 @@ def oai_options_from(args: argparse.Namespace, selection):
         duntil = parse_day(args.datestamp_until, "--datestamp-until", end=True) if args.datestamp_until else None
     except SelectionError as e:
         raise SystemExit(f"sciga fetch: {e}") from None
-    return OaiHarvestOptions(url=url, metadata_prefix=args.oai_format, set_spec=args.oai_set or oai_set_of(selection),
-                             selection=selection, datestamp_from=dfrom, datestamp_until=duntil)
+    return OaiHarvestOptions(
+        url=url,
+        metadata_prefix=args.oai_format,
+        set_spec=args.oai_set or oai_set_of(selection),
+        selection=selection,
+        datestamp_from=dfrom,
+        datestamp_until=duntil,
+    )
 
 
 def _http_from(args: argparse.Namespace):
@@ -187,8 +314,9 @@ def _http_from(args: argparse.Namespace):
 def _write_import_report(cache, report) -> None:
     d = report.to_json()
     d["finished_unix"] = int(time.time())
-    cache.write_atomic(os.path.join(cache.root, "report.json"),
-                        (json.dumps(d, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
+    cache.write_atomic(
+        os.path.join(cache.root, "report.json"), (json.dumps(d, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    )
 
 
 def _progress_bar(**kw):
@@ -216,8 +344,13 @@ def run_snapshot_import(args: argparse.Namespace):
 
     options = SnapshotOptions(uri=args.metadata_snapshot, selection=selection_from(args))
     cache = open_for_import(args.output)
-    bar = None if args.no_progress else _progress_bar(total=snapshot_size(options.uri), unit="B", unit_scale=True,
-                                                      unit_divisor=1024, desc="snapshot")
+    bar = (
+        None
+        if args.no_progress
+        else _progress_bar(
+            total=snapshot_size(options.uri), unit="B", unit_scale=True, unit_divisor=1024, desc="snapshot"
+        )
+    )
 
     def progress(pos: int) -> None:
         if bar is not None:
@@ -253,12 +386,25 @@ def run_plan(args: argparse.Namespace, raw_ids: list):
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
     selection = selection_from(args)
     options = PlanOptions(
-        cache=os.path.abspath(args.output), endpoints=endpoints, parts=parts, ids=tuple(raw_ids), query=args.query,
-        max_results=args.max_results, page_size=args.page_size, snapshot=args.metadata_snapshot,
-        oai=oai_options_from(args, selection) if args.oai_pmh else None, cached_metadata=args.cached_metadata,
-        selection=selection, html_dumps=tuple(args.html_dump), eprints_bulk=args.eprints_bulk,
-        eprints_manifest=args.eprints_manifest, html_from=args.html_from, bandwidth_mbit=args.bandwidth,
-        refresh=args.refresh, retry_failed=args.retry_failed)
+        cache=os.path.abspath(args.output),
+        endpoints=endpoints,
+        parts=parts,
+        ids=tuple(raw_ids),
+        query=args.query,
+        max_results=args.max_results,
+        page_size=args.page_size,
+        snapshot=args.metadata_snapshot,
+        oai=oai_options_from(args, selection) if args.oai_pmh else None,
+        cached_metadata=args.cached_metadata,
+        selection=selection,
+        html_dumps=tuple(args.html_dump),
+        eprints_bulk=args.eprints_bulk,
+        eprints_manifest=args.eprints_manifest,
+        html_from=args.html_from,
+        bandwidth_mbit=args.bandwidth,
+        refresh=args.refresh,
+        retry_failed=args.retry_failed,
+    )
     return plan_fetch(options)
 
 

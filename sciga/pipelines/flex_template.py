@@ -15,6 +15,7 @@ must not wait for its job). The job graph is then exactly `sciga build`'s with t
 metadata (image, SDK, metadata, default environment); ``docker/flex-template/spec.schema.json``
 is its JSON Schema, written from Google's documented ``ContainerSpec`` (Dataflow API v1b3).
 """
+
 from __future__ import annotations
 
 import json
@@ -90,8 +91,13 @@ def main(argv: Optional[Sequence[str]] = None, metadata_path: Optional[str] = No
     return sciga(["build", *build_argv(sys.argv[1:] if argv is None else argv, load_metadata(metadata_path))])
 
 
-def template_spec(image: str, metadata: Optional[dict] = None, *, worker_image: Optional[str] = None,
-                  temp_location: Optional[str] = None) -> dict:
+def template_spec(
+    image: str,
+    metadata: Optional[dict] = None,
+    *,
+    worker_image: Optional[str] = None,
+    temp_location: Optional[str] = None,
+) -> dict:
     """The Flex Template spec file (what ``gcloud dataflow flex-template build`` writes):
     the launcher image, the Python SDK, the metadata, and default environment values."""
     import apache_beam
@@ -101,8 +107,11 @@ def template_spec(image: str, metadata: Optional[dict] = None, *, worker_image: 
         env["sdkContainerImage"] = worker_image  # the workers run the worker image (docker/dataflow-worker)
     if temp_location:
         env["tempLocation"] = temp_location
-    spec = {"image": image, "sdkInfo": {"language": "PYTHON", "version": apache_beam.__version__},
-            "metadata": metadata or load_metadata()}
+    spec = {
+        "image": image,
+        "sdkInfo": {"language": "PYTHON", "version": apache_beam.__version__},
+        "metadata": metadata or load_metadata(),
+    }
     if env:
         spec["defaultEnvironment"] = env
     return spec

@@ -1,6 +1,7 @@
 """Running a build on this machine: Beam's options for the local runner, the worker
 processes (``--workers``), and keeping Beam's local chatter and temporary folders out of
 the user's way. A run on another runner (Dataflow) uses none of this (``remote_run.py``)."""
+
 from __future__ import annotations
 
 import errno
@@ -187,8 +188,10 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handler = _DroppingFileHandler(path, encoding="utf-8")
-        handler.stream.write(f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and "
-                             "errors (everything with -v)\n")
+        handler.stream.write(
+            f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and "
+            "errors (everything with -v)\n"
+        )
         handler.flush()
     except OSError:
         return None
@@ -225,9 +228,11 @@ def disk_full_sentence(out_dir: str) -> str:
     where = out_dir
     if is_remote(out_dir) or _free_bytes(out_dir) > 64 * 1024 * 1024:
         where = f"the temporary folder {tempfile.gettempdir()} (TMPDIR)"
-    return (f"no space left on {where}: the disk is full, so the build stopped; the previous build in {out_dir} is "
-            "intact and the papers finished so far are kept: free some space (or set TMPDIR / give --output on a "
-            "larger disk) and run the same command again to resume.")
+    return (
+        f"no space left on {where}: the disk is full, so the build stopped; the previous build in {out_dir} is "
+        "intact and the papers finished so far are kept: free some space (or set TMPDIR / give --output on a "
+        "larger disk) and run the same command again to resume."
+    )
 
 
 def _free_bytes(path: str) -> int:
@@ -335,8 +340,13 @@ class QuietBeamLogs:
     """Beam's local runners log worker start/stop chatter at INFO/WARNING on stderr; a
     normal build shows only our own progress and real problems (--verbose shows all)."""
 
-    NAMES = ("apache_beam.runners.portability", "apache_beam.runners.worker", "apache_beam.runners.direct",
-             "apache_beam.options.pipeline_options", "apache_beam.runners.portability.fn_api_runner")
+    NAMES = (
+        "apache_beam.runners.portability",
+        "apache_beam.runners.worker",
+        "apache_beam.runners.direct",
+        "apache_beam.options.pipeline_options",
+        "apache_beam.runners.portability.fn_api_runner",
+    )
     # Logs the traceback of every exception that leaves a DoFn, at ERROR, before re-raising
     # it: the build then says what failed in one sentence (a full disk), or re-raises it.
     SILENT = ("apache_beam.runners.common",)

@@ -7,6 +7,7 @@ Each problem is one sentence naming the path and what to do (``UserError``), ins
 inside a command would end in. Remote locations (``gs://``, ``hf://`` ...) are left to their
 own checks (``transforms/common/storage.py``).
 """
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,11 @@ def check_output_folder(path: str, flag: str, advice: str = "") -> None:
         raise UserError(f"{flag} {path} cannot be made because {existing} is a file, not a folder; give another path.")
     if not os.access(existing, os.W_OK | os.X_OK):
         where = "is read-only" if existing == full else f"cannot be made: {existing} is read-only"
-        raise UserError(f"{flag} {path} {where} for this user; "
-                        + (advice or "give a folder you can write to, or change its permissions") + ".")
+        raise UserError(
+            f"{flag} {path} {where} for this user; "
+            + (advice or "give a folder you can write to, or change its permissions")
+            + "."
+        )
 
 
 def check_output_file(path: str, flag: str, advice: str = "") -> None:
@@ -49,6 +53,9 @@ def check_output_file(path: str, flag: str, advice: str = "") -> None:
     if os.path.isdir(full):
         raise UserError(f"{flag} {path} is a folder; give a file path.")
     if os.path.exists(full) and not os.access(full, os.W_OK):
-        raise UserError(f"{flag} {path} is read-only for this user; "
-                        + (advice or "give a file you can write, or change its permissions") + ".")
+        raise UserError(
+            f"{flag} {path} is read-only for this user; "
+            + (advice or "give a file you can write, or change its permissions")
+            + "."
+        )
     check_output_folder(os.path.dirname(full), flag=f"the folder of {flag}", advice=advice)

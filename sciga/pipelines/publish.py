@@ -1,5 +1,6 @@
 """`sciga publish OUT`: the quality gate, then one commit and a version tag on the Hub
 (``publish/hub.py``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,11 +16,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
     ap.add_argument("--version", required=True, metavar="vX.Y.Z", help="the version; becomes a git tag on the Hub")
     ap.add_argument("--dry-run", action="store_true", help="run the gate and show the plan; send nothing")
-    ap.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
-    ap.add_argument("--no-changelog", dest="changelog", action="store_false",
-                    help="do not compare with the previous version: no changelog in the card, no changes/ files")
-    ap.add_argument("--endpoint", metavar="URL", default=None,
-                    help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)")
+    ap.add_argument(
+        "--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)"
+    )
+    ap.add_argument(
+        "--no-changelog",
+        dest="changelog",
+        action="store_false",
+        help="do not compare with the previous version: no changelog in the card, no changes/ files",
+    )
+    ap.add_argument(
+        "--endpoint", metavar="URL", default=None, help="Hub endpoint (default: HF_ENDPOINT or https://huggingface.co)"
+    )
     add_gate_arguments(ap)
 
 
@@ -28,16 +36,29 @@ def run(args, rest=None) -> int:
 
     from sciga.quality.report import summary_text
 
-    gate_options = {"max_dead_letter_rate": args.max_dead_letter_rate, "image_check": args.image_check,
-                    "max_pixels": args.max_image_pixels, "image_workers": args.image_workers,
-                    "max_missing_image_rate": args.max_missing_image_rate}
+    gate_options = {
+        "max_dead_letter_rate": args.max_dead_letter_rate,
+        "image_check": args.image_check,
+        "max_pixels": args.max_image_pixels,
+        "image_workers": args.image_workers,
+        "max_missing_image_rate": args.max_missing_image_rate,
+    }
     try:
-        result = publish(args.out, args.repo_id, args.version, dry_run=args.dry_run, private=args.private,
-                         endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None, gate_options=gate_options,
-                         changelog=args.changelog)
+        result = publish(
+            args.out,
+            args.repo_id,
+            args.version,
+            dry_run=args.dry_run,
+            private=args.private,
+            endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None,
+            gate_options=gate_options,
+            changelog=args.changelog,
+        )
     except GateFailed as e:
         print(summary_text(e.result), file=sys.stderr)
-        print(f"sciga publish: {e}. Fix the build (see `sciga validate {args.out}`) and publish again.", file=sys.stderr)
+        print(
+            f"sciga publish: {e}. Fix the build (see `sciga validate {args.out}`) and publish again.", file=sys.stderr
+        )
         return 1
     except PublishError as e:
         print(f"sciga publish: {e}", file=sys.stderr)

@@ -12,6 +12,7 @@ does when the runner did not run the job to completion.
   read part files, finalize, prune the result store or print a summary of zero papers; it
   says what happened, with the job or template id, and what to run next.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-LOCAL_RUNNERS = ("DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner", "PortableRunner", "FnApiRunner",
-                 "PrismRunner")
+LOCAL_RUNNERS = (
+    "DirectRunner",
+    "BundleBasedDirectRunner",
+    "SwitchingDirectRunner",
+    "PortableRunner",
+    "FnApiRunner",
+    "PrismRunner",
+)
 
 
 def runner_of(beam_args: Optional[Sequence[str]]) -> str:
@@ -36,8 +43,11 @@ def runner_of(beam_args: Optional[Sequence[str]]) -> str:
 def build_locations(args: argparse.Namespace, specs: Sequence[str]) -> list[tuple[str, str]]:
     """(flag, path) of every place a build reads or writes, as given on the command line."""
     places = [("--output", args.output)] + [("--input", s) for s in specs]
-    for flag, value in (("--metadata", args.metadata), ("--fetch-cache", args.fetch_cache),
-                        ("--eprints-bulk", args.eprints_bulk)):
+    for flag, value in (
+        ("--metadata", args.metadata),
+        ("--fetch-cache", args.fetch_cache),
+        ("--eprints-bulk", args.eprints_bulk),
+    ):
         if value:
             places.append((flag, value))
     places += [("--tex-input", t) for t in args.tex_input or []]
@@ -54,8 +64,10 @@ def check_build_locations(args: argparse.Namespace, specs: Sequence[str], runner
         local = [(flag, path) for flag, path in places if path and not is_remote(path)]
         if local:
             flag, path = local[0]
-            raise SystemExit(f"sciga build: {flag} {path} is a local path, but {runner} workers cannot read the "
-                             "launcher's disk; put it on shared storage (e.g. gs://BUCKET/...) and pass that path.")
+            raise SystemExit(
+                f"sciga build: {flag} {path} is a local path, but {runner} workers cannot read the "
+                "launcher's disk; put it on shared storage (e.g. gs://BUCKET/...) and pass that path."
+            )
     seen = set()
     for flag, path in places:
         # arXiv's bulk bucket is requester-pays: a plain listing is refused; BulkEprints checks it.
@@ -96,27 +108,39 @@ class RunOutcome:
     def message(self, out_dir: str) -> str:
         """What happened and what to do next, for the terminal."""
         flag = {"template": "--template_location", "running": "--no_wait_until_finish"}.get(self.kind, "")
-        rerun = (f"run the same `sciga build` command again without {flag} to write the shards: it reuses every "
-                 "paper the job stored, so only the shard writing runs again")
+        rerun = (
+            f"run the same `sciga build` command again without {flag} to write the shards: it reuses every "
+            "paper the job stored, so only the shard writing runs again"
+        )
         if self.finalizes_itself:
-            rerun = "nothing is left to do: its last step moves the shards into place and writes manifest.json and the card"
+            rerun = (
+                "nothing is left to do: its last step moves the shards into place and writes manifest.json and the card"
+            )
         if self.kind == "dry_run":
             n = len(self.job.proto_pipeline.components.transforms) if self.job is not None else 0
             name = f" {self.job_name}" if self.job_name else ""
-            return (f"sciga build: dry run on {self.runner}: the job{name} was built ({n} transforms) and not "
-                    f"submitted; nothing was written to {out_dir}.")
+            return (
+                f"sciga build: dry run on {self.runner}: the job{name} was built ({n} transforms) and not "
+                f"submitted; nothing was written to {out_dir}."
+            )
         if self.kind == "template":
-            return (f"sciga build: {self.runner} wrote the template {self.template}"
-                    f"{f' (job {self.job_name})' if self.job_name else ''}; no job ran, so {out_dir} has no new shards. "
-                    f"A launch of the template reads its input list from {self.staging or out_dir + '/.staging'}: keep "
-                    f"that folder, and after a launched job finished, {rerun}.")
+            return (
+                f"sciga build: {self.runner} wrote the template {self.template}"
+                f"{f' (job {self.job_name})' if self.job_name else ''}; no job ran, so {out_dir} has no new shards. "
+                f"A launch of the template reads its input list from {self.staging or out_dir + '/.staging'}: keep "
+                f"that folder, and after a launched job finished, {rerun}."
+            )
         if self.kind == "running":
             where = f" ({self.console_url})" if self.console_url else ""
-            return (f"sciga build: {self.runner} job {self.job_id or '(no id)'} was submitted and is {self.state}"
-                    f"{where}; no shards were written to {out_dir} yet. When the job has finished, {rerun}.")
+            return (
+                f"sciga build: {self.runner} job {self.job_id or '(no id)'} was submitted and is {self.state}"
+                f"{where}; no shards were written to {out_dir} yet. When the job has finished, {rerun}."
+            )
         if self.kind == "ended":
-            return (f"sciga build: {self.runner} job {self.job_id or ''} ended in state {self.state}; nothing was "
-                    f"written to {out_dir}. Stored results are kept: run the same command again to resume.")
+            return (
+                f"sciga build: {self.runner} job {self.job_id or ''} ended in state {self.state}; nothing was "
+                f"written to {out_dir}. Stored results are kept: run the same command again to resume."
+            )
         return f"sciga build: {self.runner} ran the job to completion."
 
 
@@ -132,8 +156,16 @@ def run_outcome(result, options, runner: str, staging: Optional[str] = None) -> 
     gcp = options.view_as(GoogleCloudOptions)
     if gcp.template_location and runner not in LOCAL_RUNNERS:
         job = getattr(getattr(result, "_runner", None), "job", None)
-        return RunOutcome(runner, False, "template", state="TEMPLATE", template=gcp.template_location,
-                          job_name=_job_name(job) or gcp.job_name, job=job, staging=staging)
+        return RunOutcome(
+            runner,
+            False,
+            "template",
+            state="TEMPLATE",
+            template=gcp.template_location,
+            job_name=_job_name(job) or gcp.job_name,
+            job=job,
+            staging=staging,
+        )
     state = str(result.state) if result is not None else "UNKNOWN"
     state = state.split(".")[-1]
     if state == PipelineState.DONE:
@@ -141,7 +173,7 @@ def run_outcome(result, options, runner: str, staging: Optional[str] = None) -> 
     job_id = _job_id(result)
     console = None
     if job_id and runner.endswith("DataflowRunner"):
-        console = (f"https://console.cloud.google.com/dataflow/jobs/{gcp.region}/{job_id}?project={gcp.project}")
+        console = f"https://console.cloud.google.com/dataflow/jobs/{gcp.region}/{job_id}?project={gcp.project}"
     no_wait = bool(options.view_as(StandardOptions).no_wait_until_finish)
     if no_wait or not PipelineState.is_terminal(state):
         return RunOutcome(runner, False, "running", state=state, job_id=job_id, console_url=console, staging=staging)

@@ -1,4 +1,5 @@
 """`sciga show ID [--build OUT] [--json]`: one paper's record (``explore/show.py``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,11 +8,18 @@ import sys
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("paper_id", metavar="ID", help="a paper id of the build (2401.13641, or a local id from a file name)")
-    ap.add_argument("--build", metavar="OUT", default=None,
-                    help="build folder, local or remote (default: $SCIGA_BUILD, else out/sample in this folder or "
-                         "one above it)")
-    ap.add_argument("--json", action="store_true", help="the record as JSON (image bytes left out: their size stands in)")
+    ap.add_argument(
+        "paper_id", metavar="ID", help="a paper id of the build (2401.13641, or a local id from a file name)"
+    )
+    ap.add_argument(
+        "--build",
+        metavar="OUT",
+        default=None,
+        help="build folder, local or remote (default: $SCIGA_BUILD, else out/sample in this folder or one above it)",
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="the record as JSON (image bytes left out: their size stands in)"
+    )
 
 
 def run(args: argparse.Namespace, rest=None) -> int:
@@ -26,7 +34,7 @@ def run(args: argparse.Namespace, rest=None) -> int:
     try:
         record = paper_record(con, args.paper_id)
     except LookupError as e:
-        raise UserError(f"{e}; list the ids with `sciga sql {out} \"SELECT id FROM papers\"`.") from None
+        raise UserError(f'{e}; list the ids with `sciga sql {out} "SELECT id FROM papers"`.') from None
     finally:
         con.close()
     if args.json:

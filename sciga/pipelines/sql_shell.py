@@ -7,6 +7,7 @@ shows one, ``.quit`` leaves. OUT may be a local folder, any fsspec path, or a pu
 dataset on the Hub, ``hf://datasets/ORG/NAME@v1.2.0`` (read through huggingface_hub's
 filesystem, so no DuckDB extension has to be downloaded).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,18 +26,33 @@ COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parque
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("out", metavar="OUT", nargs="?", help="build folder (or hf://datasets/ORG/NAME[@REVISION]); "
-                    "not needed with --list-params")
+    ap.add_argument(
+        "out",
+        metavar="OUT",
+        nargs="?",
+        help="build folder (or hf://datasets/ORG/NAME[@REVISION]); not needed with --list-params",
+    )
     ap.add_argument("query", nargs="?", help="one SQL statement; omit for an interactive shell")
     ap.add_argument("--view", metavar="NAME", help="shorthand for SELECT * FROM NAME")
-    ap.add_argument("--format", choices=FORMATS, default=None,
-                    help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)")
+    ap.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)",
+    )
     ap.add_argument("--output", metavar="FILE", help="write the result here instead of standard output")
     ap.add_argument("--max-rows", type=positive_int, default=40, help="rows shown by the table format (default 40)")
-    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                    help="a task view parameter, e.g. --view method_diagrams --param min_ratio=1.2 "
-                         "(or VIEW.NAME=VALUE); repeatable. --list-params shows them")
-    ap.add_argument("--list-params", action="store_true", help="list every task view parameter with its default and exit")
+    ap.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a task view parameter, e.g. --view method_diagrams --param min_ratio=1.2 "
+        "(or VIEW.NAME=VALUE); repeatable. --list-params shows them",
+    )
+    ap.add_argument(
+        "--list-params", action="store_true", help="list every task view parameter with its default and exit"
+    )
 
 
 def open_build(out: str, params: Optional[dict] = None, view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
@@ -67,8 +83,12 @@ def hf_filesystem():
 
 
 def view_names(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [r[0] for r in con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND temporary = false ORDER BY view_name").fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND temporary = false ORDER BY view_name"
+        ).fetchall()
+    ]
 
 
 def _materialize(con: duckdb.DuckDBPyConnection, query: str) -> Optional[int]:
@@ -82,8 +102,9 @@ def _materialize(con: duckdb.DuckDBPyConnection, query: str) -> Optional[int]:
     return con.execute("SELECT count(*) FROM _sciga_result").fetchall()[0][0]
 
 
-def export(con: duckdb.DuckDBPyConnection, query: str, fmt: str, output: Optional[str], stream: TextIO,
-           max_rows: int = 40) -> int:
+def export(
+    con: duckdb.DuckDBPyConnection, query: str, fmt: str, output: Optional[str], stream: TextIO, max_rows: int = 40
+) -> int:
     """Run ``query`` and write the result; returns the number of rows."""
     n = _materialize(con, query)
     if n is None:
@@ -127,8 +148,10 @@ def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str
         pass
     interactive = stdin.isatty()
     if interactive:
-        stdout.write("sciga sql: views " + ", ".join(view_names(con)) + "\n"
-                     "end statements with ';'  .views  .schema NAME  .mode table|csv|json  .quit\n")
+        stdout.write(
+            "sciga sql: views " + ", ".join(view_names(con)) + "\n"
+            "end statements with ';'  .views  .schema NAME  .mode table|csv|json  .quit\n"
+        )
     buf: list[str] = []
     while True:
         if interactive:

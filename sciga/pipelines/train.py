@@ -8,6 +8,7 @@
 
 Nothing heavy is imported until a method runs (torch is imported inside the jobs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,24 +25,32 @@ TRAIN_HELP = {
 }
 
 
-
 def add_common_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", required=True, metavar="BUILD_DIR", help="output folder of `sciga build` (data/<config>/*.parquet)")
+    p.add_argument(
+        "--data", required=True, metavar="BUILD_DIR", help="output folder of `sciga build` (data/<config>/*.parquet)"
+    )
     p.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, cuda:1 ...")
     p.add_argument("--no-amp", dest="amp", action="store_false", help="disable mixed precision on GPU")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--split-salt", default="sciga-split-v1", help="salt of the hash-based 8:1:1 split")
     p.add_argument("--min-candidates", type=int, default=2, help="papers need this many figures to be a query")
-    p.add_argument("--category-prefix", default=None, help="keep papers of one field, e.g. cs. (SciGA used computer science)")
+    p.add_argument(
+        "--category-prefix", default=None, help="keep papers of one field, e.g. cs. (SciGA used computer science)"
+    )
 
 
 def add_dual_encoder_options(p: argparse.ArgumentParser, prefix: str = "") -> None:
-    p.add_argument(f"--{prefix}backbone", default="tiny" if not prefix else None,
-                   help="tiny | open_clip:<ARCH> (with --checkpoint) | hf:<DIR>" if not prefix else
-                   "metric encoder for GA2GA CLIP-S@k: open_clip:<ARCH> | hf:<DIR> | tiny")
+    p.add_argument(
+        f"--{prefix}backbone",
+        default="tiny" if not prefix else None,
+        help="tiny | open_clip:<ARCH> (with --checkpoint) | hf:<DIR>"
+        if not prefix
+        else "metric encoder for GA2GA CLIP-S@k: open_clip:<ARCH> | hf:<DIR> | tiny",
+    )
     p.add_argument(f"--{prefix}checkpoint", default=None, help="local open_clip weights file (never downloaded)")
-    p.add_argument(f"--{prefix}model-config", default=None, help="open_clip architecture JSON not shipped with open_clip")
-
+    p.add_argument(
+        f"--{prefix}model-config", default=None, help="open_clip architecture JSON not shipped with open_clip"
+    )
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -67,13 +76,19 @@ def _add_baselines(train_sub) -> None:
         p.add_argument("--weight-decay", type=float, default=0.01)
         p.add_argument("--image-size", type=int, default=224)
         p.add_argument("--shuffle-buffer", type=int, default=512, help="streaming shuffle buffer (items)")
-        p.add_argument("--check-batches", type=int, default=4, help="batches scored before/after training in the model card")
+        p.add_argument(
+            "--check-batches", type=int, default=4, help="batches scored before/after training in the model card"
+        )
         if method == "ga-bc":
             p.add_argument("--arch", default="efficientnet_v2_s", help="torchvision architecture with a linear head")
-            p.add_argument("--weights", default=None, help="local torchvision state-dict file (ImageNet); random init without")
+            p.add_argument(
+                "--weights", default=None, help="local torchvision state-dict file (ImageNet); random init without"
+            )
         else:
             add_dual_encoder_options(p)
-            p.add_argument("--task", choices=("intra", "inter"), default="intra", help="loss: Eq. 4 (intra) or Eq. 5 (inter)")
+            p.add_argument(
+                "--task", choices=("intra", "inter"), default="intra", help="loss: Eq. 4 (intra) or Eq. 5 (inter)"
+            )
             p.add_argument("--figures-per-paper", type=int, default=8, help="m: GA + sampled other figures per paper")
             p.add_argument("--max-units", type=int, default=8, help="subfigure images per figure at most (sampled)")
         p.set_defaults(train_run=_run_baseline, method=method)
@@ -101,7 +116,9 @@ def _run_baseline(args) -> int:
     except (JobError, DataError, ValueError) as e:
         return report_error("train", e)
     t = card["train"]
-    print(f"sciga train {args.method} -> {args.output}\n"
-          f"  papers {t['papers']}  steps {t['steps']}  device {t['device']}\n"
-          f"  loss on the check batches: {t['initial_loss']:.4f} before, {t['final_loss']:.4f} after")
+    print(
+        f"sciga train {args.method} -> {args.output}\n"
+        f"  papers {t['papers']}  steps {t['steps']}  device {t['device']}\n"
+        f"  loss on the check batches: {t['initial_loss']:.4f} before, {t['final_loss']:.4f} after"
+    )
     return 0

@@ -22,6 +22,7 @@ files and finds a commit that lost its tag. Nothing else needs remembering: whic
 are new or revised follows from the cache and the build, and what to publish from the
 Hub's tags. A rerun with nothing new builds nothing new and publishes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,19 @@ if TYPE_CHECKING:
 
 BUMPS = ("patch", "minor", "major")
 DEFINITION_FLAGS = {  # CorpusDefinition field -> the flag that sets it
-    "cache": "--cache", "selection": "--category / --from / --until", "venues": "--venue", "oai_url": "--oai-url",
-    "oai_format": "--oai-format", "oai_set": "--set", "parts": "--parts", "arxiv_api_url": "--arxiv-api-url",
-    "html_base_url": "--html-base-url", "eprint_base_url": "--eprint-base-url", "rate_limit": "--rate-limit",
-    "repo_id": "--repo-id", "private": "--private",
+    "cache": "--cache",
+    "selection": "--category / --from / --until",
+    "venues": "--venue",
+    "oai_url": "--oai-url",
+    "oai_format": "--oai-format",
+    "oai_set": "--set",
+    "parts": "--parts",
+    "arxiv_api_url": "--arxiv-api-url",
+    "html_base_url": "--html-base-url",
+    "eprint_base_url": "--eprint-base-url",
+    "rate_limit": "--rate-limit",
+    "repo_id": "--repo-id",
+    "private": "--private",
 }
 RESERVED_BUILD_FLAGS = ("--output", "--input", "--ids", "--id-file", "--sample")
 
@@ -52,35 +62,62 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     from sciga.pipelines.sources_options import add_endpoint_arguments
     from sciga.pipelines.validate import add_gate_arguments
 
-    ap.add_argument("out", metavar="OUT", help="the build folder (local or gs://); its corpus.json holds the definition")
+    ap.add_argument(
+        "out", metavar="OUT", help="the build folder (local or gs://); its corpus.json holds the definition"
+    )
     d = ap.add_argument_group("the corpus definition (first run; saved as OUT/corpus.json and read by later runs)")
     d.add_argument("--cache", default=None, metavar="DIR", help="the fetch cache: harvested metadata, pages, e-prints")
-    d.add_argument("--category", action="append", default=[], metavar="CAT",
-                   help="arXiv archive or category, repeatable or comma-separated (cs, cs.CV ...)")
+    d.add_argument(
+        "--category",
+        action="append",
+        default=[],
+        metavar="CAT",
+        help="arXiv archive or category, repeatable or comma-separated (cs, cs.CV ...)",
+    )
     d.add_argument("--from", dest="date_from", default=None, metavar="YYYY-MM-DD", help="first version on or after")
     d.add_argument("--until", dest="date_until", default=None, metavar="YYYY-MM-DD", help="first version on or before")
-    d.add_argument("--venue", action="append", default=[], metavar="VENUE",
-                   help="keep only papers whose comment names this accepted venue (CVPR, NeurIPS ...); repeatable")
-    d.add_argument("--oai-url", default=None, metavar="URL",
-                   help="OAI-PMH base URL (default: SCIGA_OAI_URL, else arXiv's)")
+    d.add_argument(
+        "--venue",
+        action="append",
+        default=[],
+        metavar="VENUE",
+        help="keep only papers whose comment names this accepted venue (CVPR, NeurIPS ...); repeatable",
+    )
+    d.add_argument(
+        "--oai-url", default=None, metavar="URL", help="OAI-PMH base URL (default: SCIGA_OAI_URL, else arXiv's)"
+    )
     d.add_argument("--oai-format", default=None, choices=("arXivRaw", "arXiv"), help="OAI-PMH metadataPrefix")
     d.add_argument("--set", dest="oai_set", default=None, metavar="SET", help="OAI-PMH set (default: from --category)")
-    d.add_argument("--parts", default=None, help="what to fetch per paper: comma list of meta, html, source (default all)")
+    d.add_argument(
+        "--parts", default=None, help="what to fetch per paper: comma list of meta, html, source (default all)"
+    )
     d.add_argument("--repo-id", default=None, metavar="ORG/NAME", help="the Hub dataset repo the versions go to")
     d.add_argument("--private", action="store_true", default=None, help="create the repo private")
     add_endpoint_arguments(d)
     r = ap.add_argument_group("this run")
-    r.add_argument("--bump", choices=BUMPS, default="patch",
-                   help="which part of the latest version grows (default patch); the first version is v1.0.0")
-    r.add_argument("--dry-run", action="store_true",
-                   help="harvest, fetch, build and validate, then show what would be published; upload nothing")
-    r.add_argument("--endpoint", default=None, metavar="URL", help="Hub endpoint (default: the definition's, "
-                                                                   "else HF_ENDPOINT or https://huggingface.co)")
+    r.add_argument(
+        "--bump",
+        choices=BUMPS,
+        default="patch",
+        help="which part of the latest version grows (default patch); the first version is v1.0.0",
+    )
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="harvest, fetch, build and validate, then show what would be published; upload nothing",
+    )
+    r.add_argument(
+        "--endpoint",
+        default=None,
+        metavar="URL",
+        help="Hub endpoint (default: the definition's, else HF_ENDPOINT or https://huggingface.co)",
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bars or lines")
     add_gate_arguments(r)
 
 
 # ------------------------------------------------------------------ typed options
+
 
 @dataclass(frozen=True)
 class UpdateOptions:
@@ -106,7 +143,8 @@ def _given_definition(args: argparse.Namespace) -> dict:
             given["selection"] = Selection(
                 categories=parse_categories(args.category),
                 date_from=parse_day(args.date_from, "--from") if args.date_from else None,
-                date_until=parse_day(args.date_until, "--until", end=True) if args.date_until else None)
+                date_until=parse_day(args.date_until, "--until", end=True) if args.date_until else None,
+            )
     except SelectionError as e:
         raise UserError(str(e).rstrip(".") + ".") from None
     if args.cache:
@@ -117,8 +155,17 @@ def _given_definition(args: argparse.Namespace) -> dict:
         given["venues"] = tuple(sorted({v.strip() for x in args.venue for v in x.split(",") if v.strip()}))
     if args.parts:
         given["parts"] = tuple(p.strip() for p in args.parts.split(",") if p.strip())
-    for name in ("oai_url", "oai_format", "oai_set", "arxiv_api_url", "html_base_url", "eprint_base_url", "repo_id",
-                 "rate_limit", "private"):
+    for name in (
+        "oai_url",
+        "oai_format",
+        "oai_set",
+        "arxiv_api_url",
+        "html_base_url",
+        "eprint_base_url",
+        "repo_id",
+        "rate_limit",
+        "private",
+    ):
         value = getattr(args, name)
         if value is not None:
             given[name] = value
@@ -146,19 +193,27 @@ def definition_from_args(args: argparse.Namespace, rest: list[str]):
     if saved is not None:
         for name, value in given.items():
             if getattr(saved, name) != value:
-                raise UserError(f"{definition_path(args.out)} already defines the corpus ({name} = "
-                                f"{_show(getattr(saved, name))}); run `sciga update {args.out}` without "
-                                f"{DEFINITION_FLAGS[name]}, or edit that file to change the definition.")
+                raise UserError(
+                    f"{definition_path(args.out)} already defines the corpus ({name} = "
+                    f"{_show(getattr(saved, name))}); run `sciga update {args.out}` without "
+                    f"{DEFINITION_FLAGS[name]}, or edit that file to change the definition."
+                )
         return saved
     if "cache" not in given:
-        raise UserError(f"{args.out} has no corpus definition yet ({definition_path(args.out)}); the first run needs "
-                        "--cache DIR and the selection (--category, --from, --until, --venue), --repo-id to publish.")
+        raise UserError(
+            f"{args.out} has no corpus definition yet ({definition_path(args.out)}); the first run needs "
+            "--cache DIR and the selection (--category, --from, --until, --venue), --repo-id to publish."
+        )
     if given.get("repo_id") and not REPO_ID_RE.match(given["repo_id"]):
-        raise UserError(f"--repo-id {given['repo_id']!r} is not ORG/NAME; give the dataset repo as e.g. my-org/sciga-arxiv.")
+        raise UserError(
+            f"--repo-id {given['repo_id']!r} is not ORG/NAME; give the dataset repo as e.g. my-org/sciga-arxiv."
+        )
     reserved = [a for a in rest if a.split("=", 1)[0] in RESERVED_BUILD_FLAGS]
     if reserved:
-        raise UserError(f"{reserved[0]} is not a flag of `sciga update`: the build reads the papers the corpus "
-                        "definition selects and writes into OUT.")
+        raise UserError(
+            f"{reserved[0]} is not a flag of `sciga update`: the build reads the papers the corpus "
+            "definition selects and writes into OUT."
+        )
     try:
         definition = CorpusDefinition(build_args=tuple(rest), **given)
     except DefinitionError as e:
@@ -179,12 +234,24 @@ def options_from_args(args: argparse.Namespace, rest: Optional[list[str]]) -> Up
     rest = list(rest or [])
     first_run = _is_first_run(args.out)
     definition = definition_from_args(args, rest)
-    gate = {"max_dead_letter_rate": args.max_dead_letter_rate, "max_missing_image_rate": args.max_missing_image_rate,
-            "image_check": args.image_check,
-            "max_pixels": args.max_image_pixels, "image_workers": args.image_workers}
-    return UpdateOptions(out=args.out.rstrip("/") or args.out, definition=definition, bump=args.bump,
-                         dry_run=args.dry_run, hub_endpoint=args.endpoint, progress=not args.no_progress,
-                         run_build_args=() if first_run else tuple(rest), http=http_options_from_args(args), gate=gate)
+    gate = {
+        "max_dead_letter_rate": args.max_dead_letter_rate,
+        "max_missing_image_rate": args.max_missing_image_rate,
+        "image_check": args.image_check,
+        "max_pixels": args.max_image_pixels,
+        "image_workers": args.image_workers,
+    }
+    return UpdateOptions(
+        out=args.out.rstrip("/") or args.out,
+        definition=definition,
+        bump=args.bump,
+        dry_run=args.dry_run,
+        hub_endpoint=args.endpoint,
+        progress=not args.no_progress,
+        run_build_args=() if first_run else tuple(rest),
+        http=http_options_from_args(args),
+        gate=gate,
+    )
 
 
 def _is_first_run(out: str) -> bool:
@@ -197,6 +264,7 @@ def _is_first_run(out: str) -> bool:
 
 
 # ------------------------------------------------------------------ the steps
+
 
 class Steps:
     """Prints one line per step (and keeps them for OUT/.sciga/update/last.json)."""
@@ -217,8 +285,16 @@ class Steps:
         fs, p = fsspec.core.url_to_fs(path)
         fs.makedirs(posixpath.dirname(p), exist_ok=True)
         with fs.open(p, "w") as f:
-            json.dump({"outcome": outcome, "steps": self.lines, "seconds": round(time.time() - self.t0, 1),
-                       "finished_unix": int(time.time())}, f, indent=1)
+            json.dump(
+                {
+                    "outcome": outcome,
+                    "steps": self.lines,
+                    "seconds": round(time.time() - self.t0, 1),
+                    "finished_unix": int(time.time()),
+                },
+                f,
+                indent=1,
+            )
 
 
 def run_update(o: UpdateOptions, stream=None) -> int:
@@ -238,8 +314,10 @@ def run_update(o: UpdateOptions, stream=None) -> int:
         from huggingface_hub import get_token
 
         if get_token() is None:
-            raise UserError(f"no Hugging Face token found to publish to {d.repo_id}; set HF_TOKEN or run `hf auth login` "
-                            "(or give --dry-run), before anything is harvested or built.")
+            raise UserError(
+                f"no Hugging Face token found to publish to {d.repo_id}; set HF_TOKEN or run `hf auth login` "
+                "(or give --dry-run), before anything is harvested or built."
+            )
     code = _harvest(o, steps)
     if code is not None:
         steps.save("harvest stopped")
@@ -279,16 +357,20 @@ def _harvest(o: UpdateOptions, steps: Steps) -> Optional[int]:
 
     d = o.definition
     url = d.oai_url or os.environ.get("SCIGA_OAI_URL") or DEFAULT_OAI_URL
-    options = OaiHarvestOptions(url=url, metadata_prefix=d.oai_format, set_spec=d.oai_set or oai_set_of(d.selection),
-                                selection=d.selection)
+    options = OaiHarvestOptions(
+        url=url, metadata_prefix=d.oai_format, set_spec=d.oai_set or oai_set_of(d.selection), selection=d.selection
+    )
     cache = open_for_import(d.cache)
     try:
         report = OaiHarvester(options, o.http.client(_endpoints(d)), cache).run()
     finally:
         cache.close()
     incremental = next((n for n in report.notes if n.startswith("incremental")), None)
-    steps.say("harvest", f"{url}: {report.read:,} records read, {report.selected:,} in the selection "
-                         f"({report.new:,} new, {report.updated:,} updated)" + (f"; {incremental}" if incremental else ""))
+    steps.say(
+        "harvest",
+        f"{url}: {report.read:,} records read, {report.selected:,} in the selection "
+        f"({report.new:,} new, {report.updated:,} updated)" + (f"; {incremental}" if incremental else ""),
+    )
     if report.interrupted:
         steps.say("harvest", "interrupted; run the same command again to resume")
         return 130
@@ -307,12 +389,19 @@ def _select(o: UpdateOptions, steps: Steps):
     built, dead = built_papers(o.out)
     plan = plan_fetch(list(selected_papers(d)), built, dead)
     if not plan.selected:
-        raise UserError(f"no paper in the cache {d.cache} matches the corpus definition ({d.selection.describe()}"
-                        + (f", venues {', '.join(d.venues)}" if d.venues else "") + "); check the selection in "
-                        f"{o.out}/corpus.json and the harvest above.")
-    steps.say("select", f"{len(plan.selected):,} papers in the corpus ({d.selection.describe()}"
-                        + (f"; venues {', '.join(d.venues)}" if d.venues else "") + f"); {len(plan.new):,} new to the "
-                        f"build, {len(plan.revised):,} with a new version")
+        raise UserError(
+            f"no paper in the cache {d.cache} matches the corpus definition ({d.selection.describe()}"
+            + (f", venues {', '.join(d.venues)}" if d.venues else "")
+            + "); check the selection in "
+            f"{o.out}/corpus.json and the harvest above."
+        )
+    steps.say(
+        "select",
+        f"{len(plan.selected):,} papers in the corpus ({d.selection.describe()}"
+        + (f"; venues {', '.join(d.venues)}" if d.venues else "")
+        + f"); {len(plan.new):,} new to the "
+        f"build, {len(plan.revised):,} with a new version",
+    )
     return plan
 
 
@@ -324,11 +413,23 @@ def _fetch(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:
     if not todo or d.parts == ("meta",):
         steps.say("fetch", "nothing to fetch")
         return None
-    summary = run_fetch_job(FetchOptions(
-        output=d.cache, endpoints=_endpoints(d), http=o.http, ids=tuple(todo), parts=d.parts, retry_failed=True,
-        refresh_ids=frozenset(plan.revised), progress=o.progress))
-    steps.say("fetch", f"{len(todo):,} papers: parts fetched {summary.fetched:,}, already cached {summary.cached:,}, "
-                       f"failed {summary.failed:,} ({summary.requests:,} requests)")
+    summary = run_fetch_job(
+        FetchOptions(
+            output=d.cache,
+            endpoints=_endpoints(d),
+            http=o.http,
+            ids=tuple(todo),
+            parts=d.parts,
+            retry_failed=True,
+            refresh_ids=frozenset(plan.revised),
+            progress=o.progress,
+        )
+    )
+    steps.say(
+        "fetch",
+        f"{len(todo):,} papers: parts fetched {summary.fetched:,}, already cached {summary.cached:,}, "
+        f"failed {summary.failed:,} ({summary.requests:,} requests)",
+    )
     for pid, part, error_type, _ in summary.failures[:5]:
         steps.say("", f"failed {pid} {part} [{error_type}]")
     if summary.interrupted:
@@ -361,8 +462,11 @@ def _build(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:
         steps.say("build", "the build has not finished here; run `sciga update` again once its job has ended")
         return 1 if result.outcome.failed else 0
     c = result.counts
-    steps.say("build", f"{c.papers:,} papers, {c.dead_letter:,} dead letters; reused {c.reused:,}, recomputed "
-                       f"{c.recomputed:,} ({result.seconds:.1f}s)")
+    steps.say(
+        "build",
+        f"{c.papers:,} papers, {c.dead_letter:,} dead letters; reused {c.reused:,}, recomputed "
+        f"{c.recomputed:,} ({result.seconds:.1f}s)",
+    )
     if not c.reconciled:
         print(summary_text(c, result.out_dir, result.seconds), file=steps.stream)
     return None
@@ -381,8 +485,11 @@ def _validate(o: UpdateOptions, steps: Steps):
     steps.say("validate", f"{met} of {len(gate.checks)} expectations met; report {paths[0]}")
     if not gate.success:
         print(summary_text(gate), file=sys.stderr)
-        steps.say("validate", "the quality gate failed: nothing is published; fix the build (see the report) and run "
-                              "the same command again")
+        steps.say(
+            "validate",
+            "the quality gate failed: nothing is published; fix the build (see the report) and run "
+            "the same command again",
+        )
     return gate
 
 
@@ -403,13 +510,25 @@ def _publish(o: UpdateOptions, gate, endpoint: Optional[str], steps: Steps) -> i
             if changes.empty:
                 steps.say("publish", f"nothing new since {latest}: nothing published")
                 return 0
-        result = publish(o.out, d.repo_id, version, dry_run=o.dry_run, private=d.private, endpoint=endpoint,
-                         gate_result=gate, changes=changes)
+        result = publish(
+            o.out,
+            d.repo_id,
+            version,
+            dry_run=o.dry_run,
+            private=d.private,
+            endpoint=endpoint,
+            gate_result=gate,
+            changes=changes,
+        )
     except PublishError as e:
         steps.say("publish", f"failed: {e}")
         return 1
-    steps.say("publish", f"{version}: {result.status}" + (f" (commit {result.commit})" if result.commit else "")
-              + (f"; {result.changes}" if result.changes else "; the first version"))
+    steps.say(
+        "publish",
+        f"{version}: {result.status}"
+        + (f" (commit {result.commit})" if result.commit else "")
+        + (f"; {result.changes}" if result.changes else "; the first version"),
+    )
     for line in result.summary().splitlines()[1:]:
         print("           " + line.strip(), file=steps.stream)
     return 0
@@ -417,4 +536,3 @@ def _publish(o: UpdateOptions, gate, endpoint: Optional[str], steps: Steps) -> i
 
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
     return run_update(options_from_args(args, rest))
-

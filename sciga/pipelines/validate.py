@@ -3,6 +3,7 @@
 Exit status 0 when every expectation holds, 1 when any fails (the terminal names each failed
 expectation with its unexpected count and example ids), 2 when OUT is not a build.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,27 +28,54 @@ class ArgumentAdder(Protocol):
 
 
 def add_gate_arguments(ap: ArgumentAdder) -> None:
-    ap.add_argument("--max-dead-letter-rate", type=rate, default=DEFAULT_MAX_DEAD_LETTER_RATE, metavar="R",
-                    help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})")
-    ap.add_argument("--max-missing-image-rate", type=rate, default=DEFAULT_MAX_MISSING_IMAGE_RATE, metavar="R",
-                    help="fail when figures rows without an image / rows that should have one exceeds R (default "
-                         f"{DEFAULT_MAX_MISSING_IMAGE_RATE}; figures made of panels and --no-images builds do not count)")
-    ap.add_argument("--image-check", choices=IMAGE_CHECKS, default="decode",
-                    help="decode every embedded image (default), only read headers and structure, or skip images")
-    ap.add_argument("--max-image-pixels", type=positive_int, default=None, metavar="N",
-                    help="images with more pixels than N fail the gate without being decoded (default: the "
-                         "--max-image-pixels the build was made with, from manifest.json; else "
-                         f"{DEFAULT_MAX_PIXELS:,})")
-    ap.add_argument("--image-workers", type=positive_int, default=os.cpu_count() or 1, metavar="N",
-                    help="processes decoding images (default: one per core)")
+    ap.add_argument(
+        "--max-dead-letter-rate",
+        type=rate,
+        default=DEFAULT_MAX_DEAD_LETTER_RATE,
+        metavar="R",
+        help=f"fail when dead letters / inputs exceeds R (default {DEFAULT_MAX_DEAD_LETTER_RATE})",
+    )
+    ap.add_argument(
+        "--max-missing-image-rate",
+        type=rate,
+        default=DEFAULT_MAX_MISSING_IMAGE_RATE,
+        metavar="R",
+        help="fail when figures rows without an image / rows that should have one exceeds R (default "
+        f"{DEFAULT_MAX_MISSING_IMAGE_RATE}; figures made of panels and --no-images builds do not count)",
+    )
+    ap.add_argument(
+        "--image-check",
+        choices=IMAGE_CHECKS,
+        default="decode",
+        help="decode every embedded image (default), only read headers and structure, or skip images",
+    )
+    ap.add_argument(
+        "--max-image-pixels",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="images with more pixels than N fail the gate without being decoded (default: the "
+        "--max-image-pixels the build was made with, from manifest.json; else "
+        f"{DEFAULT_MAX_PIXELS:,})",
+    )
+    ap.add_argument(
+        "--image-workers",
+        type=positive_int,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="processes decoding images (default: one per core)",
+    )
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
     add_gate_arguments(ap)
-    ap.add_argument("--report", metavar="PATH",
-                    help="report file (.md or .html; .json for machine-readable) or folder; "
-                         f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}")
+    ap.add_argument(
+        "--report",
+        metavar="PATH",
+        help="report file (.md or .html; .json for machine-readable) or folder; "
+        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}",
+    )
 
 
 def gate_from_args(args):
@@ -56,9 +84,14 @@ def gate_from_args(args):
 
     check_is_build(args.out)
     check_report_target(args.out, getattr(args, "report", None))
-    return run_gate(args.out, max_dead_letter_rate=args.max_dead_letter_rate, image_check=args.image_check,
-                    max_pixels=args.max_image_pixels, image_workers=args.image_workers,
-                    max_missing_image_rate=args.max_missing_image_rate)
+    return run_gate(
+        args.out,
+        max_dead_letter_rate=args.max_dead_letter_rate,
+        image_check=args.image_check,
+        max_pixels=args.max_image_pixels,
+        image_workers=args.image_workers,
+        max_missing_image_rate=args.max_missing_image_rate,
+    )
 
 
 def check_report_target(out: str, report: str | None) -> None:
@@ -70,8 +103,11 @@ def check_report_target(out: str, report: str | None) -> None:
     elif report:
         check_output_folder(report, "--report")
     else:
-        check_output_folder(posixpath.join(out.rstrip("/"), REPORT_DIR), "the report folder",
-                            advice="give --report PATH (a folder, or a .md / .html / .json file) where you can write")
+        check_output_folder(
+            posixpath.join(out.rstrip("/"), REPORT_DIR),
+            "the report folder",
+            advice="give --report PATH (a folder, or a .md / .html / .json file) where you can write",
+        )
 
 
 def write_reports(result, out: str, report: str | None) -> list[str]:

@@ -8,6 +8,7 @@ folder. Images are compared by path, size and perceptual hash (reading the previ
 version's image bytes would download it). When the data did not change at all, the new
 version is the previous one's commit with a new tag, so its card is the previous card.
 """
+
 from __future__ import annotations
 
 import io
@@ -71,7 +72,9 @@ class Changelog:
     changed: list = field(default_factory=list)
 
 
-def changelog_against(out_dir: str, repo_id: str, previous: str, version: str, endpoint: Optional[str] = None) -> Changelog:
+def changelog_against(
+    out_dir: str, repo_id: str, previous: str, version: str, endpoint: Optional[str] = None
+) -> Changelog:
     """The diff of the build in ``out_dir`` against ``previous`` on the Hub."""
     from sciga.transforms.common.storage import hub_filesystem
 
@@ -83,7 +86,7 @@ def changelog_against(out_dir: str, repo_id: str, previous: str, version: str, e
         if log.empty:
             log.summary = f"no changes to the data since {previous}"
             return log
-        log.summary = (f"since {previous}: {d.added:,} papers added, {d.removed:,} removed, {d.changed:,} changed")
+        log.summary = f"since {previous}: {d.added:,} papers added, {d.removed:,} removed, {d.changed:,} changed"
         full_md = markdown(d, title=f"Changes in {version} (since {previous})")
         buf = io.StringIO()
         write_json(d, buf)
@@ -102,15 +105,21 @@ def card_section(d, previous: str, version: str, base: str) -> str:
     from sciga.schemas.arrow import CONFIGS
 
     p_old, p_new = d.papers
-    lines = [SECTION, "",
-             f"Compared with the previous version, {previous} (`revision=\"{previous}\"`); the full list is in "
-             f"[`{base}.md`]({base}.md) and [`{base}.json`]({base}.json).", "",
-             f"- papers: {d.added:,} added, {d.removed:,} removed, {d.changed:,} changed ({p_old:,} -> {p_new:,})",
-             "- rows: " + ", ".join(f"{c} {b - a:+,}" for c, (a, b) in d.rows.items() if c in CONFIGS)]
+    lines = [
+        SECTION,
+        "",
+        f'Compared with the previous version, {previous} (`revision="{previous}"`); the full list is in '
+        f"[`{base}.md`]({base}.md) and [`{base}.json`]({base}.json).",
+        "",
+        f"- papers: {d.added:,} added, {d.removed:,} removed, {d.changed:,} changed ({p_old:,} -> {p_new:,})",
+        "- rows: " + ", ".join(f"{c} {b - a:+,}" for c, (a, b) in d.rows.items() if c in CONFIGS),
+    ]
     (sv_old, sv_new), (bv_old, bv_new) = d.schema_versions, d.builder_versions
     if sv_old != sv_new or d.schema:
-        lines.append(f"- schema: {', '.join(sv_old) or 'unknown'} -> {', '.join(sv_new) or 'unknown'}"
-                     + "".join(f"; {c.text()}" for c in d.schema))
+        lines.append(
+            f"- schema: {', '.join(sv_old) or 'unknown'} -> {', '.join(sv_new) or 'unknown'}"
+            + "".join(f"; {c.text()}" for c in d.schema)
+        )
     if bv_old != bv_new:
         lines.append(f"- builder: sciga-builder {', '.join(bv_old) or 'unknown'} -> {', '.join(bv_new) or 'unknown'}")
     if d.dead_letters_added or d.dead_letters_removed:

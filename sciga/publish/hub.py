@@ -18,6 +18,7 @@
 The token comes from huggingface_hub's usual sources (``HF_TOKEN``, ``hf auth login``); this
 module never reads, prints or logs it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -89,9 +90,13 @@ class PublishResult:
         lines = [f"sciga publish {self.repo_id} {self.version}: {self.status}"]
         if self.commit:
             lines.append(f"  commit    {self.commit}")
-        lines.append(f"  add       {len(self.added):>4} files ({self.upload_bytes} bytes)" + (
-            f": {', '.join(self.added[:6])}{' ...' if len(self.added) > 6 else ''}" if self.added else ""))
-        lines.append(f"  delete    {len(self.deleted):>4} files" + (f": {', '.join(self.deleted[:6])}" if self.deleted else ""))
+        lines.append(
+            f"  add       {len(self.added):>4} files ({self.upload_bytes} bytes)"
+            + (f": {', '.join(self.added[:6])}{' ...' if len(self.added) > 6 else ''}" if self.added else "")
+        )
+        lines.append(
+            f"  delete    {len(self.deleted):>4} files" + (f": {', '.join(self.deleted[:6])}" if self.deleted else "")
+        )
         lines.append(f"  unchanged {len(self.unchanged):>4} files")
         if self.changes:
             lines.append(f"  changes   {self.changes}")
@@ -167,8 +172,12 @@ def _hub_error(e: Exception, what: str, repo_id: str) -> PublishError:
         404: f"check the repo id {repo_id} and the endpoint",
         409: "the repo changed meanwhile; run the same command again",
         412: "someone committed to the repo meanwhile; run the same command again",
-    }.get(status, "run the same command again: uploads that finished are reused" if (status or 500) >= 500 else
-               "see the Hub's message")
+    }.get(
+        status,
+        "run the same command again: uploads that finished are reused"
+        if (status or 500) >= 500
+        else "see the Hub's message",
+    )
     msg = f"the Hub answered {status or 'with an error'} when {what} for {repo_id}"
     if server:
         msg += f" ({server})"
@@ -178,12 +187,20 @@ def _hub_error(e: Exception, what: str, repo_id: str) -> PublishError:
 def _is_network_error(e: BaseException) -> bool:
     """Connection refused, DNS, TLS, timeouts: huggingface_hub lets its HTTP client's
     transport errors through unwrapped."""
-    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
+    return isinstance(e, OSError) or type(e).__module__.split(".")[0] in (
+        "httpx",
+        "httpx2",
+        "httpcore",
+        "requests",
+        "urllib3",
+    )
 
 
 def _unreachable(api, e: BaseException) -> PublishError:
-    return PublishError(f"cannot reach the Hub at {api.endpoint} ({type(e).__name__}); check --endpoint / HF_ENDPOINT and "
-                        "the network, then run the same command again.")
+    return PublishError(
+        f"cannot reach the Hub at {api.endpoint} ({type(e).__name__}); check --endpoint / HF_ENDPOINT and "
+        "the network, then run the same command again."
+    )
 
 
 def _commit_texts(manifest: dict, version: str, gate: dict) -> tuple[str, str]:
@@ -192,8 +209,10 @@ def _commit_texts(manifest: dict, version: str, gate: dict) -> tuple[str, str]:
 
     c = manifest.get("counts") or {}
     title = f"Publish {version}: {c.get('papers', 0)} papers, {c.get('figures', 0)} figures, {c.get('subfigures', 0)} subfigures"
-    desc = (f"sciga-builder {manifest.get('builder_version', BUILDER_VERSION)}, schema {manifest.get('schema_version', SCHEMA_VERSION)}; "
-            f"inputs sha256 {(manifest.get('inputs') or {}).get('sha256')}; {gate_sentence(gate)}.")
+    desc = (
+        f"sciga-builder {manifest.get('builder_version', BUILDER_VERSION)}, schema {manifest.get('schema_version', SCHEMA_VERSION)}; "
+        f"inputs sha256 {(manifest.get('inputs') or {}).get('sha256')}; {gate_sentence(gate)}."
+    )
     return title, desc
 
 
@@ -222,9 +241,19 @@ def build_card(out_dir: str, notes: list, write: bool = True, text: Optional[str
     return text
 
 
-def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, private: bool = False,
-            endpoint: Optional[str] = None, gate_options: Optional[dict] = None, changelog: bool = True,
-            gate_result=None, changes=None) -> PublishResult:
+def publish(
+    out_dir: str,
+    repo_id: str,
+    version: str,
+    *,
+    dry_run: bool = False,
+    private: bool = False,
+    endpoint: Optional[str] = None,
+    gate_options: Optional[dict] = None,
+    changelog: bool = True,
+    gate_result=None,
+    changes=None,
+) -> PublishResult:
     """``gate_result``: the gate's result on this very build, when the caller just ran it
     (`sciga update`); ``changes``: the changelog against the previous version, when the
     caller computed it (``publish/changelog.py``)."""
@@ -240,8 +269,10 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         raise PublishError(f"--version {version!r} is not a version like v1.2.0; versions become git tags on the Hub.")
     check_is_build(out_dir)
     if not dry_run and get_token() is None:
-        raise PublishError("no Hugging Face token found; set HF_TOKEN or run `hf auth login` with a token that can write "
-                           f"to {repo_id.split('/')[0]}.")
+        raise PublishError(
+            "no Hugging Face token found; set HF_TOKEN or run `hf auth login` with a token that can write "
+            f"to {repo_id.split('/')[0]}."
+        )
 
     # 1. The gate, before anything talks to the Hub.
     gate = gate_result if gate_result is not None else run_gate(out_dir, **(gate_options or {}))
@@ -265,8 +296,9 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
         at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None
         remote = remote_files(api, repo_id, head) if (repo_exists and head) else {}
-        card, extra = _card_and_changes(out_dir, repo_id, version, tags, endpoint, result, changes) if changelog \
-            else (None, {})
+        card, extra = (
+            _card_and_changes(out_dir, repo_id, version, tags, endpoint, result, changes) if changelog else (None, {})
+        )
     except Exception as e:
         if not isinstance(e, HfHubHTTPError) and not _is_network_error(e):
             raise
@@ -286,29 +318,44 @@ def publish(out_dir: str, repo_id: str, version: str, *, dry_run: bool = False, 
         if not add and not delete:
             result.status, result.commit, result.unchanged = "already published", tags[version], unchanged
             return result
-        raise PublishError(f"version {version} already exists on {repo_id} with different files "
-                           f"({len(add)} differ or are new, {len(delete)} would go); a version never changes: "
-                           "publish this build under a new --version.")
+        raise PublishError(
+            f"version {version} already exists on {repo_id} with different files "
+            f"({len(add)} differ or are new, {len(delete)} would go); a version never changes: "
+            "publish this build under a new --version."
+        )
 
     add, delete, unchanged = diff(local, remote)
     result.added, result.deleted, result.unchanged = add, delete, unchanged
     result.upload_bytes = sum(local[p].size for p in add)
     if not repo_exists:
         result.created_repo = True
-        result.notes.append(f"{'would create' if dry_run else 'created'} dataset repo {repo_id}"
-                            f" ({'private' if private else 'public'})")
+        result.notes.append(
+            f"{'would create' if dry_run else 'created'} dataset repo {repo_id} ({'private' if private else 'public'})"
+        )
     if dry_run:
         result.notes.append(f"would {'commit and ' if (add or delete) else ''}tag {version}; nothing was sent")
         return result
 
     # 4. Write: repo, one commit, the tag.
-    result.commit = _commit_and_tag(api, repo_id, version, manifest, gate, local, result,
-                                    repo_exists=repo_exists, private=private, head=head)
+    result.commit = _commit_and_tag(
+        api, repo_id, version, manifest, gate, local, result, repo_exists=repo_exists, private=private, head=head
+    )
     return result
 
 
-def _commit_and_tag(api, repo_id: str, version: str, manifest: dict, gate, local: dict, result: PublishResult, *,
-                    repo_exists: bool, private: bool, head: Optional[str]) -> Optional[str]:
+def _commit_and_tag(
+    api,
+    repo_id: str,
+    version: str,
+    manifest: dict,
+    gate,
+    local: dict,
+    result: PublishResult,
+    *,
+    repo_exists: bool,
+    private: bool,
+    head: Optional[str],
+) -> Optional[str]:
     """Step 4 of ``publish``: create the repo when missing, commit what differs from main in one
     commit, tag it ``version``; the commit tagged. Every Hub or network failure becomes one
     sentence (PublishError)."""
@@ -332,16 +379,24 @@ def _commit_and_tag(api, repo_id: str, version: str, manifest: dict, gate, local
             ops += [CommitOperationDelete(path_in_repo=p) for p in delete]
             title, desc = _commit_texts(manifest, version, gate_summary(gate))
             log.info("committing %d additions and %d deletions to %s", len(add), len(delete), repo_id)
-            info = api.create_commit(repo_id, ops, commit_message=title, commit_description=desc, repo_type=REPO_TYPE,
-                                     parent_commit=head)
+            info = api.create_commit(
+                repo_id, ops, commit_message=title, commit_description=desc, repo_type=REPO_TYPE, parent_commit=head
+            )
             commit = info.oid
         else:
             result.status = "tagged"
-            result.notes.append("main already holds exactly these files (an earlier publish of this build); only the tag was added")
+            result.notes.append(
+                "main already holds exactly these files (an earlier publish of this build); only the tag was added"
+            )
         from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
-        api.create_tag(repo_id, tag=version, revision=commit, repo_type=REPO_TYPE,
-                       tag_message=f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}")
+        api.create_tag(
+            repo_id,
+            tag=version,
+            revision=commit,
+            repo_type=REPO_TYPE,
+            tag_message=f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}",
+        )
     except HfHubHTTPError as e:
         raise _hub_error(e, "publishing", repo_id) from None
     except Exception as e:
@@ -354,7 +409,9 @@ def _commit_and_tag(api, repo_id: str, version: str, manifest: dict, gate, local
             raise _unreachable(api, cause) from None
         if isinstance(cause, HfHubHTTPError):
             raise _hub_error(cause, "uploading a shard", repo_id) from None
-        raise PublishError(f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused.") from None
+        raise PublishError(
+            f"uploading to {repo_id} failed ({e}); run the same command again: finished uploads are reused."
+        ) from None
     return commit
 
 
@@ -378,8 +435,9 @@ def repo_tags(repo_id: str, endpoint: Optional[str] = None) -> dict:
     return {t.name: t.target_commit for t in refs.tags}
 
 
-def _card_and_changes(out_dir: str, repo_id: str, version: str, tags: dict, endpoint: Optional[str],
-                      result: PublishResult, changes=None) -> tuple[Optional[str], dict]:
+def _card_and_changes(
+    out_dir: str, repo_id: str, version: str, tags: dict, endpoint: Optional[str], result: PublishResult, changes=None
+) -> tuple[Optional[str], dict]:
     """The card text (None: the build's own card) and the changelog files of this version,
     against the previous version on the Hub. Data identical to the previous version's: its
     card as it is (the new version is then only a tag on the same files)."""

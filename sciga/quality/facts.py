@@ -4,6 +4,7 @@ These are the checks that need Python rather than SQL (Parquet footers, file has
 manifest, image decoders). Each function returns a pandas DataFrame with a ``record``
 column that names the thing a row is about, so a failed expectation can cite examples.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -59,10 +60,20 @@ def shards_table(out_dir: str, manifest: Optional[dict]) -> pd.DataFrame:
 
     def one(rel: str) -> dict:
         config = (on_disk.get(rel) or listed.get(rel))[0]
-        row = {"record": rel, "config": config, "on_disk": rel in on_disk, "listed": rel in listed,
-               "name_ok": bool(SHARD_RE.match(posixpath.basename(rel))) and rel.startswith(f"data/{config}/"),
-               "schema_version": None, "config_meta": None, "schema_matches": False, "rows": None,
-               "sha256_matches": False, "rows_match": False, "readable": False}
+        row = {
+            "record": rel,
+            "config": config,
+            "on_disk": rel in on_disk,
+            "listed": rel in listed,
+            "name_ok": bool(SHARD_RE.match(posixpath.basename(rel))) and rel.startswith(f"data/{config}/"),
+            "schema_version": None,
+            "config_meta": None,
+            "schema_matches": False,
+            "rows": None,
+            "sha256_matches": False,
+            "rows_match": False,
+            "readable": False,
+        }
         if rel in on_disk:
             path = on_disk[rel][1]
             digest, _ = _sha256(fs, path)
@@ -87,8 +98,23 @@ def shards_table(out_dir: str, manifest: Optional[dict]) -> pd.DataFrame:
     names = sorted(set(on_disk) | set(listed))
     with ThreadPoolExecutor(max_workers=4) as pool:
         rows = list(pool.map(one, names))
-    return pd.DataFrame(rows, columns=["record", "config", "on_disk", "listed", "name_ok", "readable", "schema_version",
-                                       "config_meta", "schema_matches", "rows", "sha256_matches", "rows_match"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "record",
+            "config",
+            "on_disk",
+            "listed",
+            "name_ok",
+            "readable",
+            "schema_version",
+            "config_meta",
+            "schema_matches",
+            "rows",
+            "sha256_matches",
+            "rows_match",
+        ],
+    )
 
 
 COUNT_METRICS = ("papers", "figures", "subfigures", "teasers", "mentions", "dead_letter", "images_embedded")
@@ -101,8 +127,13 @@ def counts_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
     inputs = ((manifest or {}).get("inputs") or {}).get("count")
     # A dead letter of a part of a kept paper (scope "part": its e-print, say) is not a lost input.
     dead_inputs = actual.get("dead_letter_inputs", actual.get("dead_letter")) or 0
-    rows.append({"record": "inputs (= papers + dead-lettered inputs)", "manifest": inputs,
-                 "actual": (actual.get("papers") or 0) + dead_inputs})
+    rows.append(
+        {
+            "record": "inputs (= papers + dead-lettered inputs)",
+            "manifest": inputs,
+            "actual": (actual.get("papers") or 0) + dead_inputs,
+        }
+    )
     df = pd.DataFrame(rows, columns=["record", "manifest", "actual"])
     return df.astype({"manifest": "Int64", "actual": "Int64"})
 
@@ -114,14 +145,18 @@ def build_table(manifest: Optional[dict], actual: dict) -> pd.DataFrame:
     if not inputs:
         inputs = (actual.get("papers") or 0) + dead
     rate = dead / inputs if inputs else 0.0
-    return pd.DataFrame([{
-        "record": MANIFEST,
-        "schema_version": (manifest or {}).get("schema_version"),
-        "builder_version": (manifest or {}).get("builder_version"),
-        "inputs": inputs,
-        "dead_letter": dead,
-        "dead_letter_rate": rate,
-    }])
+    return pd.DataFrame(
+        [
+            {
+                "record": MANIFEST,
+                "schema_version": (manifest or {}).get("schema_version"),
+                "builder_version": (manifest or {}).get("builder_version"),
+                "inputs": inputs,
+                "dead_letter": dead,
+                "dead_letter_rate": rate,
+            }
+        ]
+    )
 
 
 def _check_shard(args) -> list[tuple]:
@@ -153,8 +188,9 @@ def _check_shard(args) -> list[tuple]:
     return out
 
 
-def images_table(out_dir: str, level: str = "decode", max_pixels: Optional[int] = None,
-                 workers: int = 1) -> pd.DataFrame:
+def images_table(
+    out_dir: str, level: str = "decode", max_pixels: Optional[int] = None, workers: int = 1
+) -> pd.DataFrame:
     """One row per embedded image: did it decode, and to which size."""
     from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 

@@ -6,6 +6,7 @@ facts and image bytes), validates each flat table with its suite and returns a
 never raises on bad data: a table that cannot even be computed (an unreadable shard, a
 missing column) is itself a failed check saying why.
 """
+
 from __future__ import annotations
 
 import logging
@@ -165,23 +166,38 @@ def _validate(gx, ctx, bd, table: FlatTable, df: pd.DataFrame, options: dict) ->
     name = table.name
     suite = gx.ExpectationSuite(name=f"sciga {name}", expectations=table.expectations(options))
     batch = bd.get_batch(batch_parameters={"dataframe": df})
-    res = batch.validate(suite, result_format={"result_format": "SUMMARY", "unexpected_index_column_names": list(table.index),
-                                               "partial_unexpected_count": MAX_EXAMPLES})
+    res = batch.validate(
+        suite,
+        result_format={
+            "result_format": "SUMMARY",
+            "unexpected_index_column_names": list(table.index),
+            "partial_unexpected_count": MAX_EXAMPLES,
+        },
+    )
     out = []
     for r in res.results:
         cfg = r.expectation_config
         info = r.exception_info or {}
         err = info.get("exception_message") if info.get("raised_exception") else None
         result = r.result or {}
-        out.append(CheckResult(
-            table=name, config=table.config, expectation=cfg.type, description=cfg.description or cfg.type,
-            column=" = ".join(_columns(cfg)) if cfg.type.startswith("expect_column_pair") else ", ".join(_columns(cfg)),
-            success=bool(r.success) and not err,
-            element_count=int(result.get("element_count") or len(df)),
-            unexpected_count=int(result.get("unexpected_count") or 0),
-            examples=_examples(result, [] if cfg.type == "expect_column_values_to_not_be_null" else _columns(cfg), table),
-            error=err,
-        ))
+        out.append(
+            CheckResult(
+                table=name,
+                config=table.config,
+                expectation=cfg.type,
+                description=cfg.description or cfg.type,
+                column=" = ".join(_columns(cfg))
+                if cfg.type.startswith("expect_column_pair")
+                else ", ".join(_columns(cfg)),
+                success=bool(r.success) and not err,
+                element_count=int(result.get("element_count") or len(df)),
+                unexpected_count=int(result.get("unexpected_count") or 0),
+                examples=_examples(
+                    result, [] if cfg.type == "expect_column_values_to_not_be_null" else _columns(cfg), table
+                ),
+                error=err,
+            )
+        )
         if table.breakdown and not out[-1].success and cfg.kwargs.get("column") == table.breakdown[1]:
             group, col = table.breakdown
             counts = df.loc[df[col].ne(True), group].value_counts()
@@ -190,9 +206,18 @@ def _validate(gx, ctx, bd, table: FlatTable, df: pd.DataFrame, options: dict) ->
 
 
 def _error_checks(table: FlatTable, options: dict, message: str) -> list[CheckResult]:
-    return [CheckResult(table=table.name, config=table.config, expectation=e.type if hasattr(e, "type") else type(e).__name__,
-                        description=e.description or "", column="", success=False, error=message)
-            for e in table.expectations(options)]
+    return [
+        CheckResult(
+            table=table.name,
+            config=table.config,
+            expectation=e.type if hasattr(e, "type") else type(e).__name__,
+            description=e.description or "",
+            column="",
+            success=False,
+            error=message,
+        )
+        for e in table.expectations(options)
+    ]
 
 
 def build_pixel_limit(manifest: Optional[dict]) -> Optional[int]:
@@ -205,9 +230,14 @@ def build_pixel_limit(manifest: Optional[dict]) -> Optional[int]:
         return None
 
 
-def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER_RATE, image_check: str = "decode",
-             max_pixels: Optional[int] = None, image_workers: int = 1,
-             max_missing_image_rate: float = DEFAULT_MAX_MISSING_IMAGE_RATE) -> GateResult:
+def run_gate(
+    out_dir: str,
+    max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER_RATE,
+    image_check: str = "decode",
+    max_pixels: Optional[int] = None,
+    image_workers: int = 1,
+    max_missing_image_rate: float = DEFAULT_MAX_MISSING_IMAGE_RATE,
+) -> GateResult:
     """``max_pixels`` None: images are checked against the limit the build was made with
     (manifest.json), else the default; a number given here overrides both."""
     if image_check not in IMAGE_CHECKS:
@@ -224,8 +254,13 @@ def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER
         max_pixels, pixel_source = build_pixel_limit(manifest), "manifest"
     else:
         max_pixels, pixel_source = DEFAULT_MAX_PIXELS, "default"
-    options = {"max_dead_letter_rate": max_dead_letter_rate, "image_check": image_check, "max_pixels": max_pixels,
-               "max_pixels_source": pixel_source, "max_missing_image_rate": max_missing_image_rate}
+    options = {
+        "max_dead_letter_rate": max_dead_letter_rate,
+        "image_check": image_check,
+        "max_pixels": max_pixels,
+        "max_pixels_source": pixel_source,
+        "max_missing_image_rate": max_missing_image_rate,
+    }
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t
 
@@ -252,9 +287,17 @@ def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER
     checks: list[CheckResult] = []
     rows: dict = {}
     if manifest_problem:
-        checks.append(CheckResult(table="build", config="build", expectation="manifest_readable",
-                                  description="the build has a readable manifest.json", column="", success=False,
-                                  error=manifest_problem))
+        checks.append(
+            CheckResult(
+                table="build",
+                config="build",
+                expectation="manifest_readable",
+                description="the build has a readable manifest.json",
+                column="",
+                success=False,
+                error=manifest_problem,
+            )
+        )
     for table in flat_tables():
         t = time.perf_counter()
         try:
@@ -275,5 +318,13 @@ def run_gate(out_dir: str, max_dead_letter_rate: float = DEFAULT_MAX_DEAD_LETTER
         log.info("gate: %s (%d rows) in %.2fs", table.name, len(df), timings[table.name])
     con.close()
     success = all(c.success for c in checks)
-    return GateResult(out_dir=out_dir, success=success, checks=checks, options=options, rows=rows, counts=actual,
-                      seconds=time.perf_counter() - t0, timings=timings)
+    return GateResult(
+        out_dir=out_dir,
+        success=success,
+        checks=checks,
+        options=options,
+        rows=rows,
+        counts=actual,
+        seconds=time.perf_counter() - t0,
+        timings=timings,
+    )

@@ -12,6 +12,7 @@ decompression bomb costs a header read, not gigabytes of memory. Three levels:
 SVG files (``image_kind='svg'``) are XML: they must parse (no entities, no network) with an
 ``<svg>`` root element; their size is not compared.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -22,8 +23,9 @@ from PIL import Image
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, open_image
 
 
-def check_image(data: bytes, kind: Optional[str] = None, level: str = "decode",
-                max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[Optional[int], Optional[int], Optional[str]]:
+def check_image(
+    data: bytes, kind: Optional[str] = None, level: str = "decode", max_pixels: int = DEFAULT_MAX_PIXELS
+) -> tuple[Optional[int], Optional[int], Optional[str]]:
     """Bytes -> (width, height, error). ``error`` is one short phrase or None."""
     if not data:
         return None, None, "empty image bytes"

@@ -6,6 +6,7 @@ needs with DuckDB (``sql``) or reads file facts in Python (``quality/facts.py``)
 suite then states the rule on plain columns. Every flat table has index columns naming the
 row (an id, a mention span, a shard path) so failures come with example ids.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -66,24 +67,24 @@ SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _pap AS
         SELECT id, provenance.input_uri AS input_uri, coalesce(provenance.id_source, '') AS id_source,
                length(trim(coalesce(title, ''))) AS title_chars, length(trim(coalesce(abstract, ''))) AS abstract_chars,
-               provenance.schema_version AS schema_version, {_sk('title')} AS title_sk, {_sk('abstract')} AS abstract_sk,
-               {_sk('graphical_abstract.caption')} AS ga_sk, teaser, graphical_abstract.components AS ga_components
+               provenance.schema_version AS schema_version, {_sk("title")} AS title_sk, {_sk("abstract")} AS abstract_sk,
+               {_sk("graphical_abstract.caption")} AS ga_sk, teaser, graphical_abstract.components AS ga_components
         FROM papers""",
     # Every figure and subfigure a paper defines.
     f"""CREATE OR REPLACE TEMP TABLE _fig AS
         WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
-        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk('f.caption')} AS caption_sk,
+        SELECT f.id AS id, paper_id, 'figure' AS kind, CAST(NULL AS VARCHAR) AS parent_id, {_sk("f.caption")} AS caption_sk,
                false AS caption_tag_only FROM f
         UNION ALL
-        SELECT s.id, paper_id, 'subfigure', fid, {_sk('s.caption')}, {TAG_ONLY.format(col='s.caption')} FROM
+        SELECT s.id, paper_id, 'subfigure', fid, {_sk("s.caption")}, {TAG_ONLY.format(col="s.caption")} FROM
           (SELECT paper_id, f.id AS fid, unnest(f.subfigures) AS s FROM f)""",
     f"""CREATE OR REPLACE TEMP TABLE _tab AS
-        SELECT t.id AS id, paper_id, {_sk('t.caption')} AS caption_sk
+        SELECT t.id AS id, paper_id, {_sk("t.caption")} AS caption_sk
         FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
     # Sections and paragraphs straight from the shards (measured faster than materializing
     # the unnested sections once and deriving both from that copy).
     f"""CREATE OR REPLACE TEMP TABLE _sec AS
-        SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk('s.title')} AS title_sk, {_sk('s.body')} AS body_sk,
+        SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk("s.title")} AS title_sk, {_sk("s.body")} AS body_sk,
                s.figure_ids AS figure_ids FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
     """CREATE OR REPLACE TEMP TABLE _para AS
        SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
@@ -100,8 +101,8 @@ SETUP_SQL = [
        UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
     # The figures config, without image bytes.
     f"""CREATE OR REPLACE TEMP TABLE _figrows AS
-        SELECT id, paper_id, parent_id, kind, image_kind, {_sk('caption')} AS caption_sk, {_sk('subcaption')} AS subcaption_sk,
-               coalesce(octet_length(image.bytes) > 0, false) AS has_image, {TAG_ONLY.format(col='subcaption')} AS subcaption_tag_only,
+        SELECT id, paper_id, parent_id, kind, image_kind, {_sk("caption")} AS caption_sk, {_sk("subcaption")} AS subcaption_sk,
+               coalesce(octet_length(image.bytes) > 0, false) AS has_image, {TAG_ONLY.format(col="subcaption")} AS subcaption_tag_only,
                image IS NOT NULL AS image_not_null, image_status
         FROM figures""",
 ]
@@ -128,13 +129,15 @@ MISSING_IMAGES_SQL = f"""
 # Names of rows in failure examples. A name is never NULL: a row that lacks the field that
 # names it (a paper without an id) is named by what it still has, so "e.g." always shows
 # which row failed.
-MENTION_NAME = ("coalesce(paper_id, '?') || ':' || coalesce(section_id, '?') || "
-                "CASE WHEN coalesce(context, 'paragraph') = 'paragraph' THEN '#p' || coalesce(CAST(paragraph_index AS VARCHAR), '?') "
-                "ELSE ' ' || context || ' ' || coalesce(context_id, section_id, '?') END")
+MENTION_NAME = (
+    "coalesce(paper_id, '?') || ':' || coalesce(section_id, '?') || "
+    "CASE WHEN coalesce(context, 'paragraph') = 'paragraph' THEN '#p' || coalesce(CAST(paragraph_index AS VARCHAR), '?') "
+    "ELSE ' ' || context || ' ' || coalesce(context_id, section_id, '?') END"
+)
 
 
 def _name(id_col: str, paper_col: str, what: str) -> str:
-    return (f"coalesce({id_col}, '(' || '{what} without an id, in paper ' || coalesce({paper_col}, '?') || ')')")
+    return f"coalesce({id_col}, '(' || '{what} without an id, in paper ' || coalesce({paper_col}, '?') || ')')"
 
 
 def _ref_sql(relation: str, source: str, universe: str) -> str:
@@ -171,12 +174,22 @@ REFERENCES = [
     ("sections.figure_ids", "SELECT paper_id, id AS referrer, unnest(figure_ids) AS target FROM _sec", FIGS),
     ("mentions.figure_id", f"SELECT paper_id, {MENTION_NAME} AS referrer, figure_id AS target FROM mentions", FIGS),
     ("papers.teaser", "SELECT id AS paper_id, id AS referrer, unnest(teaser) AS target FROM _pap", FIGS),
-    ("graphical_abstract.components",
-     "SELECT id AS paper_id, id AS referrer, unnest(ga_components) AS target FROM _pap WHERE ga_components IS NOT NULL", FIGS),
-    ("paragraphs.ref_spans",
-     "SELECT paper_id, section_id || '#p' || pi AS referrer, rs.ref_id AS target FROM "
-     "(SELECT paper_id, section_id, pi, unnest(ref_spans) AS rs FROM _para)", FIGS_AND_TABLES),
-    ("sections.parent_id", "SELECT paper_id, id AS referrer, parent_id AS target FROM _sec WHERE parent_id IS NOT NULL", SECTIONS),
+    (
+        "graphical_abstract.components",
+        "SELECT id AS paper_id, id AS referrer, unnest(ga_components) AS target FROM _pap WHERE ga_components IS NOT NULL",
+        FIGS,
+    ),
+    (
+        "paragraphs.ref_spans",
+        "SELECT paper_id, section_id || '#p' || pi AS referrer, rs.ref_id AS target FROM "
+        "(SELECT paper_id, section_id, pi, unnest(ref_spans) AS rs FROM _para)",
+        FIGS_AND_TABLES,
+    ),
+    (
+        "sections.parent_id",
+        "SELECT paper_id, id AS referrer, parent_id AS target FROM _sec WHERE parent_id IS NOT NULL",
+        SECTIONS,
+    ),
 ]
 # figures.paper_id and mentions.paper_id need no relation of their own: the figure id must
 # resolve *within the same paper*, which only a paper in the papers config can provide.
@@ -195,8 +208,12 @@ def _texts_sql() -> str:
         ("papers.tables.caption", "id", "caption_sk", "_tab"),
         ("figures.caption", "id", "caption_sk", "_figrows"),
         ("figures.subcaption", "id", "subcaption_sk", "_figrows"),
-        ("mentions.sentence", MENTION_NAME + " || '[' || char_start || ':' || char_end || ']'", _sk("sentence"),
-         "mentions"),
+        (
+            "mentions.sentence",
+            MENTION_NAME + " || '[' || char_start || ':' || char_end || ']'",
+            _sk("sentence"),
+            "mentions",
+        ),
         ("dead_letter.message", "coalesce(paper_id, input_uri)", _sk("message"), "dead_letter"),
     ]
     selects = [
@@ -238,16 +255,27 @@ def _papers(o):
     return [
         _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every paper has an id"),
         _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "paper ids are unique"),
-        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=ARXIV_ID_RE.pattern, row_condition='id_source != "stem"',
-                                              condition_parser="pandas"),
-           "paper ids are arXiv ids (2401.13641, astro-ph/0601001) unless taken from a file stem"),
-        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=STEM_ID, row_condition='id_source == "stem"',
-                                              condition_parser="pandas"),
-           "local stem ids use only letters, digits, '.' and '-'"),
+        _d(
+            gxe.ExpectColumnValuesToMatchRegex(
+                column="id", regex=ARXIV_ID_RE.pattern, row_condition='id_source != "stem"', condition_parser="pandas"
+            ),
+            "paper ids are arXiv ids (2401.13641, astro-ph/0601001) unless taken from a file stem",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToMatchRegex(
+                column="id", regex=STEM_ID, row_condition='id_source == "stem"', condition_parser="pandas"
+            ),
+            "local stem ids use only letters, digits, '.' and '-'",
+        ),
         _d(gxe.ExpectColumnValuesToBeBetween(column="title_chars", min_value=1), "every paper has a non-empty title"),
-        _d(gxe.ExpectColumnValuesToBeBetween(column="abstract_chars", min_value=1), "every paper has a non-empty abstract"),
-        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
-           f"provenance.schema_version is {SCHEMA_VERSION}"),
+        _d(
+            gxe.ExpectColumnValuesToBeBetween(column="abstract_chars", min_value=1),
+            "every paper has a non-empty abstract",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+            f"provenance.schema_version is {SCHEMA_VERSION}",
+        ),
     ]
 
 
@@ -255,19 +283,34 @@ def _paper_figures(o):
     return [
         _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figure and subfigure has an id"),
         _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figure and subfigure ids are unique"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
-           "figure ids are <paper id>_F<n> (subfigures <paper id>_F<n>.<m>)"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_parent", column_B="parent_id", ignore_row_if="both_values_are_missing"),
-           "subfigure ids extend their parent figure's id"),
-        _true("caption_has_text", "a subfigure caption is never only its tag (<TAG> (a) </TAG> alone); no text is an empty caption"),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+            "figure ids are <paper id>_F<n> (subfigures <paper id>_F<n>.<m>)",
+        ),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="id_parent", column_B="parent_id", ignore_row_if="both_values_are_missing"
+            ),
+            "subfigure ids extend their parent figure's id",
+        ),
+        _true(
+            "caption_has_text",
+            "a subfigure caption is never only its tag (<TAG> (a) </TAG> alone); no text is an empty caption",
+        ),
     ]
 
 
 def _sections(o):
     return [
         _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "section ids are unique"),
-        _d(gxe.ExpectColumnValuesToMatchRegex(column="id", regex=SECTION_ID), "section ids are <paper id>_S<n>[.<m>...]"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"), "section ids start with their paper's id"),
+        _d(
+            gxe.ExpectColumnValuesToMatchRegex(column="id", regex=SECTION_ID),
+            "section ids are <paper id>_S<n>[.<m>...]",
+        ),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+            "section ids start with their paper's id",
+        ),
     ]
 
 
@@ -275,26 +318,45 @@ def _figures(o):
     return [
         _d(gxe.ExpectColumnValuesToNotBeNull(column="id"), "every figures row has an id"),
         _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figures rows have unique ids"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
-           "figures ids are <paper id>_F<n>[.<m>] of the row's paper"),
-        _d(gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]), "kind is figure or subfigure"),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
+            "figures ids are <paper id>_F<n>[.<m>] of the row's paper",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]),
+            "kind is figure or subfigure",
+        ),
         _true("parent_consistent", "subfigures (and only they) have a parent_id"),
-        _true("subcaption_has_text", "a subcaption is never only its tag (<TAG> (a) </TAG> alone); no text is a NULL subcaption"),
-        _d(gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
-           f"image_kind is one of {', '.join(IMAGE_KINDS)}"),
-        _d(gxe.ExpectColumnValuesToBeInSet(column="image_status", value_set=list(IMAGE_STATUSES)),
-           "image_status is one of the closed set in schemas/images.py (never NULL)"),
-        _true("image_matches_status", "image holds bytes exactly when image_status is 'embedded', and is NULL otherwise "
-                                      "(a path without bytes makes `datasets` open a file from the reader's folder)"),
+        _true(
+            "subcaption_has_text",
+            "a subcaption is never only its tag (<TAG> (a) </TAG> alone); no text is a NULL subcaption",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="image_kind", value_set=list(IMAGE_KINDS)),
+            f"image_kind is one of {', '.join(IMAGE_KINDS)}",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="image_status", value_set=list(IMAGE_STATUSES)),
+            "image_status is one of the closed set in schemas/images.py (never NULL)",
+        ),
+        _true(
+            "image_matches_status",
+            "image holds bytes exactly when image_status is 'embedded', and is NULL otherwise "
+            "(a path without bytes makes `datasets` open a file from the reader's folder)",
+        ),
     ]
 
 
 def _missing_images(o):
     r = o["max_missing_image_rate"]
-    return [_d(gxe.ExpectColumnValuesToBeBetween(column="missing_rate", min_value=0, max_value=r),
-               f"figures without an image are at most {r:.0%} of the figures rows that should have one "
-               "(--max-missing-image-rate; figures made of panels do not count, images left out with --no-images are not missing): "
-               "each page's images must sit where its img src points, relative to the page")]
+    return [
+        _d(
+            gxe.ExpectColumnValuesToBeBetween(column="missing_rate", min_value=0, max_value=r),
+            f"figures without an image are at most {r:.0%} of the figures rows that should have one "
+            "(--max-missing-image-rate; figures made of panels do not count, images left out with --no-images are not missing): "
+            "each page's images must sit where its img src points, relative to the page",
+        )
+    ]
 
 
 def _mentions(o):
@@ -306,18 +368,27 @@ def _mentions(o):
 
 def _spans(o):
     return [
-        _true("paragraph_found", "every mention points at an existing text: a paragraph (section id + index), a section title or a caption"),
+        _true(
+            "paragraph_found",
+            "every mention points at an existing text: a paragraph (section id + index), a section title or a caption",
+        ),
         _true("span_inside", "mention spans lie inside their text (0 <= start < end <= length)"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="surface", column_B="paragraph_text", ignore_row_if="either_value_is_missing"),
-           "the mention's surface text equals the paragraph's text at its span"),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="surface", column_B="paragraph_text", ignore_row_if="either_value_is_missing"
+            ),
+            "the mention's surface text equals the paragraph's text at its span",
+        ),
     ]
 
 
 def _texts(o):
     return [
-        _d(gxe.ExpectColumnValuesToMatchRegex(column="skeleton", regex=BALANCED_SKELETON),
-           "<MATH>, <NOTE>, <TAG> open and close in pairs; only MATH nests, inside NOTE "
-           "(skeleton letters: m/M MATH, n/N NOTE, t/T TAG)"),
+        _d(
+            gxe.ExpectColumnValuesToMatchRegex(column="skeleton", regex=BALANCED_SKELETON),
+            "<MATH>, <NOTE>, <TAG> open and close in pairs; only MATH nests, inside NOTE "
+            "(skeleton letters: m/M MATH, n/N NOTE, t/T TAG)",
+        ),
     ]
 
 
@@ -325,13 +396,22 @@ def _dead_letter(o):
     return [
         _d(gxe.ExpectColumnValuesToNotBeNull(column="stage"), "every dead letter names its stage"),
         _d(gxe.ExpectColumnValuesToNotBeNull(column="error_type"), "every dead letter names its error type"),
-        _d(gxe.ExpectColumnValuesToBeBetween(column="message_chars", min_value=1), "every dead letter says what went wrong"),
+        _d(
+            gxe.ExpectColumnValuesToBeBetween(column="message_chars", min_value=1),
+            "every dead letter says what went wrong",
+        ),
     ]
 
 
 def _references(o):
-    return [_true("resolved", "every referenced id exists in the same paper (" + "; ".join(r[0] for r in REFERENCES)
-                  + "; figures rows = papers.figures and subfigures, same parents)")]
+    return [
+        _true(
+            "resolved",
+            "every referenced id exists in the same paper ("
+            + "; ".join(r[0] for r in REFERENCES)
+            + "; figures rows = papers.figures and subfigures, same parents)",
+        )
+    ]
 
 
 def _shards(o):
@@ -340,10 +420,14 @@ def _shards(o):
         _true("listed", "every shard on disk is listed in manifest.json"),
         _true("name_ok", "shards follow data/<config>/<split>-NNNNN-of-MMMMM.parquet"),
         _true("readable", "every shard is a readable Parquet file"),
-        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
-           f"each shard's Arrow metadata says sciga.schema_version = {SCHEMA_VERSION}"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="config_meta", column_B="config"),
-           "each shard's Arrow metadata names the config of its folder"),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+            f"each shard's Arrow metadata says sciga.schema_version = {SCHEMA_VERSION}",
+        ),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(column_A="config_meta", column_B="config"),
+            "each shard's Arrow metadata names the config of its folder",
+        ),
         _true("schema_matches", "each shard has exactly the config's Arrow schema (names, types, nesting)"),
         _true("sha256_matches", "each shard's sha256 equals the one in manifest.json"),
         _true("rows_match", "each shard's row count equals the one in manifest.json"),
@@ -351,28 +435,46 @@ def _shards(o):
 
 
 def _counts(o):
-    return [_d(gxe.ExpectColumnPairValuesToBeEqual(column_A="manifest", column_B="actual", ignore_row_if="neither"),
-               "manifest.json counts equal the rows in the shards")]
+    return [
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(column_A="manifest", column_B="actual", ignore_row_if="neither"),
+            "manifest.json counts equal the rows in the shards",
+        )
+    ]
 
 
 def _build(o):
     r = o["max_dead_letter_rate"]
     return [
-        _d(gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
-           f"manifest.json says schema_version {SCHEMA_VERSION}"),
-        _d(gxe.ExpectColumnValuesToBeBetween(column="dead_letter_rate", min_value=0, max_value=r),
-           f"dead-letter rate (dead letters / inputs) is at most {r:g}"),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
+            f"manifest.json says schema_version {SCHEMA_VERSION}",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeBetween(column="dead_letter_rate", min_value=0, max_value=r),
+            f"dead-letter rate (dead letters / inputs) is at most {r:g}",
+        ),
     ]
 
 
 def _images(o):
     return [
-        _d(gxe.ExpectColumnValuesToBeNull(column="decode_error"),
-           f"embedded image bytes decode ({o['image_check']}, pixel limit {o['max_pixels']:,})"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_width", column_B="width", ignore_row_if="either_value_is_missing"),
-           "decoded image width equals the recorded width"),
-        _d(gxe.ExpectColumnPairValuesToBeEqual(column_A="decoded_height", column_B="height", ignore_row_if="either_value_is_missing"),
-           "decoded image height equals the recorded height"),
+        _d(
+            gxe.ExpectColumnValuesToBeNull(column="decode_error"),
+            f"embedded image bytes decode ({o['image_check']}, pixel limit {o['max_pixels']:,})",
+        ),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="decoded_width", column_B="width", ignore_row_if="either_value_is_missing"
+            ),
+            "decoded image width equals the recorded width",
+        ),
+        _d(
+            gxe.ExpectColumnPairValuesToBeEqual(
+                column_A="decoded_height", column_B="height", ignore_row_if="either_value_is_missing"
+            ),
+            "decoded image height equals the recorded height",
+        ),
     ]
 
 
@@ -383,57 +485,123 @@ def _missing(v) -> bool:
 def _span_label(r: dict) -> str:
     """'mentions: P:S#p2[10:18] -> F3'; no '#p' for captions and titles (no paragraph)."""
     para = "" if _missing(r.get("paragraph")) else f"#p{r.get('paragraph')}"
-    return f"{r.get('source')}: {r.get('section')}{para}[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"
+    return (
+        f"{r.get('source')}: {r.get('section')}{para}[{r.get('span_start')}:{r.get('span_end')}] -> {r.get('target')}"
+    )
 
 
 def flat_tables() -> list[FlatTable]:
     tables = [
-        FlatTable("shards", "build", "shard files: presence, names, schema version, Arrow schema, sha256 and rows vs manifest", _shards),
+        FlatTable(
+            "shards",
+            "build",
+            "shard files: presence, names, schema version, Arrow schema, sha256 and rows vs manifest",
+            _shards,
+        ),
         FlatTable("manifest_counts", "build", "manifest.json counts vs rows in the shards", _counts),
         FlatTable("build", "build", "build-level facts: schema version, dead-letter rate", _build),
-        FlatTable("papers", "papers", "one row per paper: id format and uniqueness, title/abstract, schema version", _papers,
-                  sql="""SELECT coalesce(id, '(paper without an id: ' || coalesce(input_uri, 'input unknown') || ')') AS record,
+        FlatTable(
+            "papers",
+            "papers",
+            "one row per paper: id format and uniqueness, title/abstract, schema version",
+            _papers,
+            sql="""SELECT coalesce(id, '(paper without an id: ' || coalesce(input_uri, 'input unknown') || ')') AS record,
                                 id, id_source, title_chars, abstract_chars, schema_version
-                         FROM _pap"""),
-        FlatTable("paper_figures", "papers", "papers.figures and their subfigures, unnested", _paper_figures,
-                  sql=r"""SELECT """ + _name("id", "paper_id", "figure") + r""" AS record, id, paper_id, parent_id,
+                         FROM _pap""",
+        ),
+        FlatTable(
+            "paper_figures",
+            "papers",
+            "papers.figures and their subfigures, unnested",
+            _paper_figures,
+            sql=r"""SELECT """
+            + _name("id", "paper_id", "figure")
+            + r""" AS record, id, paper_id, parent_id,
                                  CASE WHEN kind = 'figure' THEN regexp_extract(id, '^(.+)_F\d+$', 1)
                                       ELSE regexp_extract(id, '^(.+)_F\d+\.\d+$', 1) END AS id_paper,
                                  CASE WHEN kind = 'subfigure' THEN regexp_extract(id, '^(.+_F\d+)\.\d+$', 1) END AS id_parent,
                                  NOT caption_tag_only AS caption_has_text
-                          FROM _fig"""),
-        FlatTable("sections", "papers", "papers.sections, unnested", _sections,
-                  sql=r"""SELECT """ + _name("id", "paper_id", "section") + r""" AS record, id, paper_id,
-                                 regexp_extract(id, '^(.+)_(?:Pt\d+\.)?(?:S|A|Sx|Ch|P)[\w.]*$', 1) AS id_paper FROM _sec"""),
-        FlatTable("figures", "figures", "one row per figure or subfigure image", _figures,
-                  sql=r"""SELECT """ + _name("id", "paper_id", "figures row") + r""" AS record, id, paper_id, parent_id, kind, image_kind,
+                          FROM _fig""",
+        ),
+        FlatTable(
+            "sections",
+            "papers",
+            "papers.sections, unnested",
+            _sections,
+            sql=r"""SELECT """
+            + _name("id", "paper_id", "section")
+            + r""" AS record, id, paper_id,
+                                 regexp_extract(id, '^(.+)_(?:Pt\d+\.)?(?:S|A|Sx|Ch|P)[\w.]*$', 1) AS id_paper FROM _sec""",
+        ),
+        FlatTable(
+            "figures",
+            "figures",
+            "one row per figure or subfigure image",
+            _figures,
+            sql=r"""SELECT """
+            + _name("id", "paper_id", "figures row")
+            + r""" AS record, id, paper_id, parent_id, kind, image_kind,
                                  regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
                                  coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent,
                                  NOT subcaption_tag_only AS subcaption_has_text, coalesce(image_status, 'NULL') AS image_status,
                                  (has_image AND image_not_null) = (coalesce(image_status, '') = 'embedded')
                                    AND image_not_null = has_image AS image_matches_status
-                          FROM _figrows"""),
-        FlatTable("missing_images", "figures", "figures rows without an image, against the rows that should have one",
-                  _missing_images, sql=MISSING_IMAGES_SQL),
+                          FROM _figrows""",
+        ),
+        FlatTable(
+            "missing_images",
+            "figures",
+            "figures rows without an image, against the rows that should have one",
+            _missing_images,
+            sql=MISSING_IMAGES_SQL,
+        ),
         FlatTable("images", "figures", "embedded image bytes, decoded with a pixel limit", _images),
-        FlatTable("mentions", "mentions", "one row per inline figure reference", _mentions,
-                  sql=f"""SELECT {MENTION_NAME} || '[' || coalesce(CAST(char_start AS VARCHAR), '?') || ':'
+        FlatTable(
+            "mentions",
+            "mentions",
+            "one row per inline figure reference",
+            _mentions,
+            sql=f"""SELECT {MENTION_NAME} || '[' || coalesce(CAST(char_start AS VARCHAR), '?') || ':'
                                 || coalesce(CAST(char_end AS VARCHAR), '?') || '] -> ' || coalesce(figure_id, '?') AS record,
-                                surface FROM mentions"""),
-        FlatTable("spans", "mentions", "mention and ref-span offsets checked against their paragraph's text", _spans, sql=SPANS_SQL,
-                  index=("source", "section", "paragraph", "span_start", "span_end", "target"),
-                  label=_span_label),
-        FlatTable("texts", "papers+figures+mentions", "token skeletons of every text field that holds a token", _texts,
-                  sql=_texts_sql()),
-        FlatTable("dead_letter", "dead_letter", "one row per failed input", _dead_letter,
-                  sql="""SELECT coalesce(paper_id, input_uri, '?') || ' @ ' || coalesce(stage, '?') AS record, stage, error_type,
-                                length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter"""),
+                                surface FROM mentions""",
+        ),
+        FlatTable(
+            "spans",
+            "mentions",
+            "mention and ref-span offsets checked against their paragraph's text",
+            _spans,
+            sql=SPANS_SQL,
+            index=("source", "section", "paragraph", "span_start", "span_end", "target"),
+            label=_span_label,
+        ),
+        FlatTable(
+            "texts",
+            "papers+figures+mentions",
+            "token skeletons of every text field that holds a token",
+            _texts,
+            sql=_texts_sql(),
+        ),
+        FlatTable(
+            "dead_letter",
+            "dead_letter",
+            "one row per failed input",
+            _dead_letter,
+            sql="""SELECT coalesce(paper_id, input_uri, '?') || ' @ ' || coalesce(stage, '?') AS record, stage, error_type,
+                                length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter""",
+        ),
     ]
-    tables.append(FlatTable("references", "papers+figures+mentions",
-                            "every id one record gives for another (figure, table, section, paper), one row per reference",
-                            _references, sql=references_sql(), breakdown=("relation", "resolved"),
-                            index=("relation", "referrer", "target"),
-                            label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}"))
+    tables.append(
+        FlatTable(
+            "references",
+            "papers+figures+mentions",
+            "every id one record gives for another (figure, table, section, paper), one row per reference",
+            _references,
+            sql=references_sql(),
+            breakdown=("relation", "resolved"),
+            index=("relation", "referrer", "target"),
+            label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}",
+        )
+    )
     assert {t.config for t in tables} >= set(CONFIGS)
     return tables
 
@@ -443,6 +611,11 @@ def expectation_count(options: Optional[dict] = None) -> int:
     from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE
     from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
-    o = {"max_dead_letter_rate": DEFAULT_MAX_DEAD_LETTER_RATE, "max_missing_image_rate": DEFAULT_MAX_MISSING_IMAGE_RATE,
-         "image_check": "decode", "max_pixels": DEFAULT_MAX_PIXELS, **(options or {})}
+    o = {
+        "max_dead_letter_rate": DEFAULT_MAX_DEAD_LETTER_RATE,
+        "max_missing_image_rate": DEFAULT_MAX_MISSING_IMAGE_RATE,
+        "image_check": "decode",
+        "max_pixels": DEFAULT_MAX_PIXELS,
+        **(options or {}),
+    }
     return sum(len(t.expectations(o)) for t in flat_tables())

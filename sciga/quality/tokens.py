@@ -19,6 +19,7 @@ token   letter
 </TAG>  T
 ======  ======
 """
+
 from __future__ import annotations
 
 import re
@@ -67,5 +68,7 @@ def skeleton_sql(expr: str) -> str:
     """DuckDB expression computing the skeleton of ``expr`` (NULL text -> ''). Mapping the
     extracted tokens with a lambda measured faster than six string replaces."""
     cases = " ".join(f"WHEN '{tok}' THEN '{letter}'" for tok, letter in LETTERS.items())
-    return (f"array_to_string(list_transform(regexp_extract_all(coalesce({expr}, ''), '</?(?:MATH|NOTE|TAG)>'), "
-            f"lambda t: CASE t {cases} END), '')")
+    return (
+        f"array_to_string(list_transform(regexp_extract_all(coalesce({expr}, ''), '</?(?:MATH|NOTE|TAG)>'), "
+        f"lambda t: CASE t {cases} END), '')"
+    )

@@ -1,5 +1,6 @@
 """The embedded sample corpus, written by us: LaTeXML pages with their images (``html``),
 metadata sidecars (``meta``) and the TeX sources the pages were made from (``tex``)."""
+
 import os as _os
 
 

@@ -24,8 +24,7 @@ TEX = HERE / "tex"
 # Fixed date written into the PDF's /CreationDate and /ModDate.
 PDF_DATE = time.strptime("2025-11-03 12:00:00", "%Y-%m-%d %H:%M:%S")
 
-PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40),
-           (148, 103, 189), (140, 86, 75)]
+PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189), (140, 86, 75)]
 
 
 # ----------------------------------------------------------------------------
@@ -39,17 +38,25 @@ def save_png(im: Image.Image, path: Path, colors: int | None = None) -> None:
     """Save without metadata; optionally quantize to a palette (smaller files)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if colors is not None:
-        im = im.convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT,
-                                        dither=Image.Dither.NONE)
+        im = im.convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     im.info.clear()
     im.save(path, format="PNG", optimize=True)
 
 
 def save_pdf(im: Image.Image, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    im.convert("RGB").save(path, format="PDF", resolution=100.0, quality=95, title=path.stem,
-                           author="sciga-builder samples", creator="make_figures.py",
-                           producer="Pillow", creationDate=PDF_DATE, modDate=PDF_DATE)
+    im.convert("RGB").save(
+        path,
+        format="PDF",
+        resolution=100.0,
+        quality=95,
+        title=path.stem,
+        author="sciga-builder samples",
+        creator="make_figures.py",
+        producer="Pillow",
+        creationDate=PDF_DATE,
+        modDate=PDF_DATE,
+    )
 
 
 def text_center(d: ImageDraw.ImageDraw, cx: float, cy: float, s: str, f, fill=(0, 0, 0)):
@@ -85,15 +92,17 @@ def _axes(d, w, h, xlabel, ylabel, title, margin=(52, 30, 18, 44)):
     return x0, y0, x1, y1
 
 
-def line_plot(path, w, h, series, xlim, ylim, xlabel, ylabel, title="", xticks=(), yticks=(),
-              legend="top"):
+def line_plot(path, w, h, series, xlim, ylim, xlabel, ylabel, title="", xticks=(), yticks=(), legend="top"):
     im = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(im)
     x0, y0, x1, y1 = _axes(d, w, h, xlabel, ylabel, title)
+
     def sx(x):
         return x0 + (x - xlim[0]) / (xlim[1] - xlim[0]) * (x1 - x0)
+
     def sy(y):
         return y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
+
     f = font(11)
     for t in xticks:
         d.line([(sx(t), y1), (sx(t), y1 - 4)], fill=(0, 0, 0))
@@ -122,8 +131,10 @@ def bar_chart(path, w, h, cats, groups, ylim, ylabel, title="", xlabel="", ytick
     im = Image.new("RGB", (w, h), "white")
     d = ImageDraw.Draw(im)
     x0, y0, x1, y1 = _axes(d, w, h, xlabel, ylabel, title)
+
     def sy(y):
         return y1 - (y - ylim[0]) / (ylim[1] - ylim[0]) * (y1 - y0)
+
     f = font(11)
     for t in yticks:
         d.line([(x0, sy(t)), (x1, sy(t))], fill=(232, 232, 232))
@@ -239,15 +250,15 @@ def ct_slice(seed, size=224):
     im = Image.new("L", (w, h), 10)
     d = ImageDraw.Draw(im)
     cx, cy = w / 2, h / 2
-    d.ellipse([cx - 100, cy - 72, cx + 100, cy + 72], fill=95)      # fat
-    d.ellipse([cx - 92, cy - 64, cx + 92, cy + 64], fill=120)       # soft tissue
-    d.ellipse([cx - 75, cy - 50, cx - 5, cy + 20], fill=140)        # liver
-    d.ellipse([cx + 25, cy - 30, cx + 70, cy + 10], fill=135)       # spleen
-    d.ellipse([cx - 45, cy + 18, cx - 20, cy + 42], fill=150)       # kidney L
-    d.ellipse([cx + 20, cy + 18, cx + 45, cy + 42], fill=150)       # kidney R
-    d.ellipse([cx - 13, cy + 28, cx + 13, cy + 52], fill=235)       # vertebra
-    d.ellipse([cx - 6, cy + 2, cx + 6, cy + 14], fill=175)          # aorta
-    d.ellipse([cx - 55, cy - 25, cx - 40, cy - 12], fill=100)       # hypodense lesion
+    d.ellipse([cx - 100, cy - 72, cx + 100, cy + 72], fill=95)  # fat
+    d.ellipse([cx - 92, cy - 64, cx + 92, cy + 64], fill=120)  # soft tissue
+    d.ellipse([cx - 75, cy - 50, cx - 5, cy + 20], fill=140)  # liver
+    d.ellipse([cx + 25, cy - 30, cx + 70, cy + 10], fill=135)  # spleen
+    d.ellipse([cx - 45, cy + 18, cx - 20, cy + 42], fill=150)  # kidney L
+    d.ellipse([cx + 20, cy + 18, cx + 45, cy + 42], fill=150)  # kidney R
+    d.ellipse([cx - 13, cy + 28, cx + 13, cy + 52], fill=235)  # vertebra
+    d.ellipse([cx - 6, cy + 2, cx + 6, cy + 14], fill=175)  # aorta
+    d.ellipse([cx - 55, cy - 25, cx - 40, cy - 12], fill=100)  # hypodense lesion
     im = im.filter(ImageFilter.GaussianBlur(1.2))
     return add_noise(im, seed, 3.5)
 
@@ -258,15 +269,15 @@ def xray_chest(seed, w=224, h=256):
     d = ImageDraw.Draw(im)
     cx = w / 2
     d.rounded_rectangle([18, 20, w - 18, h - 10], radius=40, fill=150)  # body
-    d.ellipse([cx - 92, 40, cx - 12, 220], fill=55)                       # left lung
-    d.ellipse([cx + 12, 40, cx + 92, 220], fill=55)                       # right lung
+    d.ellipse([cx - 92, 40, cx - 12, 220], fill=55)  # left lung
+    d.ellipse([cx + 12, 40, cx + 92, 220], fill=55)  # right lung
     d.rounded_rectangle([cx - 18, 30, cx + 18, h - 20], radius=10, fill=185)  # spine
-    d.ellipse([cx - 10, 120, cx + 55, 205], fill=160)                     # heart
-    for k in range(7):                                                    # ribs
+    d.ellipse([cx - 10, 120, cx + 55, 205], fill=160)  # heart
+    for k in range(7):  # ribs
         y = 55 + 22 * k
         d.arc([cx - 100, y - 18, cx - 5, y + 30], 200, 340, fill=130, width=5)
         d.arc([cx + 5, y - 18, cx + 100, y + 30], 200, 340, fill=130, width=5)
-    d.ellipse([cx - 70, 90, cx - 52, 106], fill=110)                      # nodule
+    d.ellipse([cx - 70, 90, cx - 52, 106], fill=110)  # nodule
     im = im.filter(ImageFilter.GaussianBlur(2.0))
     return add_noise(im, seed, 3.0)
 
@@ -344,18 +355,39 @@ def figs_2511_99001(out: Path):
     save_png(block_diagram(640, 300, boxes, arrows), out / "overview.png", colors=64)
 
     xs = [10, 20, 40, 80, 160]
-    im = line_plot(None, 400, 280, [
-        ("Ours", xs, [71.2, 76.8, 80.1, 81.9, 82.4]),
-        ("Dense", xs, [64.0, 70.5, 75.9, 79.8, 81.7]),
-        ("Uniform", xs, [60.3, 66.1, 71.4, 75.0, 77.2]),
-    ], xlim=(0, 170), ylim=(55, 85), xlabel="GFLOPs per frame", ylabel="J&F (%)",
-        title="Accuracy vs. compute", xticks=(0, 40, 80, 120, 160), yticks=(60, 70, 80))
+    im = line_plot(
+        None,
+        400,
+        280,
+        [
+            ("Ours", xs, [71.2, 76.8, 80.1, 81.9, 82.4]),
+            ("Dense", xs, [64.0, 70.5, 75.9, 79.8, 81.7]),
+            ("Uniform", xs, [60.3, 66.1, 71.4, 75.0, 77.2]),
+        ],
+        xlim=(0, 170),
+        ylim=(55, 85),
+        xlabel="GFLOPs per frame",
+        ylabel="J&F (%)",
+        title="Accuracy vs. compute",
+        xticks=(0, 40, 80, 120, 160),
+        yticks=(60, 70, 80),
+    )
     save_png(im, out / "res_curve.png", colors=64)
 
-    im = bar_chart(None, 400, 280, ["fast", "occl.", "small", "multi"], [
-        ("Ours", [78.5, 70.2, 66.9, 74.8]),
-        ("Dense", [75.1, 68.8, 67.3, 71.0]),
-    ], ylim=(50, 85), ylabel="J&F (%)", title="Per-attribute accuracy", yticks=(50, 60, 70, 80))
+    im = bar_chart(
+        None,
+        400,
+        280,
+        ["fast", "occl.", "small", "multi"],
+        [
+            ("Ours", [78.5, 70.2, 66.9, 74.8]),
+            ("Dense", [75.1, 68.8, 67.3, 71.0]),
+        ],
+        ylim=(50, 85),
+        ylabel="J&F (%)",
+        title="Per-attribute accuracy",
+        yticks=(50, 60, 70, 80),
+    )
     save_png(im, out / "res_bars.png", colors=64)
 
     qual = gradient_photo(400, 280, seed=33, top=(200, 210, 235), bottom=(110, 95, 70), blobs=5)
@@ -366,9 +398,9 @@ def figs_2511_99001(out: Path):
 def figs_2511_99002(out: Path):
     """ACM-style interaction/graphics paper."""
     tz = Image.new("RGB", (640, 200), "white")
-    for k, (top, bot) in enumerate([((250, 210, 160), (120, 70, 50)),
-                                    ((180, 220, 250), (40, 80, 140)),
-                                    ((220, 250, 200), (60, 120, 60))]):
+    for k, (top, bot) in enumerate(
+        [((250, 210, 160), (120, 70, 50)), ((180, 220, 250), (40, 80, 140)), ((220, 250, 200), (60, 120, 60))]
+    ):
         tz.paste(gradient_photo(206, 190, seed=50 + k, top=top, bottom=bot, blobs=4), (5 + k * 212, 5))
     save_png(tz, out / "teaser.png", colors=128)
 
@@ -378,26 +410,59 @@ def figs_2511_99002(out: Path):
         "s": (150, 110, 110, 46, "Sculpting\nengine", (208, 228, 245)),
         "d": (290, 60, 80, 50, "Display", (220, 240, 215)),
     }
-    save_png(block_diagram(385, 170, boxes, [("p", "h"), ("h", "s"), ("s", "d"), ("d", "p")]),
-             out / "study_setup.png", colors=64)
+    save_png(
+        block_diagram(385, 170, boxes, [("p", "h"), ("h", "s"), ("s", "d"), ("d", "p")]),
+        out / "study_setup.png",
+        colors=64,
+    )
 
-    im = bar_chart(None, 360, 240, ["T1", "T2", "T3"], [
-        ("Mouse", [94, 131, 160]), ("Stylus", [72, 98, 121]), ("Ours", [58, 77, 90]),
-    ], ylim=(0, 180), ylabel="Time (s)", title="Task completion time", yticks=(0, 50, 100, 150))
+    im = bar_chart(
+        None,
+        360,
+        240,
+        ["T1", "T2", "T3"],
+        [
+            ("Mouse", [94, 131, 160]),
+            ("Stylus", [72, 98, 121]),
+            ("Ours", [58, 77, 90]),
+        ],
+        ylim=(0, 180),
+        ylabel="Time (s)",
+        title="Task completion time",
+        yticks=(0, 50, 100, 150),
+    )
     save_png(im, out / "task_times.png", colors=64)
 
-    pals = [((250, 235, 200), (170, 110, 60)), ((210, 230, 255), (60, 90, 160)),
-            ((235, 255, 220), (90, 140, 70)), ((255, 220, 235), (150, 60, 100))]
+    pals = [
+        ((250, 235, 200), (170, 110, 60)),
+        ((210, 230, 255), (60, 90, 160)),
+        ((235, 255, 220), (90, 140, 70)),
+        ((255, 220, 235), (150, 60, 100)),
+    ]
     for k, (top, bot) in enumerate(pals):
-        save_png(gradient_photo(240, 170, seed=70 + k, top=top, bottom=bot, blobs=3),
-                 out / f"grid_{'abcd'[k]}.png", colors=96)
+        save_png(
+            gradient_photo(240, 170, seed=70 + k, top=top, bottom=bot, blobs=3),
+            out / f"grid_{'abcd'[k]}.png",
+            colors=96,
+        )
 
-    im = line_plot(None, 400, 260, [
-        ("Novice", [1, 2, 3, 4, 5], [3.1, 3.6, 4.0, 4.3, 4.4]),
-        ("Expert", [1, 2, 3, 4, 5], [3.9, 4.2, 4.4, 4.6, 4.6]),
-    ], xlim=(0.5, 5.5), ylim=(2.5, 5.0), xlabel="Session", ylabel="Rating (1-5)",
-        title="Perceived control per session", xticks=(1, 2, 3, 4, 5), yticks=(3, 4, 5),
-        legend="bottom")
+    im = line_plot(
+        None,
+        400,
+        260,
+        [
+            ("Novice", [1, 2, 3, 4, 5], [3.1, 3.6, 4.0, 4.3, 4.4]),
+            ("Expert", [1, 2, 3, 4, 5], [3.9, 4.2, 4.4, 4.6, 4.6]),
+        ],
+        xlim=(0.5, 5.5),
+        ylim=(2.5, 5.0),
+        xlabel="Session",
+        ylabel="Rating (1-5)",
+        title="Perceived control per session",
+        xticks=(1, 2, 3, 4, 5),
+        yticks=(3, 4, 5),
+        legend="bottom",
+    )
     save_png(im, out / "appendix_ratings.png", colors=64)
 
 
@@ -411,9 +476,20 @@ def figs_2511_99003(out: Path):
     for k, stain in enumerate(["HE", "HE", "IHC"]):
         save_png(histology(110 + k, stain=stain), out / f"histo_{'abc'[k]}.png", colors=128)
     # the one PDF figure (LaTeXML must convert it through ImageMagick + ghostscript)
-    im = bar_chart(None, 420, 260, ["MRI", "CT", "X-ray"], [
-        ("Supervised", [0.71, 0.66, 0.58]), ("Ours", [0.79, 0.74, 0.65]),
-    ], ylim=(0.4, 0.9), ylabel="Dice", title="Lesion segmentation (Dice)", yticks=(0.5, 0.6, 0.7, 0.8))
+    im = bar_chart(
+        None,
+        420,
+        260,
+        ["MRI", "CT", "X-ray"],
+        [
+            ("Supervised", [0.71, 0.66, 0.58]),
+            ("Ours", [0.79, 0.74, 0.65]),
+        ],
+        ylim=(0.4, 0.9),
+        ylabel="Dice",
+        title="Lesion segmentation (Dice)",
+        yticks=(0.5, 0.6, 0.7, 0.8),
+    )
     save_pdf(im, out / "dice_scores.pdf")
     # NOTE: figs/attention_maps.png is deliberately NOT generated (missing-image case).
 

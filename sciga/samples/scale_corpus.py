@@ -13,6 +13,7 @@ we have, so a build can be measured at sizes the embedded sample never reaches.
 
 Deterministic: the same arguments give the same files.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,8 +44,28 @@ _HEAD = """<!DOCTYPE html><html lang="en">
 """
 _TAIL = "</article>\n</div>\n</div>\n</body>\n</html>\n"
 
-_WORDS = ("model", "figure", "result", "training", "dataset", "method", "image", "baseline", "error", "layer",
-          "sample", "network", "accuracy", "scale", "feature", "signal", "patient", "scan", "tissue", "graph")
+_WORDS = (
+    "model",
+    "figure",
+    "result",
+    "training",
+    "dataset",
+    "method",
+    "image",
+    "baseline",
+    "error",
+    "layer",
+    "sample",
+    "network",
+    "accuracy",
+    "scale",
+    "feature",
+    "signal",
+    "patient",
+    "scan",
+    "tissue",
+    "graph",
+)
 
 
 def _sentence(rng: random.Random, n: int = 14) -> str:
@@ -64,7 +85,9 @@ def figure_png(seed: int, width: int = 480, height: int = 320, target_kb: int = 
         d.line(pts, fill=(rng.randint(0, 200), rng.randint(0, 200), rng.randint(0, 200)), width=2)
     for i in range(8):
         x = 20 + i * (width - 40) // 8
-        d.rectangle([x, height - rng.randint(20, height // 2), x + 20, height - 10], fill=(rng.randint(0, 255), 90, 160))
+        d.rectangle(
+            [x, height - rng.randint(20, height // 2), x + 20, height - 10], fill=(rng.randint(0, 255), 90, 160)
+        )
     # Noise in a band: real figures carry texture (photos, heat maps) that does not compress.
     band = max(1, min(height, int(target_kb * 1024 / (width * 3) * 1.2)))
     noise = Image.frombytes("RGB", (width, band), rng.randbytes(width * band * 3))
@@ -82,24 +105,32 @@ def image_rich_html(paper_id: str, n_figures: int, seed: int = 0, paragraphs_per
     per_section = max(1, (n_figures + 3) // 4)
     fig = 0
     for s in range(1, 5):
-        parts.append(f'<section id="S{s}" class="ltx_section">\n<h2 class="ltx_title ltx_title_section">'
-                     f'<span class="ltx_tag ltx_tag_section">{s} </span>{"Introduction" if s == 1 else "Method" if s == 2 else "Experiments" if s == 3 else "Results"}</h2>\n')
+        parts.append(
+            f'<section id="S{s}" class="ltx_section">\n<h2 class="ltx_title ltx_title_section">'
+            f'<span class="ltx_tag ltx_tag_section">{s} </span>{"Introduction" if s == 1 else "Method" if s == 2 else "Experiments" if s == 3 else "Results"}</h2>\n'
+        )
         for p in range(paragraphs_per_section):
             ref = ""
             if fig < n_figures and p % 2 == 0:
                 k = min(n_figures, fig + 1)
-                ref = (f' As shown in Figure\xa0<a href="#S{s}.F{k}" class="ltx_ref"><span class="ltx_text ltx_ref_tag">{k}</span></a>,'
-                       f" {_sentence(rng, 8)}")
-            parts.append(f'<div id="S{s}.p{p + 1}" class="ltx_para">\n<p class="ltx_p">{html.escape(_sentence(rng))}{ref}'
-                         f" {html.escape(_sentence(rng, 20))}</p>\n</div>\n")
+                ref = (
+                    f' As shown in Figure\xa0<a href="#S{s}.F{k}" class="ltx_ref"><span class="ltx_text ltx_ref_tag">{k}</span></a>,'
+                    f" {_sentence(rng, 8)}"
+                )
+            parts.append(
+                f'<div id="S{s}.p{p + 1}" class="ltx_para">\n<p class="ltx_p">{html.escape(_sentence(rng))}{ref}'
+                f" {html.escape(_sentence(rng, 20))}</p>\n</div>\n"
+            )
         for _ in range(per_section):
             if fig >= n_figures:
                 break
             fig += 1
-            parts.append(f'<figure id="S{s}.F{fig}" class="ltx_figure"><img src="figs/f{fig}.png" id="S{s}.F{fig}.g1" '
-                         f'class="ltx_graphics ltx_centering ltx_img_landscape" width="480" height="320" alt="Refer to caption">\n'
-                         f'<figcaption class="ltx_caption ltx_centering"><span class="ltx_tag ltx_tag_figure">Figure {fig}: </span>'
-                         f"{html.escape(_sentence(rng, 18))}</figcaption>\n</figure>\n")
+            parts.append(
+                f'<figure id="S{s}.F{fig}" class="ltx_figure"><img src="figs/f{fig}.png" id="S{s}.F{fig}.g1" '
+                f'class="ltx_graphics ltx_centering ltx_img_landscape" width="480" height="320" alt="Refer to caption">\n'
+                f'<figcaption class="ltx_caption ltx_centering"><span class="ltx_tag ltx_tag_figure">Figure {fig}: </span>'
+                f"{html.escape(_sentence(rng, 18))}</figcaption>\n</figure>\n"
+            )
         parts.append("</section>\n")
     parts.append(_TAIL)
     return "".join(parts)
@@ -116,8 +147,15 @@ def paper_ids(n: int, prefix: str = "2601") -> list[str]:
     return [f"{prefix}.{i:05d}" for i in range(1, n + 1)]
 
 
-def make_image_rich_corpus(dest: str | Path, n_papers: int, n_figures: int = 20, image_kb: int = 44,
-                           distinct_images: int = 0, prefix: str = "2601", template: Optional[str] = None) -> list[Path]:
+def make_image_rich_corpus(
+    dest: str | Path,
+    n_papers: int,
+    n_figures: int = 20,
+    image_kb: int = 44,
+    distinct_images: int = 0,
+    prefix: str = "2601",
+    template: Optional[str] = None,
+) -> list[Path]:
     """``n_papers`` folders ``<dest>/<id>/<id>.html`` + ``figs/f<k>.png``. Figure files
     are made once (``distinct_images`` sets, default 1) and hard-linked into each paper.
     ``template``: a page (HTML text with ``{paper_id}``-free content) to use instead of the
@@ -145,7 +183,9 @@ def make_image_rich_corpus(dest: str | Path, n_papers: int, n_figures: int = 20,
     return pages
 
 
-def make_text_corpus(dest: str | Path, n_papers: int, sources: Sequence[str | Path], prefix: str = "2602") -> list[Path]:
+def make_text_corpus(
+    dest: str | Path, n_papers: int, sources: Sequence[str | Path], prefix: str = "2602"
+) -> list[Path]:
     """Copies of real pages (hard links), each with a sidecar naming its own arXiv id."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -181,15 +221,27 @@ def latexml_image_rich_page(workdir: str | Path, n_figures: int, image_kb: int =
             f.write_bytes(figure_png(k, target_kb=image_kb))
         if k % 10 == 1:
             body.append(f"\\section{{Part {k // 10 + 1}}}\n")
-        body.append(f"{_sentence(rng, 30)} Figure~\\ref{{fig:f{k}}} shows {_sentence(rng, 10)}\n\n"
-                    f"\\begin{{figure}}[t]\\centering\\includegraphics[width=0.8\\linewidth]{{figs/f{k}.png}}"
-                    f"\\caption{{{_sentence(rng, 16)}}}\\label{{fig:f{k}}}\\end{{figure}}\n\n")
-    tex = ("\\documentclass{article}\\usepackage{graphicx}\\title{An image-rich paper}\\author{A. Author}"
-           "\\begin{document}\\maketitle\\begin{abstract}" + _sentence(rng, 40) + "\\end{abstract}\n"
-           + "".join(body) + "\\end{document}\n")
+        body.append(
+            f"{_sentence(rng, 30)} Figure~\\ref{{fig:f{k}}} shows {_sentence(rng, 10)}\n\n"
+            f"\\begin{{figure}}[t]\\centering\\includegraphics[width=0.8\\linewidth]{{figs/f{k}.png}}"
+            f"\\caption{{{_sentence(rng, 16)}}}\\label{{fig:f{k}}}\\end{{figure}}\n\n"
+        )
+    tex = (
+        "\\documentclass{article}\\usepackage{graphicx}\\title{An image-rich paper}\\author{A. Author}"
+        "\\begin{document}\\maketitle\\begin{abstract}"
+        + _sentence(rng, 40)
+        + "\\end{abstract}\n"
+        + "".join(body)
+        + "\\end{document}\n"
+    )
     (workdir / "paper.tex").write_text(tex, encoding="utf-8")
-    r = subprocess.run(["latexmlc", "--format=html5", "--nocomments", "--dest=paper.html", "paper.tex"], cwd=workdir,
-                       capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        ["latexmlc", "--format=html5", "--nocomments", "--dest=paper.html", "paper.tex"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if r.returncode != 0 or not (workdir / "paper.html").exists():
         return None
     html_text = (workdir / "paper.html").read_text(encoding="utf-8")

@@ -6,6 +6,7 @@ the Hugging Face `datasets` features derived from its types (schemas/hf_features
 plain Parquet readers of `datasets` see ``image`` as an ``Image()``. Every writer that builds
 tables with ``SCHEMAS[config]`` carries both.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -127,7 +128,9 @@ PROVENANCE = pa.struct(
 
 
 def _with_version(schema: pa.Schema, config: str) -> pa.Schema:
-    versioned = schema.with_metadata({b"sciga.schema_version": SCHEMA_VERSION.encode(), b"sciga.config": config.encode()})
+    versioned = schema.with_metadata(
+        {b"sciga.schema_version": SCHEMA_VERSION.encode(), b"sciga.config": config.encode()}
+    )
     return with_hf_features(versioned)
 
 
@@ -265,10 +268,14 @@ def paper_row(paper: Paper) -> dict:
 
 def figure_row(row: FigureRow) -> dict:
     d = as_plain(row)
-    d["image"] = None if (d["image_bytes"] is None and d["image_path"] is None) else {
-        "bytes": d.pop("image_bytes"),
-        "path": d.pop("image_path"),
-    }
+    d["image"] = (
+        None
+        if (d["image_bytes"] is None and d["image_path"] is None)
+        else {
+            "bytes": d.pop("image_bytes"),
+            "path": d.pop("image_path"),
+        }
+    )
     d.pop("image_bytes", None)
     d.pop("image_path", None)
     return d
@@ -288,9 +295,16 @@ TO_ROW = {"papers": paper_row, "figures": figure_row, "mentions": mention_row, "
 SORT_KEY = {
     "papers": lambda r: (r["id"],),
     "figures": lambda r: (r["paper_id"], r["index"], r["kind"] != "figure", r["id"]),
-    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r["context"], r["context_id"] or "",
-                           -1 if r["paragraph_index"] is None else r["paragraph_index"], r["char_start"], r["char_end"],
-                           r["figure_id"]),
+    "mentions": lambda r: (
+        r["paper_id"],
+        r["section_id"] or "",
+        r["context"],
+        r["context_id"] or "",
+        -1 if r["paragraph_index"] is None else r["paragraph_index"],
+        r["char_start"],
+        r["char_end"],
+        r["figure_id"],
+    ),
     "dead_letter": lambda r: (r["paper_id"] or "", r["stage"], r["input_uri"] or "", r["message"]),
 }
 

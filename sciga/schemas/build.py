@@ -12,6 +12,7 @@ The published rows are in ``records.py``; these types say how a build gets there
 - ``MedicalResult`` / ``GAResult``: small annotations produced by the model steps
   (RunInference), merged into stored results before the shards are written.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -193,11 +194,20 @@ class ResultHeader:
 
     def to_json(self) -> dict:
         return {
-            "key": self.key, "uri": self.uri, "paper_id": self.paper_id, "is_paper": self.is_paper,
-            "version": self.version, "n_figures": self.n_figures, "n_paragraphs": self.n_paragraphs,
-            "content_sha256": self.content_sha256, "dead": [dict(vars(d)) for d in self.dead],
-            "deps": [_file_dep_json(d) for d in self.deps], "pending": list(self.pending), "complete": self.complete,
-            "stats": dict(sorted(self.stats.items())), "final": self.final,
+            "key": self.key,
+            "uri": self.uri,
+            "paper_id": self.paper_id,
+            "is_paper": self.is_paper,
+            "version": self.version,
+            "n_figures": self.n_figures,
+            "n_paragraphs": self.n_paragraphs,
+            "content_sha256": self.content_sha256,
+            "dead": [dict(vars(d)) for d in self.dead],
+            "deps": [_file_dep_json(d) for d in self.deps],
+            "pending": list(self.pending),
+            "complete": self.complete,
+            "stats": dict(sorted(self.stats.items())),
+            "final": self.final,
             "sizes": {k: list(v) for k, v in self.sizes.items()},
         }
 
@@ -205,12 +215,20 @@ class ResultHeader:
     def from_json(cls, d: dict) -> ResultHeader:
         """A header as stored; keys an older build did not write take their defaults."""
         return cls(
-            key=d["key"], uri=d["uri"], paper_id=d.get("paper_id"), is_paper=bool(d.get("is_paper")),
-            version=d.get("version"), n_figures=int(d.get("n_figures") or 0),
-            n_paragraphs=int(d.get("n_paragraphs") or 0), content_sha256=d.get("content_sha256"),
-            dead=[DeadLetter(**x) for x in d.get("dead") or []], deps=[FileDep(**x) for x in d.get("deps") or []],
-            pending=list(d.get("pending") or []), complete=bool(d.get("complete")),
-            stats=dict(d.get("stats") or {}), final=bool(d.get("final", True)),
+            key=d["key"],
+            uri=d["uri"],
+            paper_id=d.get("paper_id"),
+            is_paper=bool(d.get("is_paper")),
+            version=d.get("version"),
+            n_figures=int(d.get("n_figures") or 0),
+            n_paragraphs=int(d.get("n_paragraphs") or 0),
+            content_sha256=d.get("content_sha256"),
+            dead=[DeadLetter(**x) for x in d.get("dead") or []],
+            deps=[FileDep(**x) for x in d.get("deps") or []],
+            pending=list(d.get("pending") or []),
+            complete=bool(d.get("complete")),
+            stats=dict(d.get("stats") or {}),
+            final=bool(d.get("final", True)),
             sizes={k: list(v) for k, v in (d.get("sizes") or {}).items()},
         )
 
@@ -240,15 +258,30 @@ class PartInfo:
         out: dict = {"config": self.config, "group": self.group, "part": self.part}
         if self.config != "dead_letter":
             out["fingerprint"] = self.fingerprint
-        out.update(keys=list(self.keys), path=self.path, rows=self.rows, bytes=self.bytes, sha256=self.sha256,
-                   counts=dict(sorted(self.counts.items())))
+        out.update(
+            keys=list(self.keys),
+            path=self.path,
+            rows=self.rows,
+            bytes=self.bytes,
+            sha256=self.sha256,
+            counts=dict(sorted(self.counts.items())),
+        )
         if self.reused:
             out["reused"] = True
         return out
 
     @classmethod
     def from_json(cls, d: dict) -> PartInfo:
-        return cls(config=d["config"], group=int(d["group"]), part=int(d["part"]), path=d.get("path"),
-                   rows=int(d.get("rows") or 0), bytes=int(d.get("bytes") or 0), sha256=d.get("sha256"),
-                   counts=dict(d.get("counts") or {}), keys=list(d.get("keys") or []),
-                   fingerprint=d.get("fingerprint"), reused=bool(d.get("reused")))
+        return cls(
+            config=d["config"],
+            group=int(d["group"]),
+            part=int(d["part"]),
+            path=d.get("path"),
+            rows=int(d.get("rows") or 0),
+            bytes=int(d.get("bytes") or 0),
+            sha256=d.get("sha256"),
+            counts=dict(d.get("counts") or {}),
+            keys=list(d.get("keys") or []),
+            fingerprint=d.get("fingerprint"),
+            reused=bool(d.get("reused")),
+        )

@@ -12,6 +12,7 @@ inside the list ``sections.paragraphs``). The struct types used in several place
 (``REF_SPAN``, ``IMAGE``) are described once, in ``SHARED_FIELDS``, and every column of such
 a type points there instead of repeating them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -40,23 +41,23 @@ SHARED_FIELDS: dict[str, dict[str, str]] = {
         "": "S2ORC-style span of a figure reference inside a text; offsets are characters of that text",
         "start": "first character of the span",
         "end": "character after the span",
-        "text": "the span's text as a reader sees it (\"Figure 3b\")",
+        "text": 'the span\'s text as a reader sees it ("Figure 3b")',
         "ref_id": "our id of the figure, subfigure or table it names (`2401.13641_F3`, `2401.13641_F3.2`)",
         "resolution": "how the target was found: `anchor` (the `a.ltx_ref` href), `label` (a `LABEL:fig:...` "
-                      "leftover through the TeX label map), `text` (a typed \"Figure 3b\" by printed number) "
-                      "or `range` (a figure inside a range such as \"Figures 4-6\")",
+        'leftover through the TeX label map), `text` (a typed "Figure 3b" by printed number) '
+        'or `range` (a figure inside a range such as "Figures 4-6")',
         "sentence_start": "first character of the sentence holding the span (figure references only)",
         "sentence_end": "character after that sentence",
-        "panels": "panel names the text gives for a figure without panel elements (\"Figures 3b and c\" -> "
-                  "`[\"b\", \"c\"]`); `[]` otherwise",
+        "panels": 'panel names the text gives for a figure without panel elements ("Figures 3b and c" -> '
+        '`["b", "c"]`); `[]` otherwise',
     },
     "image": {
         "": "one graphic of a figure or subfigure, as the page shows it",
         "path": "file path normalized relative to the paper's asset root (`assets/x1.png`, `figs/a b.png`); "
-                "null for inline SVG and missing graphics",
+        "null for inline SVG and missing graphics",
         "url": "absolute URL of the image when the page's location is known",
         "kind": "`raster`, `svg`, `inline_svg` (drawn inside the page, no file), `missing` (LaTeXML could not "
-                "find the graphic) or `unrendered` (LaTeXML left raw TeX)",
+        "find the graphic) or `unrendered` (LaTeXML left raw TeX)",
         "width": "display width written in the HTML (not the decoded size)",
         "height": "display height written in the HTML",
         "html_id": "the element id in the page",
@@ -67,7 +68,7 @@ SHARED_FIELDS: dict[str, dict[str, str]] = {
 COLUMNS: dict[str, dict[str, str]] = {
     "papers": {
         "id": "the paper's id: its arXiv id (`2401.13641`, `astro-ph/0601001`), or the file stem for a page that "
-              "names no arXiv paper (then `provenance.id_source` is `stem`)",
+        "names no arXiv paper (then `provenance.id_source` is `stem`)",
         "version": "arXiv version of the page (`v2`), when known",
         "title": "title, " + _TAGS,
         "authors": "authors in order",
@@ -80,7 +81,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "subjects.acm": "ACM Computing Classification codes or concept paths (from the metadata, the page and the TeX)",
         "subjects.msc": "Mathematics Subject Classification codes",
         "primary_category": "the primary arXiv category",
-        "comment": "the authors' arXiv comment (\"Accepted to CVPR 2025 (main conference)\")",
+        "comment": 'the authors\' arXiv comment ("Accepted to CVPR 2025 (main conference)")',
         "journal_ref": "arXiv journal reference",
         "conference": "the venue parsed from the comment",
         "conference.venue": "conference name (`CVPR`)",
@@ -118,7 +119,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "figures.subfigures.caption": "subcaption (`<TAG> (a) </TAG> Input image`); empty when the panel has none",
         "figures.subfigures.images": "the panel's graphics",
         "figures.subfigures.caption_source": "`html`, `split_parent` (split from the parent caption by the linking "
-                                             "stage) or `none`",
+        "stage) or `none`",
         "figures.subfigures.caption_ref_spans": "other figures named in the subcaption",
         "figures.section_id": "the section the figure is placed in",
         "figures.is_teaser": "the figure is a teaser (`ltx_teaserfigure`, `S0.F*`, or placed before the first section)",
@@ -135,14 +136,14 @@ COLUMNS: dict[str, dict[str, str]] = {
         "graphical_abstract": "the paper's graphical abstract (from `--ga-manifest`), or its de-facto GA",
         "graphical_abstract.id": "`<paper>_GA` (`2401.13641_GA`)",
         "graphical_abstract.type": "`Original`, `Reused` or `Modified` (typed against the paper's figures); null "
-                                   "for a de-facto GA",
+        "for a de-facto GA",
         "graphical_abstract.paths": "where the GA image came from",
         "graphical_abstract.components": "the figure ids the GA is made of (Reused / Modified), or the figure standing "
-                                         "in for a de-facto GA",
+        "in for a de-facto GA",
         "graphical_abstract.caption": "caption given in the manifest",
         "graphical_abstract.de_facto": "true when no manifest GA exists and a figure stands in for it (SciGA's I_GA)",
         "graphical_abstract.source": "where it came from: the manifest's `source`, or for a de-facto GA `teaser` or "
-                                     "`first_intro_reference`",
+        "`first_intro_reference`",
         "graphical_abstract.score": "match evidence behind the type (NCC or embedding cosine)",
         "graphical_abstract.error": "why a manifest GA has no type (fetch or decode failure)",
         "provenance": "where the record came from and what made it",
@@ -169,37 +170,37 @@ COLUMNS: dict[str, dict[str, str]] = {
         "subcaption": "the subfigure's own caption; null for figures",
         "subcaption_source": "`html`, `split_parent` or `none` (subfigures only)",
         "image": "the image in the `datasets` Image convention (`struct<bytes, path>`): `datasets` decodes it to "
-                 "PIL; null when the build has no bytes for it (`image_status` says why; a figure made of panels "
-                 "has none of its own: its panels are rows)",
+        "PIL; null when the build has no bytes for it (`image_status` says why; a figure made of panels "
+        "has none of its own: its panels are rows)",
         "image.bytes": "the image file's bytes as found (PNG, JPEG, ...)",
         "image.path": "the path the page gave, relative to the paper's asset root (`figs/a.png`); readers never open "
-                      "it: the bytes are there",
+        "it: the bytes are there",
         "image_status": "why the row has its image or not: one value of the closed set in "
-                        "[Image status](#image-status) (never null)",
+        "[Image status](#image-status) (never null)",
         "image_paths": "every image path of the figure or subfigure",
         "image_kind": "kind of the row's image (see `image.kind` of the papers config)",
         "image_source": "`html`, `tex` (recovered from the e-print) or `ga_manifest`",
         "image_url": "absolute URL of the image when the page's location is known",
         "image_uri": "where the image file was read from, or where it was looked for when it was not found (an "
-                     "absolute path or URL of the build machine); null for a figure that names no file",
+        "absolute path or URL of the build machine); null for a figure that names no file",
         "width": "decoded width in pixels (null until the image decoded)",
         "height": "decoded height in pixels",
         "phash": "64-bit DCT perceptual hash, 16 hex digits",
         "image_error": "the details of a missing image: a short kind and a sentence (`decompression_bomb: ...`, "
-                       "`corrupt: ...`, `svg_only: ...`, `pdf_only: ...`, `outside_input: ...`, `not_a_file: ...`, "
-                       "`unreadable: ...`, `image file figs/a.png not found next to the page`)",
+        "`corrupt: ...`, `svg_only: ...`, `pdf_only: ...`, `outside_input: ...`, `not_a_file: ...`, "
+        "`unreadable: ...`, `image file figs/a.png not found next to the page`)",
         "section_id": "the section the figure is placed in",
         "html_id": "the element id in the page",
         "is_teaser": "the figure is a teaser",
         "ga_role": "`ga` (the GA image itself), `ga_reused`, `ga_component`, `de_facto_ga`, or null",
         "medical": "the MedICaT medical filter's result",
         "medical.keyword_hits": "medical keywords found in the caption, the subcaption and the sentences that "
-                                "reference the figure",
+        "reference the figure",
         "medical.classifier_run": "the DocFigure classifier ran on the image",
         "medical.topk_labels": "the classifier's top K labels",
         "medical.topk_scores": "their scores",
-        "medical.is_medical": "\"Medical\" among the top K; false without keyword hits; null when hits exist but the "
-                              "classifier did not run",
+        "medical.is_medical": '"Medical" among the top K; false without keyword hits; null when hits exist but the '
+        "classifier did not run",
     },
     "mentions": {
         "paper_id": "the paper's id",
@@ -208,16 +209,16 @@ COLUMNS: dict[str, dict[str, str]] = {
         "paragraph_index": "0-based paragraph index inside the section; null for captions and titles",
         "char_start": "first character of the span in its text",
         "char_end": "character after the span",
-        "surface": "the span's text (\"Figure 3b\")",
+        "surface": 'the span\'s text ("Figure 3b")',
         "sentence": "the sentence holding the mention (scispaCy), at most 2,000 characters: a mention with no "
-                    "sentence boundary for longer gets the 2,000 characters around it (`manifest.json` counts them "
-                    "in `stats.sentences_cut`)",
+        "sentence boundary for longer gets the 2,000 characters around it (`manifest.json` counts them "
+        "in `stats.sentences_cut`)",
         "sentence_start": "first character of that sentence in the text",
         "resolution": "`anchor`, `label`, `text` or `range` (see `ref_span.resolution`)",
         "context": "which text the offsets index: a body `paragraph`, a `caption` of another float, or a section `title`",
         "context_id": "for a caption: the figure, subfigure or table whose caption it is",
-        "panels": "panel names the text gives for a figure without panel elements (\"Figures 3b and c\" -> "
-                  "`[\"b\", \"c\"]`); else `[]`",
+        "panels": 'panel names the text gives for a figure without panel elements ("Figures 3b and c" -> '
+        '`["b", "c"]`); else `[]`',
     },
     "dead_letter": {
         "paper_id": "the paper's id, when it is known",
@@ -226,7 +227,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "message": "one sentence naming the input, what was wrong and what to do",
         "input_uri": "the input that failed",
         "scope": "`input`: the input gave no paper (inputs = papers + these); `part`: one part of a kept paper "
-                 "failed (e.g. an unsafe e-print: the paper is built without TeX recovery)",
+        "failed (e.g. an unsafe e-print: the paper is built without TeX recovery)",
     },
 }
 

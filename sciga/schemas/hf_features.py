@@ -17,6 +17,7 @@ Rules, in the order `datasets` itself maps Arrow types (``generate_from_arrow_ty
 
 The card's ``dataset_info.features`` YAML list is derived from the same features.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,14 @@ _DTYPES = {
 
 def is_image_struct(t: pa.DataType) -> bool:
     """The `datasets` Image storage: struct<bytes: binary, path: string>, in that order."""
-    return (pa.types.is_struct(t) and t.num_fields == 2 and t.field(0).name == "bytes" and t.field(0).type == pa.binary()
-            and t.field(1).name == "path" and t.field(1).type == pa.string())
+    return (
+        pa.types.is_struct(t)
+        and t.num_fields == 2
+        and t.field(0).name == "bytes"
+        and t.field(0).type == pa.binary()
+        and t.field(1).name == "path"
+        and t.field(1).type == pa.string()
+    )
 
 
 def feature_of(t: pa.DataType) -> Any:

@@ -18,6 +18,7 @@ numbers repeat (per-section numbering, ``Figure 3.2``), can be absent (uncaption
 or be shared by one LaTeXML element holding two captions. The printed number is kept in
 its own field.
 """
+
 from __future__ import annotations
 
 import re

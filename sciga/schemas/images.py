@@ -11,6 +11,7 @@ The set is closed: the quality gate checks that every row has one of these value
 ``image`` holds bytes exactly when the status is ``embedded``. Each value names what a user
 can do about it (docs: data reference, troubleshooting).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -35,27 +36,27 @@ NO_IMAGE = "no_image"
 IMAGE_STATUSES: dict[str, str] = {
     EMBEDDED: "the image's bytes are in `image`",
     NO_IMAGES_FLAG: "the build ran with --no-images: the file was found but its bytes were left out; "
-                    "build without --no-images to embed them",
+    "build without --no-images to embed them",
     NOT_FOUND: "no file where the page's `img src` points, relative to the page's folder (`<img src=\"figs/a.png\">` "
-               "in `p/p.html` means `p/figs/a.png`), nor in the paper's TeX source; put the images there, or give "
-               "the e-prints with --tex-input",
+    "in `p/p.html` means `p/figs/a.png`), nor in the paper's TeX source; put the images there, or give "
+    "the e-prints with --tex-input",
     TOO_LARGE: "the file is larger than --max-image-mb; raise the limit to embed it",
     TOO_MANY_PIXELS: "the image has more pixels than --max-image-pixels (a possible decompression bomb); "
-                     "raise the limit if the image is genuine",
+    "raise the limit if the image is genuine",
     UNDECODABLE: "the file is not a readable raster image (empty, truncated, corrupt, or a rasterization "
-                 "of its TeX graphic failed); image_error says why",
+    "of its TeX graphic failed); image_error says why",
     UNREADABLE: "the file exists but could not be read (permissions, an I/O error, or it changed while the "
-                "build ran); fix the file and build again",
+    "build ran); fix the file and build again",
     OUTSIDE_INPUT: "the image path leads outside the page's folder (../, an absolute path, or a link "
-                   "pointing outside the input) and was refused; copy the image into the page's folder",
+    "pointing outside the input) and was refused; copy the image into the page's folder",
     NOT_A_FILE: "the image path names something that is not a regular file (a FIFO, a device, a folder) and "
-                "was not opened; put the image file itself there",
+    "was not opened; put the image file itself there",
     SVG_ONLY: "the figure is an SVG drawing (inline in the page or an .svg file): there is no raster image",
     PDF_ONLY: "the image file is a PDF: there is no raster image (TeX recovery rasterizes PDF figures of "
-              "an e-print given with --tex-input)",
+    "an e-print given with --tex-input)",
     UNRENDERED: "LaTeXML could not render this picture (raw TeX left in the page): there is no image",
     MISSING_IN_PAGE: "the page itself marks the graphic missing (LaTeXML did not find it when the page was "
-                     "made); convert the paper again with its figure files, or give its e-print with --tex-input",
+    "made); convert the paper again with its figure files, or give its e-print with --tex-input",
     IN_SUBFIGURES: "a figure made of panels: its images are the rows of its subfigures",
     NO_IMAGE: "the figure names no image at all (a caption-only or table-like figure)",
 }
@@ -85,8 +86,14 @@ def counts_as_missing(status: Optional[str]) -> bool:
     return status is not None and status != EMBEDDED and status not in BY_DESIGN and status not in ON_REQUEST
 
 
-def settle_status(status: Optional[str], *, has_bytes: bool, image_kind: Optional[str], image_path: Optional[str],
-                  no_images: bool = False) -> str:
+def settle_status(
+    status: Optional[str],
+    *,
+    has_bytes: bool,
+    image_kind: Optional[str],
+    image_path: Optional[str],
+    no_images: bool = False,
+) -> str:
     """The row's final status: what a stage recorded, else what its fields say. ``has_bytes``:
     the row's image bytes are (or would be, without --no-images) in the shard."""
     if has_bytes:

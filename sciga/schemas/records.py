@@ -4,6 +4,7 @@ They are plain dataclasses: picklable for Beam, cheap to build in the parser, an
 into Arrow rows only at the writer (``schemas.arrow``). Field names follow SciGA's Listing 1
 where it has one, lower-cased.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -237,8 +238,20 @@ class MetaFieldError(ValueError):
     """A metadata field of the wrong type; the message names the field and what it holds."""
 
 
-_META_TEXT = ("id", "version", "title", "published", "updated", "primary_category", "comment", "journal_ref",
-              "license", "abstract", "source", "url")
+_META_TEXT = (
+    "id",
+    "version",
+    "title",
+    "published",
+    "updated",
+    "primary_category",
+    "comment",
+    "journal_ref",
+    "license",
+    "abstract",
+    "source",
+    "url",
+)
 _META_TEXT_LISTS = ("categories", "dois", "acm_classes", "msc_classes")
 
 

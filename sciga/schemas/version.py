@@ -3,6 +3,7 @@
 SCHEMA_VERSION changes whenever a column is added, removed, renamed or changes meaning:
 a new schema version is a new dataset version, never a silent edit of an old one.
 """
+
 from sciga import __version__ as BUILDER_VERSION
 
 SCHEMA_VERSION = "1.2.0"  # 1.1.0: mentions.panels, ref_spans[].panels, dead_letter.scope

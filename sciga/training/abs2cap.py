@@ -11,6 +11,7 @@ no figure numbers.
 A subfigure's text is its parent caption plus its subcaption; a figure scores the max over
 its subfigures, as for the image methods.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence

@@ -7,6 +7,7 @@ candidate indices, and every unit (image) carries the slot of the candidate it b
 so the ids reported for a slot are always those of the images embedded in it (the
 official loader takes the ids of all figures but the images of a random sample).
 """
+
 from __future__ import annotations
 
 import random
@@ -51,8 +52,7 @@ def _units(ex: Example, j: int, images: dict, rng: Optional[random.Random], max_
     return units
 
 
-def sample_intra_item(ex: Example, images: dict, m: int, rng: random.Random, max_units: int = 8
-                      ) -> Optional[IntraItem]:
+def sample_intra_item(ex: Example, images: dict, m: int, rng: random.Random, max_units: int = 8) -> Optional[IntraItem]:
     """The GA plus up to m-1 sampled non-GT figures of one paper (other GT figures are
     neither positives nor negatives). None when the GA has no readable image."""
     pos = ex.ga_index
@@ -62,11 +62,13 @@ def sample_intra_item(ex: Example, images: dict, m: int, rng: random.Random, max
     if not pos_units:
         return None
     gt = set(ex.gt)
-    negatives = [j for j in range(len(ex.candidates)) if j not in gt and any(u.id in images for u in ex.candidates[j].units)]
+    negatives = [
+        j for j in range(len(ex.candidates)) if j not in gt and any(u.id in images for u in ex.candidates[j].units)
+    ]
     chosen = [pos] + (rng.sample(negatives, min(m - 1, len(negatives))) if m > 1 else [])
     item = IntraItem(ex.paper_id, ex.abstract, [ex.candidates[j].figure_id for j in chosen])
     for slot, j in enumerate(chosen):
-        for u in (pos_units if j == pos else _units(ex, j, images, rng, max_units)):
+        for u in pos_units if j == pos else _units(ex, j, images, rng, max_units):
             item.unit_ids.append(u.id)
             item.unit_slot.append(slot)
             item.unit_images.append(images[u.id])
@@ -81,8 +83,9 @@ def inter_item(ex: Example, images: dict, max_units: int = 8) -> Optional[InterI
     units = _units(ex, pos, images, None, max_units)
     if not units:
         return None
-    return InterItem(ex.paper_id, ex.abstract, [u.id for u in units], [images[u.id] for u in units],
-                     [u.caption for u in units])
+    return InterItem(
+        ex.paper_id, ex.abstract, [u.id for u in units], [images[u.id] for u in units], [u.caption for u in units]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -162,8 +165,9 @@ def inter_loss(model, batch: dict, device) -> torch.Tensor:
 
 
 @torch.no_grad()
-def score_intra(model, decoded: Iterable[tuple[Example, dict]], use_captions: bool, device, amp: bool = True,
-                chunk: int = 64) -> Iterator[tuple[Example, list[float]]]:
+def score_intra(
+    model, decoded: Iterable[tuple[Example, dict]], use_captions: bool, device, amp: bool = True, chunk: int = 64
+) -> Iterator[tuple[Example, list[float]]]:
     """Per paper: cosine(abstract, figure) for every candidate, max over subfigures;
     a candidate with no readable image ranks last."""
     model.eval()
@@ -173,7 +177,7 @@ def score_intra(model, decoded: Iterable[tuple[Example, dict]], use_captions: bo
             units = [(j, u) for j, c in enumerate(ex.candidates) for u in c.units if u.id in images]
             best = [None] * len(ex.candidates)
             for start in range(0, len(units), chunk):
-                part = units[start:start + chunk]
+                part = units[start : start + chunk]
                 pixels = torch.stack([model.preprocess(images[u.id]) for _, u in part]).to(device)
                 caps = model.tokenize([u.caption for _, u in part]).to(device) if use_captions else None
                 sims = (embed_units(model, pixels, caps) @ q).tolist()
@@ -190,8 +194,9 @@ def fill_missing(scores: list) -> list[float]:
 
 
 @torch.no_grad()
-def embed_gas(model, decoded: Iterable[tuple[Example, dict]], use_captions: bool, device, amp: bool = True,
-              max_units: int = 8) -> tuple[list[str], torch.Tensor]:
+def embed_gas(
+    model, decoded: Iterable[tuple[Example, dict]], use_captions: bool, device, amp: bool = True, max_units: int = 8
+) -> tuple[list[str], torch.Tensor]:
     """(paper ids, GA embeddings) for the examples whose GA has a readable image."""
     model.eval()
     ids, embs = [], []
@@ -214,5 +219,5 @@ def embed_abstracts(model, examples: Sequence[Example], device, amp: bool = True
     out = []
     for start in range(0, len(examples), batch_size):
         with autocast(device, amp):
-            out.append(embed_text(model, [e.abstract for e in examples[start:start + batch_size]], device).cpu())
+            out.append(embed_text(model, [e.abstract for e in examples[start : start + batch_size]], device).cpu())
     return torch.cat(out) if out else torch.zeros((0, 1))

@@ -7,6 +7,7 @@ Removed: ``<TAG> ... </TAG>`` with its content (the printed label), the token ma
 ``<MATH>`` / ``<NOTE>`` (their content is kept), and figure or table numbers anywhere in
 the text ("Fig. 3", "Figure 2(a)", "Figures 1 and 2", "Table S1").
 """
+
 from __future__ import annotations
 
 import re

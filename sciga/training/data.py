@@ -14,6 +14,7 @@ Two passes, neither of which loads a config whole:
 The data version of a build (schema version, builder version, inputs hash from
 ``manifest.json``) goes into every model file and results table.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,10 +35,29 @@ from sciga.training.splits import DEFAULT_RATIOS, DEFAULT_SALT, in_experiment_su
 
 log = logging.getLogger("sciga.training.data")
 
-PAPER_COLUMNS = ["id", "title", "abstract", "primary_category", "subjects", "figures", "teaser",
-                 "graphical_abstract", "sections"]
-FIGURE_META_COLUMNS = ["id", "paper_id", "parent_id", "kind", "image_kind", "image_error", "image_status", "width",
-                       "ga_role", "is_teaser"]
+PAPER_COLUMNS = [
+    "id",
+    "title",
+    "abstract",
+    "primary_category",
+    "subjects",
+    "figures",
+    "teaser",
+    "graphical_abstract",
+    "sections",
+]
+FIGURE_META_COLUMNS = [
+    "id",
+    "paper_id",
+    "parent_id",
+    "kind",
+    "image_kind",
+    "image_error",
+    "image_status",
+    "width",
+    "ga_role",
+    "is_teaser",
+]
 
 
 class DataError(Exception):
@@ -87,18 +107,25 @@ def _existing(dataset: ds.Dataset, columns: Sequence[str]) -> list[str]:
     return [c for c in columns if c in names]
 
 
-def iter_rows(data_dir: str, config: str, columns: Sequence[str], batch_size: int = 512,
-              filter=None) -> Iterator[dict]:
+def iter_rows(data_dir: str, config: str, columns: Sequence[str], batch_size: int = 512, filter=None) -> Iterator[dict]:
     """Rows of one config as dicts, one record batch at a time, in shard order."""
     dset = _dataset(data_dir, config)
-    for batch in dset.to_batches(columns=_existing(dset, columns), filter=filter, batch_size=batch_size,
-                                 use_threads=False):
+    for batch in dset.to_batches(
+        columns=_existing(dset, columns), filter=filter, batch_size=batch_size, use_threads=False
+    ):
         yield from batch.to_pylist()
 
 
-def load_examples(data_dir: str, *, splits: Optional[Iterable[str]] = None, min_candidates: int = 2,
-                  category_prefix: Optional[str] = None, ratios: Sequence[float] = DEFAULT_RATIOS,
-                  salt: str = DEFAULT_SALT, subset_only: bool = True) -> list[Example]:
+def load_examples(
+    data_dir: str,
+    *,
+    splits: Optional[Iterable[str]] = None,
+    min_candidates: int = 2,
+    category_prefix: Optional[str] = None,
+    ratios: Sequence[float] = DEFAULT_RATIOS,
+    salt: str = DEFAULT_SALT,
+    subset_only: bool = True,
+) -> list[Example]:
     """Examples of the papers in ``splits`` (all when None), in paper-id order."""
     wanted = set(splits) if splits else None
     fig_rows: dict[str, list[dict]] = {}
@@ -122,13 +149,18 @@ def load_examples(data_dir: str, *, splits: Optional[Iterable[str]] = None, min_
             continue
         out.append(ex)
     out.sort(key=lambda e: e.paper_id)
-    log.info("%d papers read, %d in the experiment subset, %d without a (de-facto) GA or with too few figures",
-             seen, len(out), skipped)
+    log.info(
+        "%d papers read, %d in the experiment subset, %d without a (de-facto) GA or with too few figures",
+        seen,
+        len(out),
+        skipped,
+    )
     return out
 
 
-def iter_example_images(data_dir: str, examples: Sequence[Example], batch_size: int = 64
-                        ) -> Iterator[tuple[Example, dict[str, bytes]]]:
+def iter_example_images(
+    data_dir: str, examples: Sequence[Example], batch_size: int = 64
+) -> Iterator[tuple[Example, dict[str, bytes]]]:
     """(example, {unit id: image bytes}) for each example that has images, streamed in
     shard order. Images whose bytes are missing are simply absent from the dict."""
     by_pid = {e.paper_id: e for e in examples}
@@ -141,8 +173,9 @@ def iter_example_images(data_dir: str, examples: Sequence[Example], batch_size: 
     flt = ds.field("paper_id").isin(sorted(by_pid))
     current: Optional[str] = None
     images: dict[str, bytes] = {}
-    for batch in dset.to_batches(columns=["paper_id", "id", "image"], filter=flt, batch_size=batch_size,
-                                 use_threads=False):
+    for batch in dset.to_batches(
+        columns=["paper_id", "id", "image"], filter=flt, batch_size=batch_size, use_threads=False
+    ):
         pids = batch.column("paper_id").to_pylist()
         ids = batch.column("id").to_pylist()
         img = batch.column("image")

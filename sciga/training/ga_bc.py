@@ -3,6 +3,7 @@ GA probability is the relevance score. Cross-entropy with inverse-frequency clas
 (GAs are rare), figure-level probability = max over the figure's subfigures. It sees no
 text, so it applies to Intra-GA recommendation only.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
@@ -49,14 +50,15 @@ def make_loss(weights: torch.Tensor, device):
 
 
 @torch.no_grad()
-def score_intra(model, decoded: Iterable[tuple[Example, dict]], transform, device, amp: bool = True,
-                chunk: int = 64) -> Iterator[tuple[Example, list[float]]]:
+def score_intra(
+    model, decoded: Iterable[tuple[Example, dict]], transform, device, amp: bool = True, chunk: int = 64
+) -> Iterator[tuple[Example, list[float]]]:
     model.eval()
     for ex, images in decoded:
         units = [(j, u) for j, c in enumerate(ex.candidates) for u in c.units if u.id in images]
         best = [None] * len(ex.candidates)
         for start in range(0, len(units), chunk):
-            part = units[start:start + chunk]
+            part = units[start : start + chunk]
             x = torch.stack([transform(images[u.id]) for _, u in part]).to(device)
             with autocast(device, amp):
                 p = torch.softmax(model(x).float(), dim=-1)[:, 1].tolist()

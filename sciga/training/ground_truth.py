@@ -21,6 +21,7 @@ own or their subfigures'), plus the GA image when there is one. They are listed 
 canonical order that carries no position (a hash of the figure id), so the stable
 tie-breaking of the metrics cannot reward a model for preferring Figure 1.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -125,7 +126,7 @@ def intro_first_figure(sections: list[dict]) -> Optional[str]:
         if s.get("id") not in intro_ids:
             continue
         for para in s.get("paragraphs") or []:
-            spans = sorted(para.get("ref_spans") or [], key=lambda r: (r.get("start") or 0))
+            spans = sorted(para.get("ref_spans") or [], key=lambda r: r.get("start") or 0)
             for span in spans:
                 top = top_figure_id(span.get("ref_id") or "")
                 if top and not GA_ID_RE.match(top):
@@ -169,7 +170,9 @@ def build_example(paper: dict, figure_rows: list[dict]) -> Example:
         if gt_ids:
             # A de-facto GA written by the vision stage says which I_GA rule chose it: report
             # that rule, the same names as when this loader applies the rules itself.
-            rule = {"teaser": "teaser", "first_intro_reference": "intro_first_ref"}.get(ga.get("source") or "", "de_facto")
+            rule = {"teaser": "teaser", "first_intro_reference": "intro_first_ref"}.get(
+                ga.get("source") or "", "de_facto"
+            )
             source = rule if ga.get("de_facto") else "graphical_abstract"
     if not gt_ids:
         role_ids = [top_figure_id(i) for i, role in sorted(roles.items()) if role not in NEGATIVE_ROLES]

@@ -1,5 +1,6 @@
 """Image bytes -> tensors for the baselines, with a pixel limit (a decompression bomb is a
 skipped image, never a crash or a machine out of memory)."""
+
 from __future__ import annotations
 
 import warnings
@@ -34,8 +35,9 @@ def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS) -> Optional[
         return None
 
 
-def square_transform(size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
-                     ) -> Callable[[Image.Image], torch.Tensor]:
+def square_transform(
+    size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD
+) -> Callable[[Image.Image], torch.Tensor]:
     """Resize to size x size (figures are diagrams: aspect is part of the signal, but
     batches need one shape) and normalize."""
     m = torch.tensor(mean).view(3, 1, 1)

@@ -3,6 +3,7 @@
 the command line builds them from its flags (``pipelines/train.py``, ``pipelines/evaluate.py``),
 a script or a notebook builds them by hand.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,8 +56,10 @@ class NothingToEvaluate(JobError):
 
 def _require(opts, cls) -> None:
     if not isinstance(opts, cls):
-        raise TypeError(f"options must be a {cls.__name__} (sciga.training.options), not {type(opts).__name__}; "
-                        f"build one with options_from({cls.__name__}, namespace) or by hand.")
+        raise TypeError(
+            f"options must be a {cls.__name__} (sciga.training.options), not {type(opts).__name__}; "
+            f"build one with options_from({cls.__name__}, namespace) or by hand."
+        )
 
 
 INTRA_METRICS = ("R@1", "R@2", "R@3", "MRR", "CAR@5", "CAR@5>0.5")
@@ -71,19 +74,26 @@ def _why_no_queries(args, what: str) -> str:
     ids = [r["id"] for r in iter_rows(args.data, "papers", ["id"]) if r.get("id")]
     in_split = sum(1 for pid in ids if split_of(pid, salt=args.split_salt) == args.split)
     if not in_split:
-        return (f"the {args.split} split holds none of the build's {len(ids)} papers (papers go to train/val/test "
-                f"8:1:1 by a hash of their id), so there is no {what}; evaluate another --split or build more papers")
+        return (
+            f"the {args.split} split holds none of the build's {len(ids)} papers (papers go to train/val/test "
+            f"8:1:1 by a hash of their id), so there is no {what}; evaluate another --split or build more papers"
+        )
     field = f" of category {args.category_prefix}*" if args.category_prefix else ""
-    missing, rows, reasons = _missing_images_of(args, in_split_ids={pid for pid in ids if split_of(
-        pid, salt=args.split_salt) == args.split})
+    missing, rows, reasons = _missing_images_of(
+        args, in_split_ids={pid for pid in ids if split_of(pid, salt=args.split_salt) == args.split}
+    )
     if missing:
         # A figure without an image is no candidate: the papers may well qualify, their images did not come.
-        return (f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
-                f"{args.min_candidates}+ figures with an image, because {missing} of their {rows} figures rows have "
-                f"no image ({reasons}; see figures.image_status), so there is no {what}; put each page's images where "
-                "its img src points, relative to the page, and build again")
-    return (f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
-            f"{args.min_candidates}+ figures, so there is no {what}; lower --min-candidates or build more papers")
+        return (
+            f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
+            f"{args.min_candidates}+ figures with an image, because {missing} of their {rows} figures rows have "
+            f"no image ({reasons}; see figures.image_status), so there is no {what}; put each page's images where "
+            "its img src points, relative to the page, and build again"
+        )
+    return (
+        f"none of the {in_split} {args.split} papers{field} has a (de-facto) graphical abstract and "
+        f"{args.min_candidates}+ figures, so there is no {what}; lower --min-candidates or build more papers"
+    )
 
 
 def _missing_images_of(args, in_split_ids: set) -> tuple[int, int, str]:
@@ -103,14 +113,25 @@ def _missing_images_of(args, in_split_ids: set) -> tuple[int, int, str]:
 
 
 def _examples(args, splits) -> list:
-    return load_examples(args.data, splits=splits, min_candidates=args.min_candidates,
-                         category_prefix=args.category_prefix, salt=args.split_salt)
+    return load_examples(
+        args.data,
+        splits=splits,
+        min_candidates=args.min_candidates,
+        category_prefix=args.category_prefix,
+        salt=args.split_salt,
+    )
 
 
 def _card_base(method: str, args) -> dict:
-    return {"method": method, "seed": args.seed, "data": os.path.abspath(args.data) if "://" not in args.data else args.data,
-            "data_version": data_version(args.data), "split_salt": args.split_salt,
-            "min_candidates": args.min_candidates, "category_prefix": args.category_prefix}
+    return {
+        "method": method,
+        "seed": args.seed,
+        "data": os.path.abspath(args.data) if "://" not in args.data else args.data,
+        "data_version": data_version(args.data),
+        "split_salt": args.split_salt,
+        "min_candidates": args.min_candidates,
+        "category_prefix": args.category_prefix,
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -125,17 +146,30 @@ def train(method: str, args: TrainOptions) -> dict:
     device = pick_device(args.device)
     train_ex = _examples(args, ["train"])
     if not train_ex:
-        raise JobError(f"{args.data} has no training papers with a (de-facto) GA and {args.min_candidates}+ figures; "
-                       "build more papers or lower --min-candidates.")
+        raise JobError(
+            f"{args.data} has no training papers with a (de-facto) GA and {args.min_candidates}+ figures; "
+            "build more papers or lower --min-candidates."
+        )
     if method == "ga-bc":
         model, card, res = _train_ga_bc(train_ex, args, device)
     else:
         model, card, res = _train_abs2fig(method, train_ex, args, device)
-    card.update({
-        "train": {"papers": len(train_ex), "steps": res.steps, "epochs": args.epochs, "lr": args.lr,
-                  "batch_size": args.batch_size, "initial_loss": res.initial_loss, "final_loss": res.final_loss,
-                  "last_losses": res.losses[-10:], "seconds": round(res.seconds, 2), "device": device.type},
-    })
+    card.update(
+        {
+            "train": {
+                "papers": len(train_ex),
+                "steps": res.steps,
+                "epochs": args.epochs,
+                "lr": args.lr,
+                "batch_size": args.batch_size,
+                "initial_loss": res.initial_loss,
+                "final_loss": res.final_loss,
+                "last_losses": res.losses[-10:],
+                "seconds": round(res.seconds, 2),
+                "device": device.type,
+            },
+        }
+    )
     save_model(args.output, model, card)
     log.info("saved %s to %s", method, args.output)
     return card
@@ -159,22 +193,45 @@ def _train_ga_bc(train_ex, args, device):
 
     if not check_batches():
         raise JobError(f"no figure image of {args.data} could be read (a --no-images build?); rebuild with images.")
-    res = optimise(model, epoch_batches, lambda m, b: loss_fn(m, b), epochs=args.epochs, max_steps=args.max_steps,
-                   lr=args.lr, weight_decay=args.weight_decay, device=device, amp=args.amp, check_batches=check_batches)
+    res = optimise(
+        model,
+        epoch_batches,
+        lambda m, b: loss_fn(m, b),
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        device=device,
+        amp=args.amp,
+        check_batches=check_batches,
+    )
     card = _card_base("ga-bc", args)
-    card.update({"task": "intra", "backbone": args.arch, "arch": args.arch, "weights": args.weights,
-                 "image_size": args.image_size, "class_weights": [float(w) for w in weights]})
+    card.update(
+        {
+            "task": "intra",
+            "backbone": args.arch,
+            "arch": args.arch,
+            "weights": args.weights,
+            "image_size": args.image_size,
+            "class_weights": [float(w) for w in weights],
+        }
+    )
     return model, card, res
 
 
 def _train_abs2fig(method, train_ex, args, device):
     use_captions = method == "abs2fig-cap"
-    spec = make_spec(args.backbone, args.checkpoint, args.model_config,
-                     {"image_size": args.image_size} if args.backbone == "tiny" else None)
+    spec = make_spec(
+        args.backbone,
+        args.checkpoint,
+        args.model_config,
+        {"image_size": args.image_size} if args.backbone == "tiny" else None,
+    )
     model = build_dual_encoder(spec)
     task = args.task or "intra"
 
     if task == "intra":
+
         def items(rng):
             for ex, images in decoded_examples(args.data, train_ex):
                 it = abs2fig.sample_intra_item(ex, images, args.figures_per_paper, rng, args.max_units)
@@ -187,6 +244,7 @@ def _train_abs2fig(method, train_ex, args, device):
         def loss(m, b):
             return abs2fig.intra_loss(m, b, device)
     else:
+
         def items(rng):
             for ex, images in decoded_examples(args.data, train_ex):
                 it = abs2fig.inter_item(ex, images, args.max_units)
@@ -217,13 +275,33 @@ def _train_abs2fig(method, train_ex, args, device):
         return out
 
     if not check_batches():
-        raise JobError(f"no training batch could be formed from {args.data}: GA images unreadable (a --no-images "
-                       "build?) or, for --task inter, fewer than 2 training papers.")
-    res = optimise(model, epoch_batches, loss, epochs=args.epochs, max_steps=args.max_steps, lr=args.lr,
-                   weight_decay=args.weight_decay, device=device, amp=args.amp, check_batches=check_batches)
+        raise JobError(
+            f"no training batch could be formed from {args.data}: GA images unreadable (a --no-images "
+            "build?) or, for --task inter, fewer than 2 training papers."
+        )
+    res = optimise(
+        model,
+        epoch_batches,
+        loss,
+        epochs=args.epochs,
+        max_steps=args.max_steps,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        device=device,
+        amp=args.amp,
+        check_batches=check_batches,
+    )
     card = _card_base(method, args)
-    card.update({"task": task, "backbone": _backbone_label(spec), "spec": spec, "captions": use_captions,
-                 "figures_per_paper": args.figures_per_paper, "max_units": args.max_units})
+    card.update(
+        {
+            "task": task,
+            "backbone": _backbone_label(spec),
+            "spec": spec,
+            "captions": use_captions,
+            "figures_per_paper": args.figures_per_paper,
+            "max_units": args.max_units,
+        }
+    )
     return model, card, res
 
 
@@ -275,10 +353,17 @@ def evaluate(method: str, args: EvalOptions) -> dict:
 
 
 def _row(method, backbone, metrics_: dict, args, card, notes=()) -> dict:
-    return {"method": method, "backbone": backbone, "metrics": metrics_, "seed": args.seed,
-            "data_version": data_version(args.data), "split": args.split,
-            "model": os.path.abspath(args.model) if args.model else None,
-            "trained_on": (card or {}).get("data_version"), "notes": list(notes)}
+    return {
+        "method": method,
+        "backbone": backbone,
+        "metrics": metrics_,
+        "seed": args.seed,
+        "data_version": data_version(args.data),
+        "split": args.split,
+        "model": os.path.abspath(args.model) if args.model else None,
+        "trained_on": (card or {}).get("data_version"),
+        "notes": list(notes),
+    }
 
 
 def _write_predictions(args, method: str, task: str, rows: list[dict]) -> None:
@@ -292,8 +377,10 @@ def _write_predictions(args, method: str, task: str, rows: list[dict]) -> None:
 
 def _check_images(stats: ImageStats, args) -> None:
     if stats.papers and stats.papers_without_images == stats.papers:
-        raise JobError(f"no figure image of {args.data} could be read (a --no-images build?); "
-                       "rebuild with images to run image-based methods.")
+        raise JobError(
+            f"no figure image of {args.data} could be read (a --no-images build?); "
+            "rebuild with images to run image-based methods."
+        )
 
 
 def _nothing_to_evaluate(method: str, task: str, backbone: str, args, card, reason: str, keys) -> NothingToEvaluate:
@@ -316,8 +403,9 @@ def _backbone(method: str, args, card) -> str:
 def _evaluate_intra(method, args, model, card, device) -> dict:
     examples = _examples(args, [args.split])
     if not examples:
-        raise _nothing_to_evaluate(method, "intra", _backbone(method, args, card), args, card,
-                                   _why_no_queries(args, "query"), INTRA_METRICS)
+        raise _nothing_to_evaluate(
+            method, "intra", _backbone(method, args, card), args, card, _why_no_queries(args, "query"), INTRA_METRICS
+        )
     stats = ImageStats()
     if method == "abs2cap":
         scored = abs2cap.score_intra(examples, args.scorer)
@@ -327,34 +415,54 @@ def _evaluate_intra(method, args, model, card, device) -> dict:
         scored = ((ex, list(rng.random(len(ex.candidates)))) for ex in examples)
         backbone = "-"
     elif method == "ga-bc":
-        scored = ga_bc.score_intra(model, decoded_examples(args.data, examples, stats=stats),
-                                   square_transform(card["image_size"]), device, args.amp)
+        scored = ga_bc.score_intra(
+            model,
+            decoded_examples(args.data, examples, stats=stats),
+            square_transform(card["image_size"]),
+            device,
+            args.amp,
+        )
         backbone = card["backbone"]
     else:
-        scored = abs2fig.score_intra(model, decoded_examples(args.data, examples, stats=stats), card["captions"],
-                                     device, args.amp)
+        scored = abs2fig.score_intra(
+            model, decoded_examples(args.data, examples, stats=stats), card["captions"], device, args.amp
+        )
         backbone = card["backbone"]
     score_lists, gts, preds = [], [], []
     for ex, scores in scored:
         score_lists.append(scores)
         gts.append(ex.gt)
         order = metrics.ranking(scores)
-        preds.append({"paper_id": ex.paper_id, "ranked": [ex.candidates[i].figure_id for i in order],
-                      "scores": [round(scores[i], 6) for i in order],
-                      "gt": [ex.candidates[i].figure_id for i in ex.gt], "ga_source": ex.ga_source,
-                      "CAR@5": metrics.car_at_k(scores, ex.gt, 5, args.alpha)})
+        preds.append(
+            {
+                "paper_id": ex.paper_id,
+                "ranked": [ex.candidates[i].figure_id for i in order],
+                "scores": [round(scores[i], 6) for i in order],
+                "gt": [ex.candidates[i].figure_id for i in ex.gt],
+                "ga_source": ex.ga_source,
+                "CAR@5": metrics.car_at_k(scores, ex.gt, 5, args.alpha),
+            }
+        )
     _check_images(stats, args)
     if not score_lists:
-        raise _nothing_to_evaluate(method, "intra", backbone, args, card,
-                                   f"none of the {len(examples)} {args.split} papers had a readable image to score",
-                                   INTRA_METRICS)
+        raise _nothing_to_evaluate(
+            method,
+            "intra",
+            backbone,
+            args,
+            card,
+            f"none of the {len(examples)} {args.split} papers had a readable image to score",
+            INTRA_METRICS,
+        )
     summary = metrics.intra_summary(score_lists, gts, alpha=args.alpha)
     _write_predictions(args, method, "intra", preds)
     notes = []
     if stats.units_unreadable:
         notes.append(f"{stats.units_unreadable} of {stats.units} figure images unreadable (ranked last)")
     if len(score_lists) < len(examples):
-        notes.append(f"{len(examples) - len(score_lists)} {args.split} papers had no readable image and were not scored")
+        notes.append(
+            f"{len(examples) - len(score_lists)} {args.split} papers had no readable image and were not scored"
+        )
     return _row(method, backbone, summary, args, card, notes)
 
 
@@ -376,8 +484,9 @@ def _evaluate_inter(method, args, model, card, device) -> dict:
     queries = _examples(args, [args.split])
     if not queries:
         keys = [f"{m}@{k}" for k in args.inter_k for m in ("Field-P", "SBERT", "CLIP-S")]
-        raise _nothing_to_evaluate(method, "inter", _backbone(method, args, card), args, card,
-                                   _why_no_queries(args, "query abstract"), keys)
+        raise _nothing_to_evaluate(
+            method, "inter", _backbone(method, args, card), args, card, _why_no_queries(args, "query abstract"), keys
+        )
     gallery = _examples(args, ["train"])
     if not gallery:
         raise JobError("the training split has no GA to retrieve; Inter-GA needs training papers with a (de-facto) GA.")
@@ -403,6 +512,7 @@ def _evaluate_inter(method, args, model, card, device) -> dict:
     ks = tuple(args.inter_k)
     ranked = metrics.top_k_indices(scores, max(ks)) if len(queries) else np.zeros((0, max(ks)), dtype=int)
     field_ids: dict[str, int] = {}
+
     def fid(e):
         return -1 if not e.field else field_ids.setdefault(e.field, len(field_ids))
 
@@ -417,13 +527,16 @@ def _evaluate_inter(method, args, model, card, device) -> dict:
         except FileNotFoundError as e:
             notes.append(f"Abs2Abs SBERT@k not computed: {e}")
     if args.clip_backbone:
-        encoder = build_dual_encoder(make_spec(args.clip_backbone, args.clip_checkpoint, args.clip_model_config)).to(device)
+        encoder = build_dual_encoder(make_spec(args.clip_backbone, args.clip_checkpoint, args.clip_model_config)).to(
+            device
+        )
         qi = _ga_image_embeddings(encoder, args, queries, device)
         gi = _ga_image_embeddings(encoder, args, gallery, device)
     else:
         notes.append("GA2GA CLIP-S@k needs --clip-backbone (a local CLIP checkpoint); not computed")
     summary = metrics.inter_summary(ranked, qf, gf, qt, gt_, qi, gi, ks=ks)
-    preds = [{"paper_id": q.paper_id, "retrieved": [gallery[j].paper_id for j in ranked[i]]}
-             for i, q in enumerate(queries)]
+    preds = [
+        {"paper_id": q.paper_id, "retrieved": [gallery[j].paper_id for j in ranked[i]]} for i, q in enumerate(queries)
+    ]
     _write_predictions(args, method, "inter", preds)
     return _row(method, backbone, summary, args, card, notes)

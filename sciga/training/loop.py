@@ -1,5 +1,6 @@
 """Pieces every training job shares: streaming shuffle buffer, decoded-image examples,
 the optimisation loop with AMP, and the model file (weights + a JSON card)."""
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,9 @@ class ImageStats:
     units_unreadable: int = 0  # missing bytes or not decodable within the pixel limit
 
 
-def decoded_examples(data_dir: str, examples: Sequence[Example], max_pixels: int = DEFAULT_MAX_PIXELS,
-                     stats: Optional[ImageStats] = None) -> Iterator[tuple[Example, dict]]:
+def decoded_examples(
+    data_dir: str, examples: Sequence[Example], max_pixels: int = DEFAULT_MAX_PIXELS, stats: Optional[ImageStats] = None
+) -> Iterator[tuple[Example, dict]]:
     """(example, {unit id: RGB image}) streamed from the shards; unreadable images are
     left out (their unit cannot be scored) and counted in ``stats``."""
     st = stats if stats is not None else ImageStats()
@@ -87,9 +89,19 @@ class TrainResult:
     seconds: float = 0.0
 
 
-def optimise(model: torch.nn.Module, epoch_batches: Callable[[int], Iterable], loss_fn: Callable,
-             *, epochs: int, max_steps: Optional[int], lr: float, weight_decay: float, device: torch.device,
-             amp: bool = True, check_batches: Optional[Callable[[], Iterable]] = None) -> TrainResult:
+def optimise(
+    model: torch.nn.Module,
+    epoch_batches: Callable[[int], Iterable],
+    loss_fn: Callable,
+    *,
+    epochs: int,
+    max_steps: Optional[int],
+    lr: float,
+    weight_decay: float,
+    device: torch.device,
+    amp: bool = True,
+    check_batches: Optional[Callable[[], Iterable]] = None,
+) -> TrainResult:
     """AdamW over ``epoch_batches(epoch)``; ``loss_fn(model, batch)`` returns a scalar.
     ``check_batches`` (a fixed, deterministic set) is scored before and after training so
     the model card says whether training lowered the loss."""

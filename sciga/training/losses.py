@@ -10,6 +10,7 @@
 * :func:`units_to_candidates` -- a figure's score is the max over its subfigures.
 * :func:`class_weights` -- GA-BC's inverse-frequency class weights (Appendix C).
 """
+
 from __future__ import annotations
 
 import torch
@@ -18,8 +19,9 @@ import torch.nn.functional as F
 NEG_INF = float("-inf")
 
 
-def units_to_candidates(unit_logits: torch.Tensor, unit_batch: torch.Tensor, unit_slot: torch.Tensor,
-                        n_papers: int, n_slots: int) -> torch.Tensor:
+def units_to_candidates(
+    unit_logits: torch.Tensor, unit_batch: torch.Tensor, unit_slot: torch.Tensor, n_papers: int, n_slots: int
+) -> torch.Tensor:
     """Flat unit scores (T,) of images belonging to paper ``unit_batch`` and candidate slot
     ``unit_slot`` -> (B, M) candidate scores, each the max over its units (subfigure
     max-pooling); slots without a unit (padding) are -inf."""
@@ -29,8 +31,9 @@ def units_to_candidates(unit_logits: torch.Tensor, unit_batch: torch.Tensor, uni
     return flat.view(n_papers, n_slots)
 
 
-def intra_info_nce(candidate_logits: torch.Tensor, candidate_mask: torch.Tensor,
-                   positive: torch.Tensor) -> torch.Tensor:
+def intra_info_nce(
+    candidate_logits: torch.Tensor, candidate_mask: torch.Tensor, positive: torch.Tensor
+) -> torch.Tensor:
     """Mean over papers of -log softmax(logits)[positive] with masked slots excluded.
 
     ``candidate_logits`` (B, M) are already scaled similarities (rho / tau);

@@ -21,6 +21,7 @@ macro-F1 with ``--patience`` epochs. The report (printed and stored in the check
 per-class F1 on the held-out split and the precision / recall of the rule "Medical in the
 top K" for K = 1..5.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--data", required=True, metavar="DOCFIGURE_DIR", help="ImageFolder or DocFigure list-file layout")
     ap.add_argument("--output", required=True, metavar="WEIGHTS", help="checkpoint to write (.pt)")
     ap.add_argument("--arch", default="resnet101", help="torchvision architecture (resnet101, resnet50, resnet18, ...)")
-    ap.add_argument("--init-weights", metavar="PATH", default=None, help="ImageNet state dict of --arch to start from (local file)")
+    ap.add_argument(
+        "--init-weights", metavar="PATH", default=None, help="ImageNet state dict of --arch to start from (local file)"
+    )
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1e-4)
@@ -64,6 +67,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------ data
+
 
 @dataclass
 class Dataset:
@@ -142,6 +146,7 @@ def load_dataset(root: str) -> Dataset:
         raise ValueError(f"no labelled images found in {root}; use DIR/<class>/*.png or DocFigure's train.txt")
     labels = _canonical_labels([lab for _, lab in train + (test or [])])
     index = {_norm(label): i for i, label in enumerate(labels)}
+
     def enc(items):
         return [(p, index[_norm(lab)]) for p, lab in items]
 
@@ -192,6 +197,7 @@ class _Images:
 
 # ------------------------------------------------------------------ metrics
 
+
 def per_class_f1(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[str]) -> dict:
     out = {}
     yt, yp = np.asarray(y_true), np.asarray(y_pred)
@@ -201,12 +207,18 @@ def per_class_f1(y_true: Sequence[int], y_pred: Sequence[int], labels: Sequence[
         fn = int(((yp != i) & (yt == i)).sum())
         p = tp / (tp + fp) if tp + fp else 0.0
         r = tp / (tp + fn) if tp + fn else 0.0
-        out[lab] = {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
-                    "support": int((yt == i).sum())}
+        out[lab] = {
+            "precision": round(p, 4),
+            "recall": round(r, 4),
+            "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+            "support": int((yt == i).sum()),
+        }
     return out
 
 
-def medical_rule_metrics(y_true: Sequence[int], probs: np.ndarray, medical: int, ks: Sequence[int] = (1, 2, 3, 4, 5)) -> dict:
+def medical_rule_metrics(
+    y_true: Sequence[int], probs: np.ndarray, medical: int, ks: Sequence[int] = (1, 2, 3, 4, 5)
+) -> dict:
     """Precision / recall of "Medical in the top K" against "the true class is Medical"."""
     yt = np.asarray(y_true) == medical
     order = np.argsort(-probs, axis=1, kind="stable")
@@ -214,8 +226,12 @@ def medical_rule_metrics(y_true: Sequence[int], probs: np.ndarray, medical: int,
     for k in ks:
         pred = (order[:, :k] == medical).any(axis=1)
         tp, fp, fn = int((pred & yt).sum()), int((pred & ~yt).sum()), int((~pred & yt).sum())
-        out[str(k)] = {"precision": round(tp / (tp + fp), 4) if tp + fp else 0.0,
-                       "recall": round(tp / (tp + fn), 4) if tp + fn else 0.0, "predicted": int(pred.sum()), "positives": int(yt.sum())}
+        out[str(k)] = {
+            "precision": round(tp / (tp + fp), 4) if tp + fp else 0.0,
+            "recall": round(tp / (tp + fn), 4) if tp + fn else 0.0,
+            "predicted": int(pred.sum()),
+            "positives": int(yt.sum()),
+        }
     return out
 
 
@@ -225,6 +241,7 @@ def _macro_f1(report: dict) -> float:
 
 
 # ------------------------------------------------------------------ training
+
 
 def _predict(model, loader, device):
     import torch
@@ -266,17 +283,27 @@ def train(args: MedicalFilterOptions) -> dict:
     if not train_items or not test_items:
         raise ValueError(f"{args.data}: too few images to hold out a test split ({len(data.train)} images)")
     device = pick_device(args.device)
-    log.info("%d classes; %d train / %d validation / %d test images; %s on %s", len(labels), len(train_items), len(val_items),
-             len(test_items), args.arch, device)
+    log.info(
+        "%d classes; %d train / %d validation / %d test images; %s on %s",
+        len(labels),
+        len(train_items),
+        len(val_items),
+        len(test_items),
+        args.arch,
+        device,
+    )
 
     model = build_model(args.arch, len(labels), args.dropout, args.init_weights).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = torch.nn.CrossEntropyLoss()
+
     def ds(items):
         return _Images(items, args.input_size, IMAGENET_MEAN, IMAGENET_STD)
 
     g = torch.Generator().manual_seed(args.seed)
-    train_loader = DataLoader(ds(train_items), batch_size=args.batch_size, shuffle=True, generator=g, num_workers=args.workers)
+    train_loader = DataLoader(
+        ds(train_items), batch_size=args.batch_size, shuffle=True, generator=g, num_workers=args.workers
+    )
     val_loader = DataLoader(ds(val_items or train_items), batch_size=args.batch_size, num_workers=args.workers)
     test_loader = DataLoader(ds(test_items), batch_size=args.batch_size, num_workers=args.workers)
 
@@ -306,17 +333,27 @@ def train(args: MedicalFilterOptions) -> dict:
     model.load_state_dict(best_state)
     yt, pt = _predict(model, test_loader, device)
     report = {
-        "arch": args.arch, "labels": labels, "medical_label": labels[med],
+        "arch": args.arch,
+        "labels": labels,
+        "medical_label": labels[med],
         "images": {"train": len(train_items), "validation": len(val_items), "test": len(test_items)},
-        "epochs_run": len(history), "history": history, "best_val_macro_f1": round(best, 4),
+        "epochs_run": len(history),
+        "history": history,
+        "best_val_macro_f1": round(best, 4),
         "test_accuracy": round(float((pt.argmax(1) == yt).mean()), 4),
         "test_per_class": per_class_f1(yt, pt.argmax(1), labels),
         "medical_rule": medical_rule_metrics(yt, pt, med),
-        "top_k": args.top_k, "seconds": round(time.time() - t0, 1),
+        "top_k": args.top_k,
+        "seconds": round(time.time() - t0, 1),
     }
     report["test_macro_f1"] = round(_macro_f1(report["test_per_class"]), 4)
-    meta = CheckpointMeta(arch=args.arch, labels=labels, input_size=args.input_size, dropout=args.dropout,
-                          metrics={k: report[k] for k in ("test_accuracy", "test_macro_f1", "medical_rule", "images", "epochs_run")})
+    meta = CheckpointMeta(
+        arch=args.arch,
+        labels=labels,
+        input_size=args.input_size,
+        dropout=args.dropout,
+        metrics={k: report[k] for k in ("test_accuracy", "test_macro_f1", "medical_rule", "images", "epochs_run")},
+    )
     save_checkpoint(args.output, model.cpu(), meta)
     if args.report:
         with open(args.report, "w", encoding="utf-8") as f:
@@ -325,9 +362,13 @@ def train(args: MedicalFilterOptions) -> dict:
 
 
 def format_report(report: dict) -> str:
-    lines = [f"medical-filter classifier ({report['arch']}): test accuracy {report['test_accuracy']:.3f}, "
-             f"macro-F1 {report['test_macro_f1']:.3f} on {report['images']['test']} held-out images "
-             f"({report['epochs_run']} epochs, {report['seconds']} s)", "", "per-class F1 (held-out):"]
+    lines = [
+        f"medical-filter classifier ({report['arch']}): test accuracy {report['test_accuracy']:.3f}, "
+        f"macro-F1 {report['test_macro_f1']:.3f} on {report['images']['test']} held-out images "
+        f"({report['epochs_run']} epochs, {report['seconds']} s)",
+        "",
+        "per-class F1 (held-out):",
+    ]
     for lab, v in report["test_per_class"].items():
         lines.append(f"  {lab:<18} F1 {v['f1']:.3f}  P {v['precision']:.3f}  R {v['recall']:.3f}  n={v['support']}")
     lines += ["", f"rule '{report['medical_label']}' in top K (held-out):"]

@@ -19,6 +19,7 @@ chance:
 * **Scores** must be finite; padding in the batch forms is given by ``valid=False`` (or
   NaN, which is read as padding).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -214,7 +215,7 @@ def _car_sorted(ss, vs, gs, k: int, alpha: float) -> np.ndarray:
     msafe = np.maximum(m, 1)[:, None]
     mean = top.sum(1, keepdims=True) / msafe
     dev = np.where(in_top, top - mean, 0.0)
-    std = np.sqrt((dev ** 2).sum(1, keepdims=True) / msafe)
+    std = np.sqrt((dev**2).sum(1, keepdims=True) / msafe)
     z = np.where(std > 0, dev / np.where(std > 0, std, 1.0), 0.0)
     # sorted descending: the first column holds the max z of each row
     e = np.where(in_top, np.exp(z - z[:, :1]), 0.0)
@@ -291,9 +292,13 @@ INTRA_RECALL_KS = (1, 2, 3)
 INTRA_CAR_K = 5
 
 
-def intra_summary(score_lists: Sequence[Sequence[float]], gts: Sequence[GT],
-                  recall_ks: Sequence[int] = INTRA_RECALL_KS, car_k: int = INTRA_CAR_K,
-                  alpha: float = 0.5) -> dict:
+def intra_summary(
+    score_lists: Sequence[Sequence[float]],
+    gts: Sequence[GT],
+    recall_ks: Sequence[int] = INTRA_RECALL_KS,
+    car_k: int = INTRA_CAR_K,
+    alpha: float = 0.5,
+) -> dict:
     """The columns of SciGA Table 2: R@1..3, MRR, CAR@5 mean and the share of queries with
     CAR@5 strictly above 0.5 (a uniform guess that contains the GT scores exactly 0.5)."""
     s, v, g = pad_queries(score_lists, gts)
@@ -328,7 +333,7 @@ def top_k_indices(scores, k: int) -> np.ndarray:
     kk = min(int(k), s.shape[1])
     out = np.empty((s.shape[0], kk), dtype=np.int64)
     for start in range(0, s.shape[0], 512):  # bounded memory for large galleries
-        out[start:start + 512] = np.argsort(-s[start:start + 512], axis=1, kind="stable")[:, :kk]
+        out[start : start + 512] = np.argsort(-s[start : start + 512], axis=1, kind="stable")[:, :kk]
     return out
 
 
@@ -397,10 +402,16 @@ def _unit(x: np.ndarray) -> np.ndarray:
 INTER_KS = (5, 10)
 
 
-def inter_summary(ranked_idx, query_field_ids, gallery_field_ids,
-                  query_text_embs=None, gallery_text_embs=None,
-                  query_image_embs=None, gallery_image_embs=None,
-                  ks: Sequence[int] = INTER_KS) -> dict:
+def inter_summary(
+    ranked_idx,
+    query_field_ids,
+    gallery_field_ids,
+    query_text_embs=None,
+    gallery_text_embs=None,
+    query_image_embs=None,
+    gallery_image_embs=None,
+    ks: Sequence[int] = INTER_KS,
+) -> dict:
     """The columns of SciGA Table 3 from best-first gallery indices per query. Embeddings
     that are not given (no SBERT / CLIP model at hand) leave their columns out."""
     ranked_idx = np.asarray(ranked_idx)
@@ -417,7 +428,9 @@ def inter_summary(ranked_idx, query_field_ids, gallery_field_ids,
         return out
     for k in ks:
         ret = gf[ranked_idx[:, :k]] if ranked_idx.size else np.zeros((0, 0), dtype=int)
-        out[f"Field-P@{k}"] = float(field_precision_at_k_batch(query_field_ids, ret, k).mean()) if ranked_idx.size else 0.0
+        out[f"Field-P@{k}"] = (
+            float(field_precision_at_k_batch(query_field_ids, ret, k).mean()) if ranked_idx.size else 0.0
+        )
         if query_text_embs is not None and gallery_text_embs is not None:
             m, s = similarity_at_k_batch(query_text_embs, gallery_text_embs, ranked_idx, k)
             out[f"SBERT@{k}"] = float(m.mean()) if m.size else 0.0
@@ -463,6 +476,7 @@ def load_sbert(path: Optional[str] = None, device: str = "cpu"):
 
 def sbert_embed(texts: Sequence[str], model=None, batch_size: int = 64) -> np.ndarray:
     model = model or load_sbert()
-    emb = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                       convert_to_numpy=True, show_progress_bar=False)
+    emb = model.encode(
+        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     return np.asarray(emb, dtype=np.float32)

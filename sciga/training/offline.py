@@ -6,6 +6,7 @@ own. The variables are set only while the model loads and put back afterwards: l
 would put every later Hub call of the same process (``sciga publish`` in a notebook, a test)
 and every process it starts into offline mode.
 """
+
 from __future__ import annotations
 
 import contextlib

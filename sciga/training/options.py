@@ -5,6 +5,7 @@ script builds one by hand (``TrainOptions(data="out/", output="m/")``), the comm
 builds one from its flags (``pipelines/train.py``, ``pipelines/evaluate.py``) with
 ``options_from``. Defaults are the command line's defaults.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields

@@ -3,6 +3,7 @@ kept as ``results.json`` (the numbers, with model, data version and seed per row
 rendered to ``results.md``. Each evaluation replaces its own row (same task, method,
 backbone) and leaves the others, so one folder collects a whole benchmark run.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,12 +37,15 @@ def upsert(results_dir: str, task: str, row: dict) -> tuple[str, str]:
     """Add or replace the row of (task, method, backbone); write JSON and Markdown."""
     os.makedirs(results_dir, exist_ok=True)
     res = load(results_dir)
+
     def key(r):
         return r["method"], r["backbone"], r.get("split")
 
     rows = [r for r in res.get(task, []) if key(r) != key(row)]
     rows.append(row)
-    rows.sort(key=lambda r: (_ORDER.index(r["method"]) if r["method"] in _ORDER else 99, r["backbone"], r.get("split") or ""))
+    rows.sort(
+        key=lambda r: (_ORDER.index(r["method"]) if r["method"] in _ORDER else 99, r["backbone"], r.get("split") or "")
+    )
     res[task] = rows
     jpath = os.path.join(results_dir, RESULTS_JSON)
     mpath = os.path.join(results_dir, RESULTS_MD)
@@ -103,8 +107,12 @@ def render_markdown(res: dict) -> str:
         for method, backbone, model in dict.fromkeys(models):
             lines.append(f"- {METHOD_LABELS.get(method, method)} / {backbone}: `{model}`")
         lines.append("")
-    notes = [f"- {task} / {METHOD_LABELS.get(r['method'], r['method'])} / {r['backbone']}: {n}"
-             for task, rows in (("intra", intra), ("inter", inter)) for r in rows for n in r.get("notes", [])]
+    notes = [
+        f"- {task} / {METHOD_LABELS.get(r['method'], r['method'])} / {r['backbone']}: {n}"
+        for task, rows in (("intra", intra), ("inter", inter))
+        for r in rows
+        for n in r.get("notes", [])
+    ]
     if notes:
         lines += ["Notes:", ""] + notes + [""]
     return "\n".join(lines)

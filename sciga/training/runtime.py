@@ -1,5 +1,6 @@
 """Device, mixed precision and seeding for the training jobs: the same code on CPU (here,
 tests, CI) and on a GPU when one is present."""
+
 from __future__ import annotations
 
 import contextlib

@@ -5,6 +5,7 @@ and cut at 0.8 and 0.9 (SciGA's 8:1:1). Adding or removing papers never moves an
 paper to a different split, and every machine, run and shard layout agrees. The salt
 (``--split-salt``) lets a user draw a different, equally stable split.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,7 +20,7 @@ DEFAULT_SALT = "sciga-split-v1"
 def split_fraction(paper_id: str, salt: str = DEFAULT_SALT) -> float:
     """The paper's position in [0, 1), uniform over ids."""
     h = hashlib.blake2b(f"{salt}\x00{paper_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "big") / 2.0 ** 64
+    return int.from_bytes(h, "big") / 2.0**64
 
 
 def split_of(paper_id: str, ratios: Sequence[float] = DEFAULT_RATIOS, salt: str = DEFAULT_SALT) -> str:
@@ -36,8 +37,9 @@ def split_of(paper_id: str, ratios: Sequence[float] = DEFAULT_RATIOS, salt: str 
     return "test"
 
 
-def assign_splits(paper_ids: Iterable[str], ratios: Sequence[float] = DEFAULT_RATIOS,
-                  salt: str = DEFAULT_SALT) -> dict[str, str]:
+def assign_splits(
+    paper_ids: Iterable[str], ratios: Sequence[float] = DEFAULT_RATIOS, salt: str = DEFAULT_SALT
+) -> dict[str, str]:
     return {pid: split_of(pid, ratios, salt) for pid in paper_ids}
 
 

@@ -5,6 +5,7 @@ where users load them (`datasets` from another working folder, streaming and not
 Builds used: the embedded sample, the sample with --no-images, and real corpus pages
 (``../shared/corpus/html`` and ``latexml``) whose images are not beside them.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,14 @@ def sciga(*args: str, cwd=None, env: dict | None = None, timeout: int = 900, pre
     e = dict(os.environ)
     e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
     e.update(env or {})
-    return subprocess.run([*prefix, sys.executable, "-m", "sciga", *args], cwd=str(cwd or tempfile.gettempdir()),
-                          env=e, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "sciga", *args],
+        cwd=str(cwd or tempfile.gettempdir()),
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def one_sentence(r: subprocess.CompletedProcess, code: int = 2) -> str:
@@ -48,6 +55,7 @@ def one_sentence(r: subprocess.CompletedProcess, code: int = 2) -> str:
 
 # ------------------------------------------------------------------ builds
 
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory):
     """The three builds a new user makes first, each through the command line."""
@@ -59,8 +67,16 @@ def builds(tmp_path_factory):
     runs = {
         "sample": sciga("build", "--sample", "--output", str(out["sample"]), "--workers", "1"),
         "no_images": sciga("build", "--sample", "--output", str(out["no_images"]), "--no-images", "--workers", "1"),
-        "corpus": sciga("build", "--input", str(pages / "html"), str(pages / "latexml"), "--output", str(out["corpus"]),
-                        "--workers", "1"),
+        "corpus": sciga(
+            "build",
+            "--input",
+            str(pages / "html"),
+            str(pages / "latexml"),
+            "--output",
+            str(out["corpus"]),
+            "--workers",
+            "1",
+        ),
     }
     for name, r in runs.items():
         assert r.returncode == 0, (name, r.stderr[-3000:])
@@ -106,13 +122,20 @@ print(json.dumps(out))
 """
 
 
-def load_every_row(folder: Path, cwd: Path, configs=("papers", "figures", "mentions", "dead_letter"), env=None,
-                   kw=None) -> dict:
+def load_every_row(
+    folder: Path, cwd: Path, configs=("papers", "figures", "mentions", "dead_letter"), env=None, kw=None
+) -> dict:
     e = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     e.update(HF_HUB_OFFLINE="1", HF_HOME=str(cwd / "hf_home"), PYTHONPATH=str(ROOT))
     e.update(env or {})
-    r = subprocess.run([sys.executable, "-c", LOAD_EVERY_ROW, str(folder), json.dumps(list(configs)), json.dumps(kw or {})],
-                       cwd=str(cwd), env=e, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-c", LOAD_EVERY_ROW, str(folder), json.dumps(list(configs)), json.dumps(kw or {})],
+        cwd=str(cwd),
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -156,7 +179,12 @@ def test_every_config_loads_with_datasets_from_another_folder(builds, name, tmp_
         f5 = next(r for r in figures if r["id"] == "2511.99003_F5")
         assert f5["image"] is None and f5["image_status"] == "not_found"
         assert f5["image_uri"].endswith("samples/html/2511.99003/figs/attention_maps.png")
-        assert loaded["plain/figures"]["statuses"] == {"embedded": 22, "in_subfigures": 5, "not_found": 1, "svg_only": 1}
+        assert loaded["plain/figures"]["statuses"] == {
+            "embedded": 22,
+            "in_subfigures": 5,
+            "not_found": 1,
+            "svg_only": 1,
+        }
     if name == "no_images":
         assert loaded["plain/figures"]["decoded"] == 0
         assert loaded["plain/figures"]["statuses"]["no_images_flag"] == 22
@@ -191,8 +219,16 @@ def test_missing_images_are_counted_in_the_summary_the_card_and_the_gate(builds)
 @pytest.mark.corpus
 def test_evaluate_names_missing_images_as_the_cause(builds, tmp_path):
     """Item 2: with no image, no paper qualifies; evaluate says so instead of blaming the papers."""
-    r = sciga("evaluate", "abs2cap", "--data", str(builds["out"]["corpus"]), "--results", str(tmp_path / "r"),
-              "--split", "test")
+    r = sciga(
+        "evaluate",
+        "abs2cap",
+        "--data",
+        str(builds["out"]["corpus"]),
+        "--results",
+        str(tmp_path / "r"),
+        "--split",
+        "test",
+    )
     assert r.returncode == 3 and "Traceback" not in r.stderr
     assert "figures with an image, because" in r.stderr and "have no image (not_found" in r.stderr
     assert "see figures.image_status" in r.stderr
@@ -206,6 +242,7 @@ def test_the_gate_counts_the_expectations_the_docs_quote(build_copy):
 
 
 # ------------------------------------------------------------------ mistakes are one sentence
+
 
 def _readonly_copy(build: Path) -> Path:
     """A copy of a build nobody may write (a world-readable folder: the test runs it as
@@ -242,17 +279,28 @@ def test_typos_and_nonsense_values_are_one_sentence(tmp_path):
     the line is parsed; nothing runs."""
     out = str(tmp_path / "out")
     cases = [
-        (["build", "--sample", "--output", out, "--wokers", "2", "--no-imgaes"],
-         ["--wokers (did you mean --workers?)", "--no-imgaes (did you mean --no-images?)",
-          "neither `sciga build` nor Apache Beam's pipeline options know them"]),
+        (
+            ["build", "--sample", "--output", out, "--wokers", "2", "--no-imgaes"],
+            [
+                "--wokers (did you mean --workers?)",
+                "--no-imgaes (did you mean --no-images?)",
+                "neither `sciga build` nor Apache Beam's pipeline options know them",
+            ],
+        ),
         (["build", "--sample", "--output", out, "--temp-location", "/tmp"], ["did you mean --temp_location?"]),
-        (["build", "--sample", "--output", out, "--workers", "0"], ["argument --workers: 0 is not allowed; give 1 or more"]),
+        (
+            ["build", "--sample", "--output", out, "--workers", "0"],
+            ["argument --workers: 0 is not allowed; give 1 or more"],
+        ),
         (["build", "--sample", "--output", out, "--figures-per-shard", "-1"], ["argument --figures-per-shard: -1"]),
         (["build", "--sample", "--output", out, "--max-page-mb", "-5"], ["argument --max-page-mb: -5 is not allowed"]),
         (["build", "--sample", "--output", out, "--workers", "two"], ["'two' is not a whole number"]),
         (["validate", out, "--max-dead-letter-rate", "5"], ["give a fraction from 0 to 1"]),
         (["validate", out, "--max-missing-image-rate", "-1"], ["give a fraction from 0 to 1"]),
-        (["sql", out, "SELECT 1", "--formt", "csv"], ["--formt (did you mean --format?)", "`sciga sql` does not know it"]),
+        (
+            ["sql", out, "SELECT 1", "--formt", "csv"],
+            ["--formt (did you mean --format?)", "`sciga sql` does not know it"],
+        ),
         (["browse", out, "--papers", "-3"], ["give 0 or more"]),
     ]
     for argv, expected in cases:
@@ -264,9 +312,26 @@ def test_typos_and_nonsense_values_are_one_sentence(tmp_path):
 
 
 def test_real_beam_flags_still_reach_beam(tmp_path):
-    r = sciga("build", "--sample", "--output", str(tmp_path / "o"), "--runner", "DirectRunner", "--direct_num_workers",
-              "1", "--temp_location", str(tmp_path / "t"), "--experiments=use_sciga_test", "--job_name", "first-hour",
-              "--region", "europe-west1", "--project", "p", "--quiet")
+    r = sciga(
+        "build",
+        "--sample",
+        "--output",
+        str(tmp_path / "o"),
+        "--runner",
+        "DirectRunner",
+        "--direct_num_workers",
+        "1",
+        "--temp_location",
+        str(tmp_path / "t"),
+        "--experiments=use_sciga_test",
+        "--job_name",
+        "first-hour",
+        "--region",
+        "europe-west1",
+        "--project",
+        "p",
+        "--quiet",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert (tmp_path / "o" / "manifest.json").is_file()
 
@@ -332,11 +397,23 @@ def test_a_build_where_every_page_fails_prints_its_dead_letters(tmp_path):
 
 # ------------------------------------------------------------------ --html-from auto
 
+
 def test_html_from_auto_never_converts_a_paper_that_has_a_page(tmp_path):
     """Item 7: sidecars and TeX folders elsewhere than the pages: the papers have pages, so
     nothing is converted and nothing is dead-lettered as a copy."""
-    r = sciga("build", "--input", str(ROOT / "samples" / "html"), str(ROOT / "samples" / "meta"),
-              str(ROOT / "samples" / "tex"), "--html-from", "auto", "--output", str(tmp_path / "o"), "--workers", "1")
+    r = sciga(
+        "build",
+        "--input",
+        str(ROOT / "samples" / "html"),
+        str(ROOT / "samples" / "meta"),
+        str(ROOT / "samples" / "tex"),
+        "--html-from",
+        "auto",
+        "--output",
+        str(tmp_path / "o"),
+        "--workers",
+        "1",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
     assert manifest["inputs"]["count"] == 4 and manifest["counts"]["papers"] == 4
@@ -349,8 +426,18 @@ def test_a_tex_folder_alone_is_enough_to_convert(tmp_path):
     """Item 7: `--input` a folder of TeX sources, no sidecar: the id is the folder's name."""
     tex = tmp_path / "my_tex"
     shutil.copytree(ROOT / "samples" / "tex" / "2511.99002", tex / "2511.99002")
-    r = sciga("build", "--input", str(tex), "--html-from", "auto", "--output", str(tmp_path / "o"), "--workers", "1",
-              timeout=1200)
+    r = sciga(
+        "build",
+        "--input",
+        str(tex),
+        "--html-from",
+        "auto",
+        "--output",
+        str(tmp_path / "o"),
+        "--workers",
+        "1",
+        timeout=1200,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     papers = shard_rows(tmp_path / "o", "papers")
     assert [p["id"] for p in papers] == ["2511.99002"]
@@ -360,16 +447,36 @@ def test_a_tex_folder_alone_is_enough_to_convert(tmp_path):
 
 # ------------------------------------------------------------------ rough edges
 
+
 def test_ctrl_c_says_what_is_kept_and_that_the_same_command_resumes(tmp_path):
     inputs = tmp_path / "pages"
     for i in range(50):
         for d in (ROOT / "samples" / "html").iterdir():
             shutil.copytree(d, inputs / f"copy{i:02d}" / d.name)
-    argv = [sys.executable, "-m", "sciga", "build", "--input", str(inputs), "--output", str(tmp_path / "o"),
-            "--workers", "1", "--progress-interval", "0.5"]
+    argv = [
+        sys.executable,
+        "-m",
+        "sciga",
+        "build",
+        "--input",
+        str(inputs),
+        "--output",
+        str(tmp_path / "o"),
+        "--workers",
+        "1",
+        "--progress-interval",
+        "0.5",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen(argv, cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        argv,
+        cwd=str(tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     err = []
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -383,8 +490,11 @@ def test_ctrl_c_says_what_is_kept_and_that_the_same_command_resumes(tmp_path):
     assert p.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
-    assert re.match(r"sciga build: interrupted: the results of \d+ inputs are kept in .*; run the same command again "
-                    r"to resume", last), last
+    assert re.match(
+        r"sciga build: interrupted: the results of \d+ inputs are kept in .*; run the same command again "
+        r"to resume",
+        last,
+    ), last
     again = subprocess.run(argv, cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0, again.stderr[-3000:]
     assert re.search(r"reused +[1-9]", again.stdout), again.stdout
@@ -393,8 +503,12 @@ def test_ctrl_c_says_what_is_kept_and_that_the_same_command_resumes(tmp_path):
 def test_sql_into_a_closed_pipe_and_an_unknown_view(builds):
     out = str(builds["out"]["sample"])
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    p = subprocess.Popen([sys.executable, "-m", "sciga", "sql", out, "SELECT range AS n FROM range(2000000)", "--format",
-                          "csv"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sciga", "sql", out, "SELECT range AS n FROM range(2000000)", "--format", "csv"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert p.stdout.readline().strip() == b"n"
     p.stdout.close()  # `| head -1`
     err = p.stderr.read().decode()
@@ -408,8 +522,22 @@ def test_fetch_lists_the_ids_that_failed_and_exits_non_zero(tmp_path):
     from sources_fixtures import FaultServer
 
     with FaultServer() as s:  # the recorded arXiv API: 0000.0000 is no paper; 'abc' is no id at all
-        r = sciga("fetch", "--ids", "0000.0000", "abc", "--output", str(tmp_path / "c"), "--no-progress",
-                  "--rate-limit", "0.01", "--retry-backoff", "0.01", "--timeout", "1", env=s.env())
+        r = sciga(
+            "fetch",
+            "--ids",
+            "0000.0000",
+            "abc",
+            "--output",
+            str(tmp_path / "c"),
+            "--no-progress",
+            "--rate-limit",
+            "0.01",
+            "--retry-backoff",
+            "0.01",
+            "--timeout",
+            "1",
+            env=s.env(),
+        )
     assert r.returncode == 1, (r.stdout, r.stderr[-2000:])
     assert "failed ids (2): 0000.0000 abc;" in r.stdout
 
@@ -422,7 +550,11 @@ def test_stats_show_distributions_with_n(builds, tmp_path):
     rows = list(csv.DictReader(open(tmp_path / "s" / "distributions.csv")))
     subfigs = {r["category"]: r for r in rows if r["metric"] == "subfigures"}
     assert subfigs["all (micro)"]["n"] == "4" and all(float(r["whislo"]) >= 0 for r in rows)
-    assert float(subfigs["all (micro)"]["q1"]) <= float(subfigs["all (micro)"]["med"]) <= float(subfigs["all (micro)"]["q3"])
+    assert (
+        float(subfigs["all (micro)"]["q1"])
+        <= float(subfigs["all (micro)"]["med"])
+        <= float(subfigs["all (micro)"]["q3"])
+    )
     assert (tmp_path / "s" / "by_category.png").stat().st_size > 10_000
 
 
@@ -438,8 +570,9 @@ def test_notebooks_find_the_sample_build_from_the_repository_root(builds, tmp_pa
     saved = os.environ.pop("SCIGA_BUILD", None)
     os.environ["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     try:
-        NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(repo / "notebooks")}}
-                       ).execute()
+        NotebookClient(
+            nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(repo / "notebooks")}}
+        ).execute()
     finally:
         if saved is not None:
             os.environ["SCIGA_BUILD"] = saved
@@ -462,9 +595,25 @@ def test_build_progress_took_quiet_and_log(tmp_path):
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.monotonic()
-    p = subprocess.Popen([sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "o"), "--workers",
-                          "1", "--quiet"], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sciga",
+            "build",
+            "--sample",
+            "--output",
+            str(tmp_path / "o"),
+            "--workers",
+            "1",
+            "--quiet",
+        ],
+        cwd=str(tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     took = None
     for line in p.stdout:
         if line.strip().startswith("took "):  # the moment the summary says how long the command took

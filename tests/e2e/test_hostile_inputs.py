@@ -8,6 +8,7 @@ into the output, peak RSS of the process tree under 1.5 GB, no hang (a timeout).
 seeded fuzz test over every mutation kind (``SCIGA_FUZZ_SEED`` picks the seed; the longer
 run is ``bench/fuzz.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,9 @@ def figures_of(out: Path) -> list[dict]:
 
     rows = []
     for f in sorted((out / "data" / "figures").glob("*.parquet")):
-        rows.extend(pq.read_table(f, columns=["id", "paper_id", "image", "image_error", "image_status", "width"]).to_pylist())
+        rows.extend(
+            pq.read_table(f, columns=["id", "paper_id", "image", "image_error", "image_status", "width"]).to_pylist()
+        )
     return rows
 
 
@@ -58,6 +61,7 @@ def dead_of(out: Path) -> dict[str, dict]:
 
 
 # ------------------------------------------------------------------ 1. links out of the input
+
 
 def test_links_out_of_the_input_are_refused_and_nothing_outside_is_read(mut, tmp_path):
     mut.plain_page()
@@ -74,7 +78,9 @@ def test_links_out_of_the_input_are_refused_and_nothing_outside_is_read(mut, tmp
     pid = Path(image_row.uri).parent.name
     errors = [f["image_error"] for f in figures_of(out) if f["paper_id"] == pid and f["image_error"]]
     assert any(e.startswith("outside_input: image file x1.png is a link") for e in errors), errors
-    linked = [f for f in figures_of(out) if f["paper_id"] == pid and (f["image_error"] or "").startswith("outside_input")]
+    linked = [
+        f for f in figures_of(out) if f["paper_id"] == pid and (f["image_error"] or "").startswith("outside_input")
+    ]
     assert [(f["image_status"], f["image"]) for f in linked] == [("outside_input", None)], linked
     dead = dead_of(out)
     page = next(p.uri for p in mut.planted if p.kind == "page_link_out")
@@ -84,16 +90,20 @@ def test_links_out_of_the_input_are_refused_and_nothing_outside_is_read(mut, tmp
 
 # ------------------------------------------------------------------ 2. names
 
+
 def test_any_name_the_file_system_allows_round_trips(mut, tmp_path):
     for kind in ("name_newline", "name_chain", "name_unicode_space", "name_long", "name_leading_dash"):
         getattr(mut, kind)()
     build_checked(mut, tmp_path / "out")
     papers, dead = build_rows(tmp_path / "out")
     assert not dead, dead
-    assert sorted(p["input_uri"] for p in papers) == sorted(mut.listed())  # the names exactly, newline and '::' included
+    assert sorted(p["input_uri"] for p in papers) == sorted(
+        mut.listed()
+    )  # the names exactly, newline and '::' included
 
 
 # ------------------------------------------------------------------ 3. typed wrongly
+
 
 def test_a_sidecar_of_the_wrong_type_is_a_dead_letter_naming_the_field(mut, tmp_path):
     mut.plain_page()
@@ -108,10 +118,18 @@ def test_a_sidecar_of_the_wrong_type_is_a_dead_letter_naming_the_field(mut, tmp_
 
 # ------------------------------------------------------------------ 4. hangs
 
+
 def test_fifos_and_link_loops_never_hang_and_a_page_is_listed_once(mut, tmp_path):
     mut.plain_page()
-    for kind in ("fifo_page", "image_fifo", "sidecar_fifo", "link_loops", "page_alias_link", "broken_link_page",
-                 "dir_named_html"):
+    for kind in (
+        "fifo_page",
+        "image_fifo",
+        "sidecar_fifo",
+        "link_loops",
+        "page_alias_link",
+        "broken_link_page",
+        "dir_named_html",
+    ):
         getattr(mut, kind)()
     r = build_checked(mut, tmp_path / "out", timeout=300)
     assert r.seconds < 240
@@ -121,6 +139,7 @@ def test_fifos_and_link_loops_never_hang_and_a_page_is_listed_once(mut, tmp_path
 
 
 # ------------------------------------------------------------------ 5 and 11. a full disk
+
 
 def _unshare() -> list[str]:
     return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
@@ -136,14 +155,30 @@ def test_a_full_disk_stops_the_build_with_one_sentence_and_it_resumes(tmp_path, 
     if shutil.which("unshare") is None:
         pytest.fail("this test needs `unshare` (util-linux) and user namespaces (or root) to mount a small tmpfs")
     result = tmp_path / "result.json"
-    p = subprocess.run([*_unshare(), sys.executable, str(ROOT / "tests" / "full_disk_scenario.py"), str(tmp_path / "w"),
-                        workers, str(result)], capture_output=True, text=True, timeout=900, env=cli_env())
+    p = subprocess.run(
+        [
+            *_unshare(),
+            sys.executable,
+            str(ROOT / "tests" / "full_disk_scenario.py"),
+            str(tmp_path / "w"),
+            workers,
+            str(result),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=cli_env(),
+    )
     assert p.returncode == 0, f"the scenario failed: {p.stderr[-3000:]}"
     r = json.loads(result.read_text())
     for step in ("tiny", "rebuild_full"):
         assert r[step]["rc"] == 2, (step, r[step])
         lines = [ln for ln in r[step]["stderr"].splitlines() if ln.startswith("sciga build:")]
-        assert lines and lines[-1].startswith("sciga build: no space left on ") and "run the same command again" in lines[-1]
+        assert (
+            lines
+            and lines[-1].startswith("sciga build: no space left on ")
+            and "run the same command again" in lines[-1]
+        )
         assert "Traceback" not in r[step]["stderr"], r[step]["stderr"][-3000:]
         assert r[step]["seconds"] < 240, (step, r[step]["seconds"])
     assert r["first"]["rc"] == 0 and r["resume"]["rc"] == 0, (r["first"], r["resume"])
@@ -154,6 +189,7 @@ def test_a_full_disk_stops_the_build_with_one_sentence_and_it_resumes(tmp_path, 
 
 
 # ------------------------------------------------------------------ 6, 7, 8. memory from one small input
+
 
 def test_a_gzip_bomb_page_is_refused_within_the_memory_bound(mut, tmp_path):
     mut.plain_page()
@@ -173,8 +209,12 @@ def test_a_caption_of_mentions_costs_linear_time_and_memory(mut, tmp_path, chars
     assert manifest["stats"]["sentences_cut"] > 0, "the cut is recorded"
     import pyarrow.parquet as pq
 
-    sentences = [s for f in (tmp_path / "out" / "data" / "mentions").glob("*.parquet")
-                 for s in pq.read_table(f, columns=["sentence"]).column("sentence").to_pylist() if s]
+    sentences = [
+        s
+        for f in (tmp_path / "out" / "data" / "mentions").glob("*.parquet")
+        for s in pq.read_table(f, columns=["sentence"]).column("sentence").to_pylist()
+        if s
+    ]
     assert sentences and max(map(len, sentences)) <= 2000
 
 
@@ -207,11 +247,14 @@ def test_sentence_finding_grows_linearly_with_the_text():
 
 # ------------------------------------------------------------------ 9. interrupted while rasterizing
 
+
 def _eprint_inputs(tmp_path: Path) -> tuple[Path, Path]:
     inp, tex = tmp_path / "in", tmp_path / "tex"
     inp.mkdir()
     (inp / "2603.21852.html").write_bytes((CORPUS / "latexml" / "eml.html").read_bytes())
-    (inp / "q-bio0601999.html").write_bytes((ROOT / "samples" / "html" / "q-bio0601999" / "q-bio0601999.html").read_bytes())
+    (inp / "q-bio0601999.html").write_bytes(
+        (ROOT / "samples" / "html" / "q-bio0601999" / "q-bio0601999.html").read_bytes()
+    )
     shutil.copytree(CORPUS / "tex" / "2603.21852", tex / "2603.21852")
     return inp, tex
 
@@ -235,8 +278,9 @@ def test_a_rasterizer_killed_by_a_signal_is_not_a_final_result(tmp_path):
     r = run_watched(sciga_cmd(*args), 300, env=cli_env({"PATH": f"{shim}{os.pathsep}{os.environ['PATH']}"}))
     assert r.returncode == 0, r.stderr[-3000:]
     first = _eprint_figures(out)
-    assert first and all(not (f["image"] or {}).get("bytes") and "stopped by signal 2" in (f["image_error"] or "")
-                         for f in first), first
+    assert first and all(
+        not (f["image"] or {}).get("bytes") and "stopped by signal 2" in (f["image_error"] or "") for f in first
+    ), first
     r = run_watched(sciga_cmd(*args), 300)
     assert r.returncode == 0, r.stderr[-3000:]
     again = _eprint_figures(out)
@@ -252,7 +296,18 @@ def test_ctrl_c_during_rasterization_says_interrupted_and_the_rerun_is_whole(tmp
     (1 worker printed a traceback), and the rerun has every image a clean build has."""
     inp, tex = _eprint_inputs(tmp_path)
     out = tmp_path / "out"
-    args = ("build", "--input", str(inp), "--tex-input", str(tex), "--output", str(out), "--workers", workers, "--quiet")
+    args = (
+        "build",
+        "--input",
+        str(inp),
+        "--tex-input",
+        str(tex),
+        "--output",
+        str(out),
+        "--workers",
+        workers,
+        "--quiet",
+    )
     sent = []
 
     def interrupt_in_pdftoppm(ps):
@@ -270,7 +325,9 @@ def test_ctrl_c_during_rasterization_says_interrupted_and_the_rerun_is_whole(tmp
     r = run_watched(sciga_cmd(*args), 300, on_tick=interrupt_in_pdftoppm)
     if sent:  # pdftoppm was caught running (it usually is: two PDFs at 2048 px)
         assert r.returncode == 130, (r.returncode, r.stderr[-3000:])
-        assert r.stderr.strip().splitlines()[-1].startswith("sciga build: interrupted: ") and "Traceback" not in r.stderr
+        assert (
+            r.stderr.strip().splitlines()[-1].startswith("sciga build: interrupted: ") and "Traceback" not in r.stderr
+        )
     r = run_watched(sciga_cmd(*args), 300)
     assert r.returncode == 0, r.stderr[-3000:]
     figs = _eprint_figures(out)
@@ -279,6 +336,7 @@ def test_ctrl_c_during_rasterization_says_interrupted_and_the_rerun_is_whole(tmp
 
 
 # ------------------------------------------------------------------ 10. two builds, one folder
+
 
 def _image_corpus(path: Path, n: int = 16) -> Path:
     from sciga.samples.scale_corpus import make_image_rich_corpus
@@ -290,9 +348,15 @@ def _image_corpus(path: Path, n: int = 16) -> Path:
 def test_a_second_build_into_the_same_folder_is_refused_saying_who_holds_it(tmp_path):
     inp = _image_corpus(tmp_path / "in")
     out = tmp_path / "out"
-    first = subprocess.Popen(sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "1", "--quiet"),
-                             cwd=str(ROOT), env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    first = subprocess.Popen(
+        sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "1", "--quiet"),
+        cwd=str(ROOT),
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         lock = out / ".sciga" / "build.lock"
         deadline = time.time() + 120
@@ -303,8 +367,10 @@ def test_a_second_build_into_the_same_folder_is_refused_saying_who_holds_it(tmp_
         second = run_watched(sciga_cmd("build", "--sample", "--output", str(out), "--quiet"), 120)
         assert second.returncode == 2, second.stderr[-3000:]
         msg = second.stderr.strip().splitlines()[-1]
-        assert msg.startswith(f"sciga build: {out} is being built by another build (run {held['run_id'][:12]}, host "
-                              f"{socket.gethostname()}, pid {first.pid}, since "), msg
+        assert msg.startswith(
+            f"sciga build: {out} is being built by another build (run {held['run_id'][:12]}, host "
+            f"{socket.gethostname()}, pid {first.pid}, since "
+        ), msg
         assert f"rm {lock}" in msg and "Traceback" not in second.stderr
         assert first.wait(timeout=300) == 0, first.stderr.read()[-3000:]
     finally:
@@ -321,9 +387,18 @@ def test_a_stale_lock_is_taken_over(tmp_path):
     out = tmp_path / "out"
     (out / ".sciga").mkdir(parents=True)
     now = time.time()
-    (out / ".sciga" / "build.lock").write_text(json.dumps({
-        "run_id": "0" * 32, "host": socket.gethostname(), "pid": gone.pid, "pid_start": None, "started": now - 5,
-        "heartbeat": now}))
+    (out / ".sciga" / "build.lock").write_text(
+        json.dumps(
+            {
+                "run_id": "0" * 32,
+                "host": socket.gethostname(),
+                "pid": gone.pid,
+                "pid_start": None,
+                "started": now - 5,
+                "heartbeat": now,
+            }
+        )
+    )
     r = run_watched(sciga_cmd("build", "--sample", "--output", str(out), "--quiet"), 300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert not (out / ".sciga" / "build.lock").exists()
@@ -343,12 +418,24 @@ def test_the_lock_on_gcs_is_created_atomically_and_refuses_a_second_holder(gcs_s
     assert gcs().exists("sciga-lock-test/build/.sciga/build.lock")
     with pytest.raises(LockHeldError) as e:
         OutputLock(out, heartbeat_seconds=0).acquire()
-    assert f"run {first.run_id[:12]}" in str(e.value) and "gcloud storage rm gs://sciga-lock-test/build/.sciga/build.lock" in str(e.value)
+    assert f"run {first.run_id[:12]}" in str(
+        e.value
+    ) and "gcloud storage rm gs://sciga-lock-test/build/.sciga/build.lock" in str(e.value)
     first.release()
     assert not gcs().exists("sciga-lock-test/build/.sciga/build.lock")
-    gcs().pipe_file("sciga-lock-test/build/.sciga/build.lock", json.dumps({
-        "run_id": "f" * 32, "host": "a-machine-that-died", "pid": 1, "pid_start": None, "started": 0.0,
-        "heartbeat": time.time() - 3600}).encode())
+    gcs().pipe_file(
+        "sciga-lock-test/build/.sciga/build.lock",
+        json.dumps(
+            {
+                "run_id": "f" * 32,
+                "host": "a-machine-that-died",
+                "pid": 1,
+                "pid_start": None,
+                "started": 0.0,
+                "heartbeat": time.time() - 3600,
+            }
+        ).encode(),
+    )
     taker = OutputLock(out, heartbeat_seconds=0).acquire()
     assert taker.took_over is not None and taker.took_over.host == "a-machine-that-died"
     taker.release()
@@ -372,6 +459,7 @@ def test_the_lock_heartbeat_keeps_a_live_holder_and_stops_when_taken_over(tmp_pa
 
 # ------------------------------------------------------------------ 12. leftovers of killed runs
 
+
 def test_a_killed_build_leaves_nothing_that_the_resumed_build_does_not_remove(tmp_path):
     inp = _image_corpus(tmp_path / "in")
     out, tmp = tmp_path / "out", tmp_path / "tmp"
@@ -385,14 +473,21 @@ def test_a_killed_build_leaves_nothing_that_the_resumed_build_does_not_remove(tm
             os.killpg(ps.pid, signal.SIGKILL)
             killed.append(True)
 
-    r = run_watched(sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "2", "--quiet"), 300,
-                    env=cli_env(env), on_tick=kill_when_results_appear)
+    r = run_watched(
+        sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "2", "--quiet"),
+        300,
+        env=cli_env(env),
+        on_tick=kill_when_results_appear,
+    )
     assert killed and r.returncode == -signal.SIGKILL
     left = [p.name for p in tmp.iterdir() if p.name.startswith("sciga-build-")]
     assert left, "the killed run left its temporary folder (the case this test is about)"
     assert (out / ".sciga" / "build.lock").exists() and (out / ".staging").exists()
-    r = run_watched(sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "2", "--quiet"), 300,
-                    env=cli_env(env))
+    r = run_watched(
+        sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "2", "--quiet"),
+        300,
+        env=cli_env(env),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert not [p.name for p in tmp.iterdir() if p.name.startswith("sciga-build-")]
     assert not (out / ".staging").exists() and not (out / ".sciga" / "build.lock").exists()
@@ -401,6 +496,7 @@ def test_a_killed_build_leaves_nothing_that_the_resumed_build_does_not_remove(tm
 
 
 # ------------------------------------------------------------------ 11. bad input and a read-only output: one sentence
+
 
 def test_a_build_whose_only_inputs_are_bad_ends_with_one_sentence(mut, tmp_path):
     mut.empty()
@@ -413,10 +509,12 @@ def test_a_build_whose_only_inputs_are_bad_ends_with_one_sentence(mut, tmp_path)
 def test_a_read_only_output_ends_with_one_sentence(tmp_path):
     ro = tmp_path / "ro"
     ro.mkdir()
-    script = (f"mount -t tmpfs -o ro,size=1m tmpfs {ro} && "
-              f"{sys.executable} -m sciga build --sample --output {ro}/out --quiet")
-    p = subprocess.run([*_unshare(), "sh", "-c", script], capture_output=True, text=True, timeout=300,
-                       env=cli_env(), cwd=str(ROOT))
+    script = (
+        f"mount -t tmpfs -o ro,size=1m tmpfs {ro} && {sys.executable} -m sciga build --sample --output {ro}/out --quiet"
+    )
+    p = subprocess.run(
+        [*_unshare(), "sh", "-c", script], capture_output=True, text=True, timeout=300, env=cli_env(), cwd=str(ROOT)
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-3000:]
     assert p.stderr.strip().splitlines()[-1].startswith("sciga build: ")
 

@@ -3,6 +3,7 @@ escaping), the site written from the sample build (local and through an fsspec m
 build), and the pages opened in a real headless Chromium: screenshots kept in
 test-artifacts/browse/, figures decoded, every mention link landing on its figure, nothing
 loaded from outside the folder."""
+
 from __future__ import annotations
 
 import json
@@ -40,14 +41,18 @@ def test_paper_text_is_escaped():
 
 def test_marks_group_same_spans_and_keep_every_ref():
     text = "See Figs. 4a-c and Figure 2 here."
-    spans = [(4, 14, Ref("p_F4.1", "Figs. 4a-c", "text", "fig-p_F4.1")),
-             (4, 14, Ref("p_F4.2", "Figs. 4a-c", "text", "fig-p_F4.2")),
-             (10, 12, Ref("p_F4.3", "4a", "text", "fig-p_F4.3")),  # overlaps the first: joins it
-             (19, 27, Ref("p_F2", "Figure 2", "anchor", "fig-p_F2")),
-             (40, 45, Ref("p_F9", "Fig. 9", "text", None))]  # outside the text
+    spans = [
+        (4, 14, Ref("p_F4.1", "Figs. 4a-c", "text", "fig-p_F4.1")),
+        (4, 14, Ref("p_F4.2", "Figs. 4a-c", "text", "fig-p_F4.2")),
+        (10, 12, Ref("p_F4.3", "4a", "text", "fig-p_F4.3")),  # overlaps the first: joins it
+        (19, 27, Ref("p_F2", "Figure 2", "anchor", "fig-p_F2")),
+        (40, 45, Ref("p_F9", "Fig. 9", "text", None)),
+    ]  # outside the text
     marks, outside = group_marks(text, spans, "m-x")
     assert [(m.start, m.end, [r.figure_id for r in m.refs]) for m in marks] == [
-        (4, 14, ["p_F4.1", "p_F4.2", "p_F4.3"]), (19, 27, ["p_F2"])]
+        (4, 14, ["p_F4.1", "p_F4.2", "p_F4.3"]),
+        (19, 27, ["p_F2"]),
+    ]
     assert [r.figure_id for r in outside] == ["p_F9"]
     html = render_text(text, marks, outside)
     assert html.count('class="ref ') == 4 and html.count("unresolved") == 1  # every mention row has its link
@@ -145,11 +150,21 @@ def test_build_and_site_on_fsspec_paths(sample_build, tmp_path):
 def test_dead_letters_and_hostile_text_in_the_index(build_copy, tmp_path):
     def add_dead(rows):
         return rows + [
-            {"paper_id": None, "stage": "parse", "error_type": "not_latexml",
-             "message": "broken.html is not LaTeXML output (no ltx_page_main); convert it with LaTeXML first",
-             "input_uri": "/in/broken.html"},
-            {"paper_id": "2511.99002", "stage": "parse", "error_type": "duplicate",
-             "message": "2511.99002v1 is an older copy of 2511.99002v2 <script>alert(1)</script>", "input_uri": "/in/old.html"}]
+            {
+                "paper_id": None,
+                "stage": "parse",
+                "error_type": "not_latexml",
+                "message": "broken.html is not LaTeXML output (no ltx_page_main); convert it with LaTeXML first",
+                "input_uri": "/in/broken.html",
+            },
+            {
+                "paper_id": "2511.99002",
+                "stage": "parse",
+                "error_type": "duplicate",
+                "message": "2511.99002v1 is an older copy of 2511.99002v2 <script>alert(1)</script>",
+                "input_uri": "/in/old.html",
+            },
+        ]
 
     rewrite_shard(build_copy, "dead_letter", add_dead)
 
@@ -165,7 +180,7 @@ def test_dead_letters_and_hostile_text_in_the_index(build_copy, tmp_path):
     assert "Dead letters (2)" in index
     assert "is not LaTeXML output (no ltx_page_main); convert it with LaTeXML first" in index and "not_latexml" in index
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in index and "<script>" not in index
-    row = index[index.index("2511.99002.html"):].split("</tr>")[0]
+    row = index[index.index("2511.99002.html") :].split("</tr>")[0]
     assert "parse: duplicate" in row  # the paper's own dead letters in its index row
     page = (site / "papers" / "2511.99001.html").read_text()
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page and "<script>" not in page
@@ -183,9 +198,15 @@ def _expected(build: Path, paper: str) -> dict:
     return {
         "mentions": one("SELECT count(*) FROM mentions WHERE paper_id = ?"),
         "images": one("SELECT count(*) FROM figures WHERE paper_id = ? AND image.bytes IS NOT NULL"),
-        "figure_ids": sorted(r[0] for r in con.execute("SELECT id FROM figures WHERE paper_id = ?", [paper]).fetchall()),
-        "subcaptions": [r[0] for r in con.execute(
-            "SELECT subcaption FROM figures WHERE paper_id = ? AND subcaption IS NOT NULL ORDER BY id", [paper]).fetchall()],
+        "figure_ids": sorted(
+            r[0] for r in con.execute("SELECT id FROM figures WHERE paper_id = ?", [paper]).fetchall()
+        ),
+        "subcaptions": [
+            r[0]
+            for r in con.execute(
+                "SELECT subcaption FROM figures WHERE paper_id = ? AND subcaption IS NOT NULL ORDER BY id", [paper]
+            ).fetchall()
+        ],
     }
 
 
@@ -244,12 +265,18 @@ def test_paper_pages_in_chromium(sample_build, tmp_path, browser):
         assert facts["ga_thumbs"] == facts["ga_thumbs_decoded"] == 1  # the GA's component, shown
 
         # Following a mention lands on its figure.
-        target = page.evaluate("(() => { const a = document.querySelector('a.mention'); a.click(); "
-                               "return [location.hash, document.querySelector(':target').id]; })()")
+        target = page.evaluate(
+            "(() => { const a = document.querySelector('a.mention'); a.click(); "
+            "return [location.hash, document.querySelector(':target').id]; })()"
+        )
         assert target[0] == "#" + target[1]
 
     facts = page.evaluate(DOM_FACTS)  # 2511.99003: the medical paper
-    assert "keywords: MRI" in facts["text"] and "medical? classifier not run" in facts["text"] and "image file figs/attention_maps.png not found" in facts["text"]
+    assert (
+        "keywords: MRI" in facts["text"]
+        and "medical? classifier not run" in facts["text"]
+        and "image file figs/attention_maps.png not found" in facts["text"]
+    )
 
     page.navigate((site / "index.html").as_uri())
     index = page.evaluate("""(() => ({
@@ -281,5 +308,6 @@ def test_duckdb_reads_stay_per_chunk(sample_build, tmp_path, monkeypatch):
     monkeypatch.setattr(mod, "_rows", spy)
     res = browse(BrowseOptions(out=str(sample_build), output=str(tmp_path / "chunked"), chunk=3))
     assert len(res.pages) == json.loads((sample_build / "manifest.json").read_text())["counts"]["papers"] == 4
-    assert seen == [(c, 3) for c in ("papers", "figures", "mentions", "dead_letter")] + \
-                  [(c, 1) for c in ("papers", "figures", "mentions", "dead_letter")]
+    assert seen == [(c, 3) for c in ("papers", "figures", "mentions", "dead_letter")] + [
+        (c, 1) for c in ("papers", "figures", "mentions", "dead_letter")
+    ]

@@ -2,6 +2,7 @@
 itself, two builds of the sample that differ in one page, surgical changes of every kind of
 field, a schema change between versions, dead letters, builds on gs:// (fake-gcs-server) and
 published versions on a loopback Hub; and the changelog `sciga publish` writes from it."""
+
 from __future__ import annotations
 
 import json
@@ -44,10 +45,12 @@ def fix_counts(build: Path) -> None:
         m["counts"]["dead_letter_parts"] = counts.dead_letter_parts
         m["dead_letter_by_type"] = dict(sorted(counts.dead_letter_by_type.items()))
         m["inputs"]["count"] = counts.papers + counts.dead_inputs
+
     edit_manifest(build, change)
 
 
 # ------------------------------------------------------------------ real builds
+
 
 @pytest.mark.e2e
 def test_a_build_against_itself_is_empty(sample_build):
@@ -71,14 +74,31 @@ def test_two_builds_differing_in_one_page_name_that_paper_and_its_fields(sample_
     shutil.copytree(SAMPLES / "html", html)
     page = html / "2511.99002" / "2511.99002.html"
     text = page.read_text(encoding="utf-8")
-    for before, after in (("Three sculptures made by participants", "Three edited sculptures made by participants"),
-                          ("Sculpting in physical clay is a conversation", "Sculpting in clay is a long conversation")):
+    for before, after in (
+        ("Three sculptures made by participants", "Three edited sculptures made by participants"),
+        ("Sculpting in physical clay is a conversation", "Sculpting in clay is a long conversation"),
+    ):
         assert text.count(before) == 1, before
         text = text.replace(before, after)
     page.write_text(text, encoding="utf-8")
     edited = tmp_path / "edited"
-    assert main(["build", "--input", str(html), "--metadata", str(SAMPLES / "meta"), "--tex-input", str(SAMPLES / "tex"),
-                 "--output", str(edited), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--input",
+                str(html),
+                "--metadata",
+                str(SAMPLES / "meta"),
+                "--tex-input",
+                str(SAMPLES / "tex"),
+                "--output",
+                str(edited),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
 
     rc, out, err = diff(str(sample_build), str(edited), "--exit-code")
     assert rc == 1, err  # --exit-code: they differ
@@ -92,10 +112,12 @@ def test_two_builds_differing_in_one_page_name_that_paper_and_its_fields(sample_
     assert not d["schema_changes"] and d["rows"]["papers"] == {"old": 4, "new": 4}
     # Built from other folders: the input paths differ for every paper, and are not a change.
     assert {r["provenance"]["input_uri"] for r in read_rows(edited, "papers")}.isdisjoint(
-        {r["provenance"]["input_uri"] for r in read_rows(sample_build, "papers")})
+        {r["provenance"]["input_uri"] for r in read_rows(sample_build, "papers")}
+    )
 
 
 # ------------------------------------------------------------------ every kind of field, surgically
+
 
 def renamed(value, old: str = "2511.99001", new: str = "2511.99009"):
     """A row of paper ``old`` as a row of paper ``new``: every id inside it renamed."""
@@ -110,6 +132,7 @@ def renamed(value, old: str = "2511.99001", new: str = "2511.99009"):
 
 def _edit_everything(build: Path) -> None:
     """One change per kind of field, each in its own paper (ids in the assertions)."""
+
     def papers(rows):
         out = []
         for r in rows:
@@ -133,8 +156,11 @@ def _edit_everything(build: Path) -> None:
         return out.getvalue()
 
     def figures(rows):
-        with_image = next(r["id"] for r in rows if r["paper_id"] == "2511.99003" and r["image"] and r["image"]["bytes"]
-                          and r["id"] != "2511.99003_F2.1")
+        with_image = next(
+            r["id"]
+            for r in rows
+            if r["paper_id"] == "2511.99003" and r["image"] and r["image"]["bytes"] and r["id"] != "2511.99003_F2.1"
+        )
         copies = [renamed(r) for r in rows if r["paper_id"] == "2511.99001"]
         for r in rows:
             if r["id"] == "2511.99002_F1":
@@ -152,12 +178,18 @@ def _edit_everything(build: Path) -> None:
     def mentions(rows):
         copies = [renamed(r) for r in rows if r["paper_id"] == "2511.99001"]
         first = next(i for i, r in enumerate(rows) if r["paper_id"] == "2511.99003")
-        return rows[:first] + rows[first + 1:] + copies  # mentions of 2511.99003
+        return rows[:first] + rows[first + 1 :] + copies  # mentions of 2511.99003
 
     rewrite_shard(build, "mentions", mentions)
     table = pq.read_table(shard(build, "dead_letter"))
-    row = {"paper_id": "2511.99042", "stage": "parse", "error_type": "not_latexml", "message": "2511.99042: not LaTeXML",
-           "input_uri": "/x/2511.99042.html", "scope": "input"}
+    row = {
+        "paper_id": "2511.99042",
+        "stage": "parse",
+        "error_type": "not_latexml",
+        "message": "2511.99042: not LaTeXML",
+        "input_uri": "/x/2511.99042.html",
+        "scope": "input",
+    }
     pq.write_table(pa.Table.from_pylist(table.to_pylist() + [row], schema=table.schema), shard(build, "dead_letter"))
     fix_counts(build)
 
@@ -230,12 +262,21 @@ def test_a_schema_change_is_reported_not_a_crash(build_copy, tmp_path):
     fields.insert(11, pa.field("image_sha256", pa.string()))
     fields.insert(12, pa.field("image_note", pa.string()))
     schema = pa.schema(fields, metadata={b"sciga.schema_version": b"1.3.0", b"sciga.config": b"figures"})
-    rows = [{**{k: v for k, v in r.items() if k != "image_error"}, "image_sha256": None,
-             "image_note": "ok" if r["image"] else "missing"} for r in table.to_pylist()]
+    rows = [
+        {
+            **{k: v for k, v in r.items() if k != "image_error"},
+            "image_sha256": None,
+            "image_note": "ok" if r["image"] else "missing",
+        }
+        for r in table.to_pylist()
+    ]
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     with diff_builds(str(old), str(build_copy)) as d:
         assert [(c.config, c.column, c.change) for c in d.schema] == [
-            ("figures", "image_error", "removed"), ("figures", "image_sha256", "added"), ("figures", "image_note", "added")]
+            ("figures", "image_error", "removed"),
+            ("figures", "image_sha256", "added"),
+            ("figures", "image_note", "added"),
+        ]
         assert d.schema_versions == (["1.2.0"], ["1.2.0", "1.3.0"])
         assert d.changed == 0 and d.added == 0 and d.removed == 0 and not d.empty
         text = summary_text(d)
@@ -245,9 +286,11 @@ def test_a_schema_change_is_reported_not_a_crash(build_copy, tmp_path):
 
 
 def test_mistakes_are_one_sentence(sample_build, tmp_path):
-    for args, needle in (([str(tmp_path / "nope"), str(sample_build)], "OLD"),
-                         ([str(sample_build), str(tmp_path)], "NEW"),
-                         ([str(sample_build), str(sample_build), "--max-listed", "-1"], "--max-listed")):
+    for args, needle in (
+        ([str(tmp_path / "nope"), str(sample_build)], "OLD"),
+        ([str(sample_build), str(tmp_path)], "NEW"),
+        ([str(sample_build), str(sample_build), "--max-listed", "-1"], "--max-listed"),
+    ):
         rc, out, err = diff(*args)
         assert rc == 2, (args, err)
         assert err.startswith(f"sciga diff: {needle}") or needle in err.splitlines()[0], err
@@ -255,6 +298,7 @@ def test_mistakes_are_one_sentence(sample_build, tmp_path):
 
 
 # ------------------------------------------------------------------ remote builds
+
 
 @pytest.mark.e2e
 def test_a_gs_build_against_its_local_twin_is_empty(gs_sample_build, local_sample_twin):
@@ -279,15 +323,37 @@ def hub(monkeypatch, tmp_path):
 
 def hub_env(hub, tmp_path) -> dict:
     # Offline mode off whatever this process holds (training code sets TRANSFORMERS_OFFLINE).
-    return {"HF_ENDPOINT": hub.url, "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "hf_home_sub"), "HF_HUB_DISABLE_XET": "1",
-            "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}
+    return {
+        "HF_ENDPOINT": hub.url,
+        "HF_TOKEN": TOKEN,
+        "HF_HOME": str(tmp_path / "hf_home_sub"),
+        "HF_HUB_DISABLE_XET": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "HF_HUB_OFFLINE": "0",
+        "TRANSFORMERS_OFFLINE": "0",
+    }
 
 
 def publish(build, version, hub, *extra):
     from sciga.pipelines.cli import main
 
-    return main(["publish", str(build), "--repo-id", REPO, "--version", version, "--endpoint", hub.url,
-                 "--image-check", "header", "--max-dead-letter-rate", "0.5", *extra])
+    return main(
+        [
+            "publish",
+            str(build),
+            "--repo-id",
+            REPO,
+            "--version",
+            version,
+            "--endpoint",
+            hub.url,
+            "--image-check",
+            "header",
+            "--max-dead-letter-rate",
+            "0.5",
+            *extra,
+        ]
+    )
 
 
 @pytest.mark.e2e
@@ -308,11 +374,13 @@ def test_changelog_of_a_published_version_and_diff_of_two_hub_versions(hub, samp
     files = hub.files_at(REPO, "v1.1.0")
     card = files["README.md"].decode()
     assert card == (v2 / "README.md").read_text(), "the folder's card is the Hub's card"
-    section = card[card.index("## Changes in this version"):card.index("## Configs")]
+    section = card[card.index("## Changes in this version") : card.index("## Configs")]
     assert 'previous version, v1.0.0 (`revision="v1.0.0"`)' in section
     assert "- Added: `2511.99009`" in section and "- Removed: `q-bio/0601999`" in section
-    assert ("- Changed: `2511.99001` (metadata), `2511.99002` (figures, annotations), `2511.99003` (panels, mentions)"
-            in section), section
+    assert (
+        "- Changed: `2511.99001` (metadata), `2511.99002` (figures, annotations), `2511.99003` (panels, mentions)"
+        in section
+    ), section
     assert str(tmp_path) not in card and str(tmp_path) not in files["changes/v1.1.0.md"].decode()
     full = json.loads(files["changes/v1.1.0.json"])
     assert full["old"] == "v1.0.0" and full["new"] == "v1.1.0" and full["image_bytes_compared"] is False
@@ -326,8 +394,9 @@ def test_changelog_of_a_published_version_and_diff_of_two_hub_versions(hub, samp
 
     # The same diff straight from the Hub: two tags of the published dataset.
     env = hub_env(hub, tmp_path)
-    rc, out, err = diff(f"hf://datasets/{REPO}@v1.0.0", f"hf://datasets/{REPO}@v1.1.0", "--json", "--no-image-bytes",
-                        env=env)
+    rc, out, err = diff(
+        f"hf://datasets/{REPO}@v1.0.0", f"hf://datasets/{REPO}@v1.1.0", "--json", "--no-image-bytes", env=env
+    )
     assert rc == 0, err[-3000:]
     d = json.loads(out)
     assert d["added_papers"] == ["2511.99009"] and d["removed_papers"] == ["q-bio/0601999"]

@@ -1,5 +1,6 @@
 """`sciga sql` (queries, exports, the shell, task views) and `sciga stats` (Appendix B tables
 and plots) on the real sample build."""
+
 from __future__ import annotations
 
 import csv
@@ -30,10 +31,22 @@ def test_sql_query_prints_csv_and_json(sample_build, capsys):
 
 def test_sql_exports_parquet_with_image_bytes_intact(sample_build, tmp_path, capsys):
     out = tmp_path / "figs.parquet"
-    assert main(["sql", str(sample_build), "SELECT id, image FROM figures WHERE image.bytes IS NOT NULL ORDER BY id",
-                 "--output", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sql",
+                str(sample_build),
+                "SELECT id, image FROM figures WHERE image.bytes IS NOT NULL ORDER BY id",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     table = pq.read_table(out).to_pylist()
-    original = {r["id"]: r["image"]["bytes"] for r in read_rows(sample_build, "figures") if r["image"] and r["image"]["bytes"]}
+    original = {
+        r["id"]: r["image"]["bytes"] for r in read_rows(sample_build, "figures") if r["image"] and r["image"]["bytes"]
+    }
     assert len(table) == len(original) > 0
     for r in table:
         assert r["image"]["bytes"] == original[r["id"]]
@@ -64,8 +77,10 @@ def test_task_views_are_registered(sample_build, tmp_path, monkeypatch):
 
 def test_sql_shell_runs_statements_and_survives_errors(sample_build):
     con = open_build(str(sample_build))
-    stdin = io.StringIO(".views\nSELECT count(*) AS n\n  FROM papers;\nSELECT nope;\n.mode csv\n"
-                        "SELECT id FROM papers ORDER BY id;\n.schema mentions\n.quit\nSELECT 'never';\n")
+    stdin = io.StringIO(
+        ".views\nSELECT count(*) AS n\n  FROM papers;\nSELECT nope;\n.mode csv\n"
+        "SELECT id FROM papers ORDER BY id;\n.schema mentions\n.quit\nSELECT 'never';\n"
+    )
     stdout = io.StringIO()
     assert repl(con, stdin, stdout) == 0
     out = stdout.getvalue()
@@ -82,7 +97,14 @@ def test_sql_shell_runs_statements_and_survives_errors(sample_build):
 def test_stats_tables_and_plots(sample_build, tmp_path, capsys):
     out = tmp_path / "stats"
     assert main(["stats", str(sample_build), "--output", str(out)]) == 0
-    for name in ("stats.md", "per_category.csv", "ga_types.csv", "ga_types_by_category.csv", "by_category.png", "ga_types.png"):
+    for name in (
+        "stats.md",
+        "per_category.csv",
+        "ga_types.csv",
+        "ga_types_by_category.csv",
+        "by_category.png",
+        "ga_types.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     for png in ("by_category.png", "ga_types.png"):
         with Image.open(out / png) as im:
@@ -95,7 +117,8 @@ def test_stats_tables_and_plots(sample_build, tmp_path, capsys):
     manifest = json.loads((sample_build / "manifest.json").read_text())
     assert float(per[("figures", overall)]["mean"]) == round(manifest["counts"]["figures"] / len(papers), 4)
     assert float(per[("figures_incl_subfigures", overall)]["mean"]) == round(
-        (manifest["counts"]["figures"] + manifest["counts"]["subfigures"]) / len(papers), 4)
+        (manifest["counts"]["figures"] + manifest["counts"]["subfigures"]) / len(papers), 4
+    )
     # Tokens are whitespace tokens of the stored text, special tokens verbatim.
     titles = [len(p["title"].split()) for p in papers]
     assert float(per[("title_tokens", overall)]["mean"]) == round(sum(titles) / len(titles), 4)

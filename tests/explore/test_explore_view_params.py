@@ -1,5 +1,6 @@
 """Task view parameters are settable (connect(..., params=...), `sciga sql --param`), with
 PaperBanana's [1.5, 2.5] as method_diagrams' default; the embedded sample fills every view."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,10 @@ def test_method_diagrams_default_window_and_parameters(sample_build):
 def test_parameter_errors_are_one_sentence(sample_build):
     from sciga.explore.views import ViewParamError, resolve_param
 
-    with pytest.raises(ViewParamError, match="'ratio' is not a parameter of view method_diagrams; parameters: "
-                                             "method_diagrams.min_ratio"):
+    with pytest.raises(
+        ViewParamError,
+        match="'ratio' is not a parameter of view method_diagrams; parameters: method_diagrams.min_ratio",
+    ):
         connect(str(sample_build), params={"ratio": 1}, view="method_diagrams")
     with pytest.raises(ViewParamError, match="method_diagrams.min_ratio takes a double, not 'wide'"):
         resolve_param("method_diagrams.min_ratio").literal("wide")
@@ -46,10 +49,14 @@ def test_declared_defaults_are_the_sql_defaults():
 
     params = view_parameters()
     assert [(p.name, p.type, p.default) for p in params["method_diagrams"]] == [
-        ("min_ratio", "DOUBLE", "1.5"), ("max_ratio", "DOUBLE", "2.5")]
+        ("min_ratio", "DOUBLE", "1.5"),
+        ("max_ratio", "DOUBLE", "2.5"),
+    ]
     for view, ps in params.items():
         for p in ps:
-            assert re.search(rf"coalesce\(getvariable\('{p.variable}'\), {re.escape(p.default)}\)", task_views()[view]), p
+            assert re.search(
+                rf"coalesce\(getvariable\('{p.variable}'\), {re.escape(p.default)}\)", task_views()[view]
+            ), p
 
 
 def test_sql_cli_param(sample_build, capsys):

@@ -1,4 +1,5 @@
 """notebooks/explore.ipynb runs top to bottom on a fresh sample build (nbclient, real kernel)."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,14 @@ def test_explore_notebook_runs_on_the_sample_build(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     nb = nbformat.read(ROOT / "notebooks" / "explore.ipynb", as_version=4)
     # Outputs arriving after a cell's reply are kept (nbclient drops them after 4 s by default).
-    NotebookClient(nb, timeout=300, kernel_name="python3", iopub_timeout=60, raise_on_iopub_timeout=True,
-                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        iopub_timeout=60,
+        raise_on_iopub_timeout=True,
+        resources={"metadata": {"path": str(ROOT)}},
+    ).execute()
 
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]

@@ -3,6 +3,7 @@ arXiv-format bulk tars (generated here, with the real e-prints of ../shared/corp
 TeX figures are recovered from them, papers with metadata but no page get their page from
 our own LaTeXML conversion, and every paper that cannot be built is a dead letter with
 its reason. Real Beam, real LaTeXML, real Parquet."""
+
 from __future__ import annotations
 
 import glob
@@ -23,24 +24,30 @@ pytestmark = pytest.mark.tool("latexmlc")
 
 
 def rows(out: Path, config: str) -> list[dict]:
-    return [r for f in sorted(glob.glob(str(out / "data" / config / "*.parquet"))) for r in pq.read_table(f).to_pylist()]
+    return [
+        r for f in sorted(glob.glob(str(out / "data" / config / "*.parquet"))) for r in pq.read_table(f).to_pylist()
+    ]
 
 
 def _meta(folder: Path, pid: str, title: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{pid}.meta.json").write_text(json.dumps({"id": pid, "title": title, "categories": ["cs.LG"],
-                                                         "primary_category": "cs.LG"}))
+    (folder / f"{pid}.meta.json").write_text(
+        json.dumps({"id": pid, "title": title, "categories": ["cs.LG"], "primary_category": "cs.LG"})
+    )
 
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
     base = tmp_path_factory.mktemp("bulkbuild")
     eml = CORPUS / "tex" / "2603.21852"
-    bulk = write_bulk(base / "bulk", {
-        "1709_001": [("1709/1709.07020.gz", (CORPUS / "tex" / "1709.07020" / "1709.07020v1.tar.gz").read_bytes())],
-        "2603_001": [("2603/2603.21852.gz", tar_gz_of({p.name: p.read_bytes() for p in eml.iterdir()}))],
-        "2101_001": [("2101/2101.00002.pdf", b"%PDF-1.5\n% a PDF-only submission\n%%EOF\n")],
-    })
+    bulk = write_bulk(
+        base / "bulk",
+        {
+            "1709_001": [("1709/1709.07020.gz", (CORPUS / "tex" / "1709.07020" / "1709.07020v1.tar.gz").read_bytes())],
+            "2603_001": [("2603/2603.21852.gz", tar_gz_of({p.name: p.read_bytes() for p in eml.iterdir()}))],
+            "2101_001": [("2101/2101.00002.pdf", b"%PDF-1.5\n% a PDF-only submission\n%%EOF\n")],
+        },
+    )
     cache = base / "cache" / "papers"
     # A page without its e-print (as ar5iv serves it: its figure is a PDF it could not show).
     _meta(cache / "1709.07020", "1709.07020", "A page whose figure is in the bulk e-print")
@@ -55,8 +62,25 @@ def setup(tmp_path_factory):
 def test_auto_converts_papers_without_a_page_and_recovers_figures_from_bulk(setup):
     base, bulk = setup
     out = base / "out"
-    assert main(["build", "--input", str(base / "cache"), "--output", str(out), "--eprints-bulk", str(bulk),
-                 "--html-from", "auto", "--workers", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--input",
+                str(base / "cache"),
+                "--output",
+                str(out),
+                "--eprints-bulk",
+                str(bulk),
+                "--html-from",
+                "auto",
+                "--workers",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     papers = {p["id"]: p for p in rows(out, "papers")}
     assert set(papers) == {"1709.07020", "2603.21852"}
     conv = papers["2603.21852"]
@@ -77,8 +101,25 @@ def test_auto_converts_papers_without_a_page_and_recovers_figures_from_bulk(setu
     # A rerun converts nothing again and reuses every paper.
     stamp = out / ".sciga" / "latexml" / "2603.21852" / "stamp.json"
     mtime = stamp.stat().st_mtime_ns
-    assert main(["build", "--input", str(base / "cache"), "--output", str(out), "--eprints-bulk", str(bulk),
-                 "--html-from", "auto", "--workers", "1", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "build",
+                "--input",
+                str(base / "cache"),
+                "--output",
+                str(out),
+                "--eprints-bulk",
+                str(bulk),
+                "--html-from",
+                "auto",
+                "--workers",
+                "1",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert stamp.stat().st_mtime_ns == mtime
     m = json.loads((out / "manifest.json").read_text())
     assert m["incremental"]["reused"] == 2

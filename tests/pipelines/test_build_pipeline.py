@@ -1,4 +1,5 @@
 """`sciga build` end to end on a real Beam DirectRunner, real Parquet, real DuckDB."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,10 @@ def build(*argv: str):
 
 
 def shard_digests(out: Path) -> dict:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*.parquet"))}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.glob("data/*/*.parquet"))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +62,26 @@ def test_sample_build_counts_and_layout(sample_build):
 def test_sample_build_rows_in_duckdb(sample_build):
     _, out = sample_build
     con = connect(str(out))
-    rows = con.execute("select id, kind, image.path, octet_length(image.bytes) > 0, image_error from figures "
-                   "where paper_id = '2511.99001' order by id").fetchall()
+    rows = con.execute(
+        "select id, kind, image.path, octet_length(image.bytes) > 0, image_error from figures "
+        "where paper_id = '2511.99001' order by id"
+    ).fetchall()
     assert rows[0] == ("2511.99001_F1", "figure", "figs/teaser.png", True, None)
-    assert [r[0] for r in rows] == ["2511.99001_F1", "2511.99001_F2", "2511.99001_F3", "2511.99001_F3.1",
-                                    "2511.99001_F3.2", "2511.99001_F3.3"]
+    assert [r[0] for r in rows] == [
+        "2511.99001_F1",
+        "2511.99001_F2",
+        "2511.99001_F3",
+        "2511.99001_F3.1",
+        "2511.99001_F3.2",
+        "2511.99001_F3.3",
+    ]
     missing = con.execute("select image_error from figures where id = '2511.99003_F5'").fetchone()[0]
     assert "not found" in missing
     assert con.execute("select teaser from papers where id = '2511.99002'").fetchone()[0] == ["2511.99002_F1"]
     assert con.execute("select count(*) from papers where id = 'q-bio/0601999' and len(figures) = 0").fetchone()[0] == 1
-    mentions = con.execute("select figure_id, surface from mentions where paper_id = '2511.99003' order by figure_id").fetchall()
+    mentions = con.execute(
+        "select figure_id, surface from mentions where paper_id = '2511.99003' order by figure_id"
+    ).fetchall()
     # The surface of an anchored mention is the human one: "Figure <a>1c</a>" -> "Figure 1c".
     assert ("2511.99003_F1.3", "Figure 1c") in mentions and ("2511.99003_F4.3", "Figure 4c") in mentions
 
@@ -123,7 +137,9 @@ def test_corpus_build(tmp_path):
     # Figure anchors in paragraphs, counted in the HTML: 18 + 3 + 0 + 1 + 7 + 14 + 22 = 65;
     # honline has 5 more in section titles, muse and eml one each in another figure's caption.
     con = connect(str(out))
-    by_context = dict(con.execute("select context, count(*) from mentions where resolution = 'anchor' group by 1").fetchall())
+    by_context = dict(
+        con.execute("select context, count(*) from mentions where resolution = 'anchor' group by 1").fetchall()
+    )
     assert by_context == {"paragraph": 65, "title": 5, "caption": 2}
 
 

@@ -2,6 +2,7 @@
 rebuilds that recompute exactly the papers whose inputs changed; a killed build that
 resumes; memory that does not grow with the corpus; a progress line. Real Beam runners
 (DirectRunner in both modes, PortableRunner with an embedded job server), real Parquet."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,10 @@ def build(*argv: str, beam_args=None):
 
 
 def digests(out: Path) -> dict:
-    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*.parquet"))}
+    return {
+        str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.glob("data/*/*.parquet"))
+    }
 
 
 def manifest(out: Path) -> dict:
@@ -75,15 +79,34 @@ def test_same_bytes_with_two_worker_processes(corpus, reference, tmp_path):
 def test_same_bytes_on_the_portable_runner(corpus, reference, tmp_path):
     """The Fn API path Dataflow Runner v2 takes, with an embedded job server."""
     out = tmp_path / "portable"
-    build("--input", str(corpus), "--output", str(out), "--quiet", "--figures-per-shard", "40",
-          beam_args=["--runner", "PortableRunner", "--job_endpoint", "embed"])
+    build(
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        "--quiet",
+        "--figures-per-shard",
+        "40",
+        beam_args=["--runner", "PortableRunner", "--job_endpoint", "embed"],
+    )
     assert digests(out) == digests(reference)
 
 
 def test_other_shard_sizes_keep_every_row_once(corpus, reference, tmp_path):
     out = tmp_path / "small"
-    build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "7",
-          "--papers-per-shard", "5")
+    build(
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        "--workers",
+        "1",
+        "--quiet",
+        "--figures-per-shard",
+        "7",
+        "--papers-per-shard",
+        "5",
+    )
     import duckdb
 
     con = duckdb.connect()
@@ -134,12 +157,17 @@ def test_incremental_rebuild_recomputes_exactly_what_changed(corpus, tmp_path):
     inc = build("--input", str(pages), *common)
     assert (inc.counts.reused, inc.counts.recomputed) == (21, 4)
     fresh = tmp_path / "fresh"
-    build("--input", str(pages), "--output", str(fresh), "--workers", "1", "--quiet", "--ga-manifest", str(manifest_csv))
+    build(
+        "--input", str(pages), "--output", str(fresh), "--workers", "1", "--quiet", "--ga-manifest", str(manifest_csv)
+    )
     assert digests(out) == digests(fresh), "an incremental build equals a clean build of the same inputs"
     import duckdb
 
-    caption = duckdb.connect().execute(
-        f"select caption from read_parquet('{out}/data/figures/*.parquet') where id = '2601.00003_GA'").fetchone()[0]
+    caption = (
+        duckdb.connect()
+        .execute(f"select caption from read_parquet('{out}/data/figures/*.parquet') where id = '2601.00003_GA'")
+        .fetchone()[0]
+    )
     assert caption == "A new caption"
     # --rebuild recomputes everything, and still gives the same bytes.
     full = build("--input", str(pages), *common, "--rebuild")
@@ -160,8 +188,11 @@ def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(cor
     shutil.copytree(reference, out)
     reads = []
     real_read = ResultStore.read
-    monkeypatch.setattr(ResultStore, "read", lambda self, key, tables=("papers", "figures", "mentions"):
-                        reads.append(key) or real_read(self, key, tables))
+    monkeypatch.setattr(
+        ResultStore,
+        "read",
+        lambda self, key, tables=("papers", "figures", "mentions"): reads.append(key) or real_read(self, key, tables),
+    )
 
     def no_model(*a, **k):
         raise AssertionError("a sentence model was loaded by a build that links no paper")
@@ -180,9 +211,22 @@ def test_killed_build_resumes_where_it_stopped(tmp_path):
     make_image_rich_corpus(pages, 60, n_figures=4, image_kb=8, distinct_images=2)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--workers", "1", "--quiet"]
-    p = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "sciga",
+        "build",
+        "--input",
+        str(pages),
+        "--output",
+        str(out),
+        "--workers",
+        "1",
+        "--quiet",
+    ]
+    p = subprocess.Popen(
+        cmd, cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     results = out / ".sciga" / "results"
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
@@ -210,8 +254,13 @@ def _peak_rss_of_build(argv: list[str]) -> float:
     import psutil
 
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-m", "sciga", "build", *argv], cwd=str(ROOT), env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sciga", "build", *argv],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc = psutil.Process(p.pid)
     peak = 0
     while p.poll() is None:
@@ -238,8 +287,12 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
     small, large = tmp_path / "small", tmp_path / "large"
     make_image_rich_corpus(small, 10, n_figures=12, image_kb=100, distinct_images=4)
     make_image_rich_corpus(large, 40, n_figures=12, image_kb=100, distinct_images=4)
-    rss_small = _peak_rss_of_build(["--input", str(small), "--output", str(tmp_path / "o1"), "--workers", "1", "--quiet"])
-    rss_large = _peak_rss_of_build(["--input", str(large), "--output", str(tmp_path / "o2"), "--workers", "1", "--quiet"])
+    rss_small = _peak_rss_of_build(
+        ["--input", str(small), "--output", str(tmp_path / "o1"), "--workers", "1", "--quiet"]
+    )
+    rss_large = _peak_rss_of_build(
+        ["--input", str(large), "--output", str(tmp_path / "o2"), "--workers", "1", "--quiet"]
+    )
     print(f"peak RSS: {rss_small:.0f} MB for 10 papers, {rss_large:.0f} MB for 40 papers")
     assert rss_large <= rss_small * 1.25 + 40, (rss_small, rss_large)
 
@@ -247,9 +300,11 @@ def test_memory_does_not_grow_with_the_corpus(tmp_path):
 def test_a_build_without_models_never_imports_torch(tmp_path):
     """torch maps several hundred MB into every process that imports it; a build that runs
     no model (no --medical-weights / GA weights) must not pay that in any of its processes."""
-    code = ("import sys\nfrom sciga.pipelines.cli import main\n"
-            f"rc = main(['build', '--sample', '--output', {str(tmp_path / 'o')!r}, '--workers', '1', '--quiet'])\n"
-            "print('rc', rc, 'torch', 'torch' in sys.modules)")
+    code = (
+        "import sys\nfrom sciga.pipelines.cli import main\n"
+        f"rc = main(['build', '--sample', '--output', {str(tmp_path / 'o')!r}, '--workers', '1', '--quiet'])\n"
+        "print('rc', rc, 'torch', 'torch' in sys.modules)"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), env=env, capture_output=True, text=True)
     assert r.stdout.strip().splitlines()[-1] == "rc 0 torch False", r.stdout + r.stderr[-2000:]
@@ -270,8 +325,13 @@ def test_progress_line_on_a_terminal(tmp_path):
 
     master, slave = pty.openpty()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "t"), "--workers", "1"],
-                         cwd=str(ROOT), env=env, stdout=subprocess.DEVNULL, stderr=slave)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "t"), "--workers", "1"],
+        cwd=str(ROOT),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+    )
     os.close(slave)
     chunks = []
     while True:

@@ -1,5 +1,6 @@
 """Each stage of the build on its own, in Beam's TestPipeline: plan, parse, TeX recovery,
 link, vision, write. Inputs are the embedded sample and small hand-made cases."""
+
 from __future__ import annotations
 
 import json
@@ -48,16 +49,30 @@ def test_plan_reuses_only_complete_results_whose_files_are_unchanged(tmp_path):
 
     key = result_key(str(page), hash_file(str(page))[0], "fp")
     side = tmp_path / "2511.99001.meta.json"
-    header = {"key": key, "uri": str(page), "paper_id": "2511.99001", "is_paper": True, "complete": True,
-              "deps": [{"uri": str(side)}], "dead": [], "stats": {}}
+    header = {
+        "key": key,
+        "uri": str(page),
+        "paper_id": "2511.99001",
+        "is_paper": True,
+        "complete": True,
+        "deps": [{"uri": str(side)}],
+        "dead": [],
+        "stats": {},
+    }
     store.write(key, ResultHeader.from_json(header), {})
     opts = PlanOptions(store_root=str(tmp_path / "store"), fingerprint="fp")
     with TestPipeline() as p:
         out = p | beam.Create([str(page), str(tmp_path / "missing.html")]) | PlanInputs(opts)
-        assert_that(out.reused | "R" >> beam.Map(lambda r: (r.paper_id, r.reused)), equal_to([("2511.99001", True)]),
-                    label="reused")
-        assert_that(out.planned | "P" >> beam.Map(lambda x: (Path(x.uri).name, x.key is None)),
-                    equal_to([("missing.html", True)]), label="planned")
+        assert_that(
+            out.reused | "R" >> beam.Map(lambda r: (r.paper_id, r.reused)),
+            equal_to([("2511.99001", True)]),
+            label="reused",
+        )
+        assert_that(
+            out.planned | "P" >> beam.Map(lambda x: (Path(x.uri).name, x.key is None)),
+            equal_to([("missing.html", True)]),
+            label="planned",
+        )
     side.write_text("{}")  # a sidecar appeared where there was none: the result is stale
     with TestPipeline() as p:
         out = p | beam.Create([str(page)]) | PlanInputs(opts)
@@ -69,12 +84,21 @@ def test_parse_stage_parses_or_dead_letters(tmp_path):
     bad = tmp_path / "notes.html"
     bad.write_bytes(b"<html><body><p>Not LaTeXML</p></body></html>")
     with TestPipeline() as p:
-        out = (p | beam.Create([PlannedInput(PAGE, None), PlannedInput(str(bad), None)])
-               | ParsePapers(ParseOptions(metadata_dir=META), "fp"))
-        assert_that(out.papers | "Ok" >> beam.Map(lambda w: (w.paper.id, bool(w.key), len(w.deps) >= 1)),
-                    equal_to([("2511.99001", True, True)]), label="ok")
-        assert_that(out[DEAD_LETTER_TAG] | "Dead" >> beam.Map(lambda w: [(d.stage, d.error_type) for d in w.dead]),
-                    equal_to([[("parse", "not_latexml")]]), label="dead")
+        out = (
+            p
+            | beam.Create([PlannedInput(PAGE, None), PlannedInput(str(bad), None)])
+            | ParsePapers(ParseOptions(metadata_dir=META), "fp")
+        )
+        assert_that(
+            out.papers | "Ok" >> beam.Map(lambda w: (w.paper.id, bool(w.key), len(w.deps) >= 1)),
+            equal_to([("2511.99001", True, True)]),
+            label="ok",
+        )
+        assert_that(
+            out[DEAD_LETTER_TAG] | "Dead" >> beam.Map(lambda w: [(d.stage, d.error_type) for d in w.dead]),
+            equal_to([[("parse", "not_latexml")]]),
+            label="dead",
+        )
 
 
 @pytest.mark.e2e  # runs the stage in a Beam pipeline
@@ -85,8 +109,10 @@ def test_tex_stage_keeps_the_paper_when_its_eprint_is_unsafe(tmp_path):
     work = _parsed(str(page))
     with TestPipeline() as p:
         out = p | beam.Create([work]) | RecoverFiguresFromTex(TexOptions())
-        assert_that(out["papers"] | beam.Map(lambda w: (w.paper.id, [(d.stage, d.error_type, d.scope) for d in w.dead])),
-                    equal_to([("2511.99001", [("tex_source", "unsafe_archive", "part")])]))
+        assert_that(
+            out["papers"] | beam.Map(lambda w: (w.paper.id, [(d.stage, d.error_type, d.scope) for d in w.dead])),
+            equal_to([("2511.99001", [("tex_source", "unsafe_archive", "part")])]),
+        )
 
 
 @pytest.mark.e2e  # runs the stage in a Beam pipeline
@@ -97,7 +123,8 @@ def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
     shutil.copy(corpus / "latexml" / "eml.html", page)
     src = corpus / "tex" / "2603.21852"
     (tmp_path / "2603.21852.src.tar.gz").write_bytes(
-        tar_gz_of({p.name: p.read_bytes() for p in src.iterdir() if p.suffix in (".tex", ".pdf")}))
+        tar_gz_of({p.name: p.read_bytes() for p in src.iterdir() if p.suffix in (".tex", ".pdf")})
+    )
     work = _parsed(str(page))
     [out] = list(RecoverFromTex(TexOptions()).process(work))
     assert sorted(out.made_images) == ["Fig1_graph_spiral.pdf", "Fig2_trees.pdf"]
@@ -110,8 +137,11 @@ def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
 def test_link_stage_adds_mentions():
     with TestPipeline() as p:
         out = p | beam.Create([_parsed()]) | LinkPapers()
-        assert_that(out.papers | beam.Map(lambda w: len(w.mentions) > 0 and all(m.paper_id == "2511.99001" for m in w.mentions)),
-                    equal_to([True]))
+        assert_that(
+            out.papers
+            | beam.Map(lambda w: len(w.mentions) > 0 and all(m.paper_id == "2511.99001" for m in w.mentions)),
+            equal_to([True]),
+        )
 
 
 @pytest.mark.e2e  # runs the stage in a Beam pipeline
@@ -128,8 +158,14 @@ def test_vision_stage_measures_images_by_reference(tmp_path):
         def facts(w):
             rows = {r.id: r for r in w.figure_rows}
             r = rows["2511.99001_F2"]
-            return (r.image_bytes is None, r.image_uri.endswith("figs/overview.png"), len(r.image_sha256), r.width > 0,
-                    bool(r.phash), w.paper.graphical_abstract.de_facto)
+            return (
+                r.image_bytes is None,
+                r.image_uri.endswith("figs/overview.png"),
+                len(r.image_sha256),
+                r.width > 0,
+                bool(r.phash),
+                w.paper.graphical_abstract.de_facto,
+            )
 
         assert_that(out["papers"] | beam.Map(facts), equal_to([(True, True, 64, True, True, True)]))
 
@@ -154,14 +190,24 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
         w = [x for x in measure.process(w) if isinstance(x, PaperWork)][0]
         w.pending = ["medical"]
         works.append(w)
-    ann = MedicalResult(key="a" * 64, paper_id="2511.99001", row_id="2511.99001_F2",
-                        medical=Medical(keyword_hits=["x"], classifier_run=True, topk_labels=["Medical"],
-                                        topk_scores=[0.9], is_medical=True))
+    ann = MedicalResult(
+        key="a" * 64,
+        paper_id="2511.99001",
+        row_id="2511.99001_F2",
+        medical=Medical(
+            keyword_hits=["x"], classifier_run=True, topk_labels=["Medical"], topk_scores=[0.9], is_medical=True
+        ),
+    )
     with TestPipeline() as p:
-        parts = {"works": p | "W" >> beam.Create(works), "reused": p | "R" >> beam.Create([]),
-                 "annotations": p | "A" >> beam.Create([ann])} | WriteBuild(opts)
-        assert_that(parts | beam.Map(lambda i: (i.config, i.rows)),
-                    equal_to([("papers", 1), ("figures", 6), ("mentions", 10), ("dead_letter", 1)]))
+        parts = {
+            "works": p | "W" >> beam.Create(works),
+            "reused": p | "R" >> beam.Create([]),
+            "annotations": p | "A" >> beam.Create([ann]),
+        } | WriteBuild(opts)
+        assert_that(
+            parts | beam.Map(lambda i: (i.config, i.rows)),
+            equal_to([("papers", 1), ("figures", 6), ("mentions", 10), ("dead_letter", 1)]),
+        )
     dead = pq.read_table(next((tmp_path / "parts" / "dead_letter").glob("*.parquet"))).to_pylist()
     assert [(d["error_type"], d["input_uri"].endswith("#1")) for d in dead] == [("duplicate", True)]
     figs = pq.read_table(next((tmp_path / "parts" / "figures").glob("*.parquet"))).to_pylist()

@@ -1,6 +1,7 @@
 """Quiet by default: a normal `sciga build` prints no library warnings (only our own
 warnings about the user's data and options), `-v` still turns INFO on in our format, and
 `sciga --version` names the builder and schema versions."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,14 @@ def _env() -> dict:
 
 
 def test_sample_build_stderr_has_only_our_own_warnings(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "out")],
-                         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "sciga", "build", "--sample", "--output", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "papers                 4" in res.stdout
     lines = [line for line in res.stderr.splitlines() if line.strip()]
@@ -49,6 +56,8 @@ def test_library_import_noise_is_dropped_and_our_format_survives():
 
 
 def test_version_names_builder_and_schema():
-    res = subprocess.run([sys.executable, "-m", "sciga", "--version"], env=_env(), capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "sciga", "--version"], env=_env(), capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0
     assert res.stdout.strip() == f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})"

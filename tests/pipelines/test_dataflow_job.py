@@ -12,6 +12,7 @@ output in a real GCS API (fake-gcs-server on 127.0.0.1).
   Runner v2, the worker image, the GPU service option and the machine type.
 * The worker image in docker/ agrees with setup.py (Beam version, Python, extras).
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,16 +30,44 @@ from conftest import ROOT, sample_build_args
 
 WORKER_IMAGE = "us-central1-docker.pkg.dev/sciga-test/sciga/worker:0.1.0"
 GPU_OPTION = "worker_accelerator=type:nvidia-tesla-t4;count:1;install-nvidia-driver"
-STAGES = ["Inputs", "NonEmpty", "Decode", "Spread", "Plan", "Parse", "RecoverFromTex", "Link", "Vision", "AllFailed", "AllReused",
-          "Write"]
+STAGES = [
+    "Inputs",
+    "NonEmpty",
+    "Decode",
+    "Spread",
+    "Plan",
+    "Parse",
+    "RecoverFromTex",
+    "Link",
+    "Vision",
+    "AllFailed",
+    "AllReused",
+    "Write",
+]
 
 
 def dataflow_flags(bucket: str, *extra: str) -> list[str]:
     """The Beam flags of the Dataflow command in docs/how-to/google-cloud.md."""
-    return ["--runner", "DataflowRunner", "--project", "sciga-test", "--region", "us-central1",
-            "--temp_location", f"gs://{bucket}/tmp", "--setup_file", str(ROOT / "setup.py"),
-            "--sdk_container_image", WORKER_IMAGE, "--machine_type", "n1-standard-8",
-            "--dataflow_service_options", GPU_OPTION, "--no_auth", *extra]
+    return [
+        "--runner",
+        "DataflowRunner",
+        "--project",
+        "sciga-test",
+        "--region",
+        "us-central1",
+        "--temp_location",
+        f"gs://{bucket}/tmp",
+        "--setup_file",
+        str(ROOT / "setup.py"),
+        "--sdk_container_image",
+        WORKER_IMAGE,
+        "--machine_type",
+        "n1-standard-8",
+        "--dataflow_service_options",
+        GPU_OPTION,
+        "--no_auth",
+        *extra,
+    ]
 
 
 def snapshot(prefix: str) -> dict:
@@ -49,11 +78,16 @@ def snapshot(prefix: str) -> dict:
 
 # ------------------------------------------------------------------ the worker image
 
+
 def _setup_requirements() -> tuple[list[str], dict]:
     tree = ast.parse((ROOT / "setup.py").read_text())
     found = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id in ("CORE", "EXTRAS"):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in ("CORE", "EXTRAS")
+        ):
             found[node.targets[0].id] = ast.literal_eval(node.value)
     return found["CORE"], found["EXTRAS"]
 
@@ -94,6 +128,7 @@ def test_worker_image_agrees_with_setup_py():
 
 # ------------------------------------------------------------------ dry run
 
+
 @pytest.fixture(scope="module")
 def dry_run(gs_sample_inputs, gs_sample_build):
     """A dry run into the existing gs:// sample build, through the CLI (as a user runs it)."""
@@ -108,10 +143,23 @@ def dry_run(gs_sample_inputs, gs_sample_build):
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, redirect_stdout(out):
         mp.setattr(build_module, "run_build", lambda *a: captured.append(real(*a)) or captured[-1])
-        rc = main(["build", *sample_build_args(gs_sample_inputs, gs_sample_build), *dataflow_flags("sciga-sample"),
-                   "--dry_run", "True"])
-    return {"rc": rc, "stdout": out.getvalue(), "result": captured[0], "before": before,
-            "after": snapshot(gs_sample_build), "out": gs_sample_build}
+        rc = main(
+            [
+                "build",
+                *sample_build_args(gs_sample_inputs, gs_sample_build),
+                *dataflow_flags("sciga-sample"),
+                "--dry_run",
+                "True",
+            ]
+        )
+    return {
+        "rc": rc,
+        "stdout": out.getvalue(),
+        "result": captured[0],
+        "before": before,
+        "after": snapshot(gs_sample_build),
+        "out": gs_sample_build,
+    }
 
 
 @pytest.mark.e2e
@@ -143,8 +191,13 @@ def test_dry_run_builds_the_build_stages_for_runner_v2(dry_run):
     staged = [rp.ArtifactStagingToRolePayload.FromString(d.role_payload).staged_name for d in env.dependencies]
     assert "workflow.tar.gz" in staged
     # The job description Dataflow would get: Runner v2, the GPU service option, the machine type.
-    desc = apiclient.Environment(packages=[], options=job.options, environment_version="8",
-                                 proto_pipeline_staged_url="gs://sciga-sample/tmp/pipeline.pb", proto_pipeline=pp).proto
+    desc = apiclient.Environment(
+        packages=[],
+        options=job.options,
+        environment_version="8",
+        proto_pipeline_staged_url="gs://sciga-sample/tmp/pipeline.pb",
+        proto_pipeline=pp,
+    ).proto
     assert {"use_runner_v2", "use_unified_worker", "beam_fn_api"} <= set(desc.experiments)
     assert GPU_OPTION in list(desc.service_options)
     assert desc.worker_pools[0].machine_type == "n1-standard-8"
@@ -188,8 +241,14 @@ print("unpickled", n)
     import os
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-c", script, str(proto), library], cwd=str(tmp_path), env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", script, str(proto), library],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     names = res.stdout.splitlines()[:-1]
     # Every user function of the graph, counted here from the same proto.
@@ -208,6 +267,7 @@ print("unpickled", n)
 
 # ------------------------------------------------------------------ template
 
+
 @pytest.mark.e2e
 def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
     from sciga.pipelines.cli import main
@@ -216,8 +276,15 @@ def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
     fs.mkdir("sciga-template")
     out = "gs://sciga-template/build"
     template = "gs://sciga-template/templates/sciga-sample"
-    rc = main(["build", *sample_build_args(gs_sample_inputs, out), *dataflow_flags("sciga-template"),
-               "--template_location", template])
+    rc = main(
+        [
+            "build",
+            *sample_build_args(gs_sample_inputs, out),
+            *dataflow_flags("sciga-template"),
+            "--template_location",
+            template,
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert f"wrote the template {template}" in text and "no job ran" in text and "papers " not in text
@@ -231,8 +298,12 @@ def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
     (sdist,) = [p for p in fs.find("sciga-template/tmp") if p.endswith("workflow.tar.gz")]
     with tarfile.open(fileobj=io.BytesIO(fs.cat_file(sdist))) as tf:
         names = tf.getnames()
-    for needed in ("setup.py", "explore/sql/caption_context.sql", "samples/html/2511.99001/2511.99001.html",
-                   "transforms/common/storage.py"):
+    for needed in (
+        "setup.py",
+        "explore/sql/caption_context.sql",
+        "samples/html/2511.99001/2511.99001.html",
+        "transforms/common/storage.py",
+    ):
         assert any(n.endswith("/" + needed) for n in names), needed
     # Nothing finalized: no shards, no manifest; the staging folder the template reads is kept.
     built = [p.removeprefix("sciga-template/build/") for p in fs.find("sciga-template/build")]
@@ -242,12 +313,27 @@ def test_template_is_staged_on_gcs_and_reported(gs_sample_inputs, capsys):
 
 # ------------------------------------------------------------------ remote paths
 
+
 def test_a_remote_runner_gets_no_local_path(tmp_path, capsys):
     from sciga.pipelines.cli import main
 
     with pytest.raises(SystemExit) as e:
-        main(["build", "--sample", "--output", "gs://sciga-sample/x", "--runner", "DataflowRunner",
-              "--project", "p", "--region", "r", "--temp_location", "gs://sciga-sample/tmp"])
+        main(
+            [
+                "build",
+                "--sample",
+                "--output",
+                "gs://sciga-sample/x",
+                "--runner",
+                "DataflowRunner",
+                "--project",
+                "p",
+                "--region",
+                "r",
+                "--temp_location",
+                "gs://sciga-sample/tmp",
+            ]
+        )
     msg = str(e.value)
     assert "--input" in msg and "is a local path" in msg and "workers cannot read" in msg and "\n" not in msg
 

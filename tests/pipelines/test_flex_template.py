@@ -4,6 +4,7 @@ documented ContainerSpec), the launcher's entry point builds the same job graph 
 build` (a Beam dry run against fake-gcs-server, as tests/pipelines/test_dataflow_job.py does), the
 job's own finalization gives the same build as the launcher's, and the launcher image
 agrees with setup.py."""
+
 from __future__ import annotations
 
 import io
@@ -81,24 +82,54 @@ def test_parameters_are_build_flags_and_their_regexes_say_what_they_take():
             assert not any(re.fullmatch(rx, "/home/me/build") for rx in p["regexes"]), "a local path is refused"
     assert {p["name"] for p in params if not p.get("isOptional")} == {"input", "output"}
     html_from = next(a for a in ap._actions if "--html-from" in a.option_strings)
-    assert [o["value"] for o in next(p for p in params if p["name"] == "html_from")["enumOptions"]] == \
-        sorted(html_from.choices, key=["ar5iv", "auto", "latexml"].index)
+    assert [o["value"] for o in next(p for p in params if p["name"] == "html_from")["enumOptions"]] == sorted(
+        html_from.choices, key=["ar5iv", "auto", "latexml"].index
+    )
 
 
 def test_build_argv_maps_parameters_and_passes_beam_options_on():
     from sciga.pipelines.flex_template import build_argv
 
-    argv = build_argv(["--input=gs://b/pages,gs://b/more", "--output=gs://b/out", "--tex_input=gs://b/tex",
-                       "--html_from=auto", "--metadata=", "--build_flags=--no-tex --figures-per-shard 500",
-                       "--runner=DataflowRunner", "--project=p", "--region=us-central1", "--temp_location=gs://b/tmp",
-                       "--sdk_container_image=" + WORKER_IMAGE])
-    assert argv == ["--input", "gs://b/pages", "gs://b/more", "--output", "gs://b/out", "--tex-input", "gs://b/tex",
-                    "--html-from", "auto", "--no-tex", "--figures-per-shard", "500", "--finalize-in-job",
-                    "--runner=DataflowRunner", "--project=p", "--region=us-central1", "--temp_location=gs://b/tmp",
-                    "--sdk_container_image=" + WORKER_IMAGE, "--no_wait_until_finish"]
+    argv = build_argv(
+        [
+            "--input=gs://b/pages,gs://b/more",
+            "--output=gs://b/out",
+            "--tex_input=gs://b/tex",
+            "--html_from=auto",
+            "--metadata=",
+            "--build_flags=--no-tex --figures-per-shard 500",
+            "--runner=DataflowRunner",
+            "--project=p",
+            "--region=us-central1",
+            "--temp_location=gs://b/tmp",
+            "--sdk_container_image=" + WORKER_IMAGE,
+        ]
+    )
+    assert argv == [
+        "--input",
+        "gs://b/pages",
+        "gs://b/more",
+        "--output",
+        "gs://b/out",
+        "--tex-input",
+        "gs://b/tex",
+        "--html-from",
+        "auto",
+        "--no-tex",
+        "--figures-per-shard",
+        "500",
+        "--finalize-in-job",
+        "--runner=DataflowRunner",
+        "--project=p",
+        "--region=us-central1",
+        "--temp_location=gs://b/tmp",
+        "--sdk_container_image=" + WORKER_IMAGE,
+        "--no_wait_until_finish",
+    ]
 
 
 # ------------------------------------------------------------------ the job graph
+
 
 def _names(job) -> set[str]:
     return {t.unique_name for t in job.proto_pipeline.components.transforms.values()}
@@ -111,8 +142,19 @@ def _top(job) -> list[str]:
 
 
 def _beam_flags(bucket: str) -> list[str]:
-    return ["--runner", "DataflowRunner", "--project", "sciga-test", "--region", "us-central1",
-            "--temp_location", f"gs://{bucket}/tmp", "--sdk_container_image", WORKER_IMAGE, "--no_auth"]
+    return [
+        "--runner",
+        "DataflowRunner",
+        "--project",
+        "sciga-test",
+        "--region",
+        "us-central1",
+        "--temp_location",
+        f"gs://{bucket}/tmp",
+        "--sdk_container_image",
+        WORKER_IMAGE,
+        "--no_auth",
+    ]
 
 
 @pytest.mark.e2e
@@ -135,10 +177,23 @@ def test_the_launcher_builds_the_same_job_graph_as_sciga_build(gs_sample_inputs)
         jobs[name] = outcome.job
 
     # The launcher, as Dataflow runs it: the template's parameters as --name=value, its own options.
-    params = [f"--input={gs_sample_inputs['html']}", f"--output={out}", f"--metadata={gs_sample_inputs['meta']}",
-              f"--tex_input={gs_sample_inputs['tex']}", "--html_from=ar5iv", "--build_flags=--workers 1 --quiet"]
-    beam = ["--runner=DataflowRunner", "--project=sciga-test", "--region=us-central1",
-            "--temp_location=gs://sciga-flex/tmp", f"--sdk_container_image={WORKER_IMAGE}", "--no_auth", "--dry_run=True"]
+    params = [
+        f"--input={gs_sample_inputs['html']}",
+        f"--output={out}",
+        f"--metadata={gs_sample_inputs['meta']}",
+        f"--tex_input={gs_sample_inputs['tex']}",
+        "--html_from=ar5iv",
+        "--build_flags=--workers 1 --quiet",
+    ]
+    beam = [
+        "--runner=DataflowRunner",
+        "--project=sciga-test",
+        "--region=us-central1",
+        "--temp_location=gs://sciga-flex/tmp",
+        f"--sdk_container_image={WORKER_IMAGE}",
+        "--no_auth",
+        "--dry_run=True",
+    ]
     argv = params + beam
 
     def launch():
@@ -192,6 +247,7 @@ def test_a_build_the_job_finalizes_equals_one_the_launcher_finalizes(sample_buil
 
 
 # ------------------------------------------------------------------ the launcher image
+
 
 def test_the_launcher_image_agrees_with_setup_py_and_the_worker_image():
     text = (ROOT / "docker" / "flex-template.Dockerfile").read_text()

@@ -6,6 +6,7 @@
 * a gs:// build killed mid-way resumes from the results it had stored on gs://;
 * a missing bucket or no permission is one sentence, and no bucket is created by mistake.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,6 +63,7 @@ def assert_same_rows(a: str, b: str) -> None:
 
 # ------------------------------------------------------------------ gs:// -> gs://
 
+
 def test_gs_build_equals_the_local_build(gs_sample_build, local_sample_twin):
     papers = rows(gs_sample_build, "papers")
     assert [p["provenance"]["input_uri"].split("/sample/html/")[0] for p in papers] == ["gs://sciga-sample"] * 4
@@ -70,8 +72,9 @@ def test_gs_build_equals_the_local_build(gs_sample_build, local_sample_twin):
     assert_same_rows(gs_sample_build, str(local_sample_twin))
     fs = gcs()
     shards = sorted(p.split("/build/", 1)[1] for p in fs.glob("sciga-sample/build/data/*/*.parquet"))
-    assert shards == sorted(p.relative_to(local_sample_twin).as_posix()
-                            for p in local_sample_twin.glob("data/*/*.parquet"))
+    assert shards == sorted(
+        p.relative_to(local_sample_twin).as_posix() for p in local_sample_twin.glob("data/*/*.parquet")
+    )
     manifest = json.loads(fs.cat_file("sciga-sample/build/manifest.json"))
     twin = json.loads((local_sample_twin / "manifest.json").read_text())
     assert manifest["counts"] == twin["counts"] and manifest["reconciled"]
@@ -80,6 +83,7 @@ def test_gs_build_equals_the_local_build(gs_sample_build, local_sample_twin):
 
 
 # ------------------------------------------------------------------ fetch cache on gs://
+
 
 @pytest.mark.e2e  # `sciga build --ids` through fetch into gs://
 @pytest.mark.corpus
@@ -90,8 +94,24 @@ def test_fetch_cache_on_gcs(gcs_server, monkeypatch, tmp_path):
 
     gcs().mkdir("sciga-fetch")
     ids = ["1605.08386", "1707.08567", "0000.0000"]
-    args = ["build", "--ids", *ids, "--output", "gs://sciga-fetch/out", "--fetch-cache", "gs://sciga-fetch/cache",
-            "--rate-limit", "0.01", "--retry-backoff", "0.01", "--timeout", "5", "--workers", "1", "--quiet"]
+    args = [
+        "build",
+        "--ids",
+        *ids,
+        "--output",
+        "gs://sciga-fetch/out",
+        "--fetch-cache",
+        "gs://sciga-fetch/cache",
+        "--rate-limit",
+        "0.01",
+        "--retry-backoff",
+        "0.01",
+        "--timeout",
+        "5",
+        "--workers",
+        "1",
+        "--quiet",
+    ]
     with FaultServer() as s:
         s.add("/html/1605.08386", (CORPUS / "latexml" / "a1709.html").read_bytes())
         s.add("/e-print/1605.08386", (CORPUS / "tex" / "1709.07020" / "1709.07020v1.tar.gz").read_bytes())
@@ -113,6 +133,7 @@ def test_fetch_cache_on_gcs(gcs_server, monkeypatch, tmp_path):
 
 # ------------------------------------------------------------------ resume on gs://
 
+
 @pytest.mark.e2e
 def test_killed_gs_build_resumes_from_the_results_it_stored(gcs_server, tmp_path):
     from sciga.samples.scale_corpus import make_image_rich_corpus
@@ -122,11 +143,23 @@ def test_killed_gs_build_resumes_from_the_results_it_stored(gcs_server, tmp_path
     gcs().mkdir("sciga-resume")
     upload_tree(pages, "gs://sciga-resume/pages")
     out = "gs://sciga-resume/out"
-    cmd = [sys.executable, "-m", "sciga", "build", "--input", "gs://sciga-resume/pages", "--output", out,
-           "--workers", "1", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sciga",
+        "build",
+        "--input",
+        "gs://sciga-resume/pages",
+        "--output",
+        out,
+        "--workers",
+        "1",
+        "--quiet",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen(cmd, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    p = subprocess.Popen(
+        cmd, cwd=str(ROOT), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     stored = []
     deadline = time.time() + 300
     while time.time() < deadline and p.poll() is None:
@@ -153,25 +186,38 @@ def test_killed_gs_build_resumes_from_the_results_it_stored(gcs_server, tmp_path
 
 # ------------------------------------------------------------------ clear errors
 
+
 def test_missing_bucket_is_one_sentence_and_never_created(gcs_server, gs_sample_inputs, capsys):
     from sciga.pipelines.cli import main
 
     with pytest.raises(SystemExit) as e:
         main(["build", "--input", "gs://no-such-input-bucket/html", "--output", "gs://sciga-sample/never"])
     msg = str(e.value)
-    assert msg.startswith("sciga build: --input gs://no-such-input-bucket/html: the bucket gs://no-such-input-bucket "
-                          "does not exist") and "\n" not in msg
+    assert (
+        msg.startswith(
+            "sciga build: --input gs://no-such-input-bucket/html: the bucket gs://no-such-input-bucket does not exist"
+        )
+        and "\n" not in msg
+    )
     with pytest.raises(SystemExit) as e:
         main(["build", "--input", gs_sample_inputs["html"], "--output", "gs://no-such-output-bucket/build"])
-    assert "gs://no-such-output-bucket does not exist" in str(e.value) and "gcloud storage buckets create" in str(e.value)
+    assert "gs://no-such-output-bucket does not exist" in str(e.value) and "gcloud storage buckets create" in str(
+        e.value
+    )
     fs = gcs()
     assert not fs.exists("no-such-output-bucket"), "a typo in --output never creates a bucket"
-    for command in (["validate", "gs://no-such-bucket/build"], ["sql", "gs://no-such-bucket/build", "SELECT 1"],
-                    ["stats", "gs://no-such-bucket/build"], ["browse", "gs://no-such-bucket/build"]):
+    for command in (
+        ["validate", "gs://no-such-bucket/build"],
+        ["sql", "gs://no-such-bucket/build", "SELECT 1"],
+        ["stats", "gs://no-such-bucket/build"],
+        ["browse", "gs://no-such-bucket/build"],
+    ):
         assert main(command) == 2, command
         err = capsys.readouterr().err.strip()
-        assert err == (f"sciga {command[0]}: the bucket gs://no-such-bucket does not exist (or this account cannot see "
-                       "it); check the path, or create the bucket first (gcloud storage buckets create gs://no-such-bucket).")
+        assert err == (
+            f"sciga {command[0]}: the bucket gs://no-such-bucket does not exist (or this account cannot see "
+            "it); check the path, or create the bucket first (gcloud storage buckets create gs://no-such-bucket)."
+        )
     assert main(["evaluate", "random", "--data", "gs://no-such-bucket/build", "--results", "unused"]) == 2
     err = capsys.readouterr().err.strip()
     assert "gs://no-such-bucket does not exist" in err and len(err.splitlines()) == 1
@@ -194,10 +240,17 @@ class ForbiddenGcs:
                 n = int(self.headers.get("Content-Length") or 0)
                 if n:
                     self.rfile.read(n)
-                body = json.dumps({"error": {"code": 403, "message": f"{account} does not have storage.objects.list "
-                                             "access to the Google Cloud Storage bucket. Permission 'storage.objects.list' "
-                                             "denied on resource (or it may not exist).",
-                                             "errors": [{"reason": "forbidden"}]}}).encode()
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": 403,
+                            "message": f"{account} does not have storage.objects.list "
+                            "access to the Google Cloud Storage bucket. Permission 'storage.objects.list' "
+                            "denied on resource (or it may not exist).",
+                            "errors": [{"reason": "forbidden"}],
+                        }
+                    }
+                ).encode()
                 self.send_response(403)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -219,19 +272,32 @@ def test_no_permission_is_one_sentence_without_the_account(gcs_server, tmp_path)
     """fake-gcs-server has no IAM, so "no permission" comes from a server that answers 403
     the way GCS does; what the user sees is the same."""
     server = ForbiddenGcs()
-    env = dict(os.environ, STORAGE_EMULATOR_HOST=server.url,
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(
+        os.environ,
+        STORAGE_EMULATOR_HOST=server.url,
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
     try:
-        for command in (["validate", "gs://locked-bucket/build"],
-                        ["build", "--sample", "--output", "gs://locked-bucket/build", "--workers", "1"],
-                        ["sql", "gs://locked-bucket/build", "SELECT 1"]):
-            res = subprocess.run([sys.executable, "-m", "sciga", *command], cwd=str(ROOT), env=env, capture_output=True,
-                                 text=True, timeout=120)
+        for command in (
+            ["validate", "gs://locked-bucket/build"],
+            ["build", "--sample", "--output", "gs://locked-bucket/build", "--workers", "1"],
+            ["sql", "gs://locked-bucket/build", "SELECT 1"],
+        ):
+            res = subprocess.run(
+                [sys.executable, "-m", "sciga", *command],
+                cwd=str(ROOT),
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert res.returncode in (1, 2), (command, res.stderr[-2000:])
             lines = [x for x in res.stderr.splitlines() if x.strip()]
             assert lines and lines[-1].startswith(f"sciga {command[0]}: "), res.stderr[-2000:]
             assert "no permission to use gs://locked-bucket" in lines[-1] and "roles/storage.object" in lines[-1]
             assert "Traceback" not in res.stderr
-            assert ForbiddenGcs.ACCOUNT not in res.stderr + res.stdout and FAKE_ACCESS_TOKEN not in res.stderr + res.stdout
+            assert (
+                ForbiddenGcs.ACCOUNT not in res.stderr + res.stdout and FAKE_ACCESS_TOKEN not in res.stderr + res.stdout
+            )
     finally:
         server.stop()

@@ -5,6 +5,7 @@ filesystem (no extension download), the user's credentials are used and never pr
 validate, sql, stats, browse and publish run on the gs:// sample build; train and evaluate
 on a tiny training build uploaded to gs://. Results equal those of the same build on disk.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,14 @@ def test_validate_reads_the_build_where_it_lies(gs_sample_build, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ, HOME=str(home), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    res = subprocess.run([sys.executable, "-m", "sciga", "validate", gs_sample_build, "--image-workers", "2"],
-                         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "sciga", "validate", gs_sample_build, "--image-workers", "2"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "Quality gate PASSED" in res.stdout and "expectations met on gs://sciga-sample/build" in res.stdout
     assert not (home / ".duckdb").exists(), "no DuckDB extension was downloaded or installed"
@@ -64,12 +71,22 @@ def test_stats_written_beside_the_build(gs_sample_build, local_sample_twin, tmp_
     assert main(["stats", gs_sample_build]) == 0
     printed = capsys.readouterr().out
     files = gs_files(f"{gs_sample_build}/stats")
-    assert files == ["by_category.png", "distributions.csv", "ga_types.csv", "ga_types.png", "ga_types_by_category.csv",
-                     "per_category.csv", "stats.md"]
+    assert files == [
+        "by_category.png",
+        "distributions.csv",
+        "ga_types.csv",
+        "ga_types.png",
+        "ga_types_by_category.csv",
+        "per_category.csv",
+        "stats.md",
+    ]
     assert gcs().cat_file("sciga-sample/build/stats/ga_types.png")[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["stats", str(local_sample_twin), "--output", str(tmp_path / "s"), "--no-plots"]) == 0
     assert capsys.readouterr().out.split("written:")[0] == printed.split("written:")[0]
-    assert gcs().cat_file("sciga-sample/build/stats/per_category.csv") == (tmp_path / "s" / "per_category.csv").read_bytes()
+    assert (
+        gcs().cat_file("sciga-sample/build/stats/per_category.csv")
+        == (tmp_path / "s" / "per_category.csv").read_bytes()
+    )
 
 
 def test_browse_writes_the_site_on_gs(gs_sample_build, capsys):
@@ -94,8 +111,20 @@ def test_publish_from_gs(gs_sample_build, monkeypatch, tmp_path, capsys, caplog)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
     monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
     try:
-        rc = main(["publish", gs_sample_build, "--repo-id", "sciga-org/from-gcs", "--version", "v1.0.0",
-                   "--endpoint", hub.url, "--image-workers", "1"])
+        rc = main(
+            [
+                "publish",
+                gs_sample_build,
+                "--repo-id",
+                "sciga-org/from-gcs",
+                "--version",
+                "v1.0.0",
+                "--endpoint",
+                hub.url,
+                "--image-workers",
+                "1",
+            ]
+        )
         out = capsys.readouterr()
         assert rc == 0, out.err[-3000:]
         assert "sciga publish sciga-org/from-gcs v1.0.0: published" in out.out
@@ -123,8 +152,21 @@ def gs_training_build(gcs_server, tmp_path_factory):
 
 def test_evaluate_on_gs_equals_evaluate_on_disk(gs_training_build, tmp_path):
     for where in ("local", "gs"):
-        assert main(["evaluate", "abs2cap", "--data", gs_training_build[where], "--results", str(tmp_path / where),
-                     "--seed", "3"]) == 0
+        assert (
+            main(
+                [
+                    "evaluate",
+                    "abs2cap",
+                    "--data",
+                    gs_training_build[where],
+                    "--results",
+                    str(tmp_path / where),
+                    "--seed",
+                    "3",
+                ]
+            )
+            == 0
+        )
     on_disk = json.loads((tmp_path / "local" / "results.json").read_text())
     on_gs = json.loads((tmp_path / "gs" / "results.json").read_text())
     (row,) = on_gs["intra"]
@@ -134,11 +176,38 @@ def test_evaluate_on_gs_equals_evaluate_on_disk(gs_training_build, tmp_path):
 
 @pytest.mark.e2e
 def test_train_then_evaluate_on_gs(gs_training_build, tmp_path):
-    tiny = ["--image-size", "32", "--epochs", "1", "--batch-size", "6", "--figures-per-paper", "3", "--check-batches", "1",
-            "--seed", "3"]
+    tiny = [
+        "--image-size",
+        "32",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "6",
+        "--figures-per-paper",
+        "3",
+        "--check-batches",
+        "1",
+        "--seed",
+        "3",
+    ]
     model = tmp_path / "model"
     assert main(["train", "abs2fig-cap", "--data", gs_training_build["gs"], "--output", str(model), *tiny]) == 0
     card = json.loads(next(model.glob("*.json")).read_text())
     assert card["data"] == "gs://sciga-train/build"
-    assert main(["evaluate", "abs2fig-cap", "--model", str(model), "--data", gs_training_build["gs"],
-                 "--results", str(tmp_path / "res"), "--seed", "3"]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "abs2fig-cap",
+                "--model",
+                str(model),
+                "--data",
+                gs_training_build["gs"],
+                "--results",
+                str(tmp_path / "res"),
+                "--seed",
+                "3",
+            ]
+        )
+        == 0
+    )

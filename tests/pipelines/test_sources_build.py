@@ -2,6 +2,7 @@
 bad e-prints become dead letters, figure-level problems stay on the figure row, ar5iv
 dumps are read in place, --tex-input recovers figures, and `sciga build --ids` fetches
 inside the pipeline from a real HTTP server on 127.0.0.1."""
+
 from __future__ import annotations
 
 import glob
@@ -44,8 +45,10 @@ def _eps_paper(tmp: Path) -> None:
 <figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure 1: </span>A plot drawn in PostScript by hand.</figcaption>
 </figure></section></article></body></html>"""
     (tmp / "2401.00005.html").write_bytes(html)
-    tex = (b"\\documentclass{article}\\begin{document}\\begin{figure}\\includegraphics{plot.eps}"
-           b"\\caption{A plot drawn in PostScript by hand.}\\end{figure}\\end{document}")
+    tex = (
+        b"\\documentclass{article}\\begin{document}\\begin{figure}\\includegraphics{plot.eps}"
+        b"\\caption{A plot drawn in PostScript by hand.}\\end{figure}\\end{document}"
+    )
     (tmp / "2401.00005.src.tar.gz").write_bytes(tar_gz_of({"main.tex": tex, "plot.eps": BAD_EPS}))
 
 
@@ -65,8 +68,14 @@ def local_build(tmp_path_factory):
     (pages / "2401.00004.src.gz").write_bytes(b"\x1f\x8b\x08\x00" + b"\x00garbage" * 20)
     # A figure referenced by the TeX but absent from the e-print, and one that gs rejects.
     (pages / "2401.00006.html").write_bytes(eml)
-    (pages / "2401.00006.src.tar.gz").write_bytes(tar_gz_of({"EML.tex": (CORPUS / "tex" / "2603.21852" / "EML.tex").read_bytes(),
-                                                            "Fig2_trees.pdf": (CORPUS / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes()}))
+    (pages / "2401.00006.src.tar.gz").write_bytes(
+        tar_gz_of(
+            {
+                "EML.tex": (CORPUS / "tex" / "2603.21852" / "EML.tex").read_bytes(),
+                "Fig2_trees.pdf": (CORPUS / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes(),
+            }
+        )
+    )
     _eps_paper(pages)
     # An ar5iv dump with a real page (figures from --tex-input) and a failed conversion.
     dump = base / "ar5iv-2017-09.zip"
@@ -102,7 +111,9 @@ def test_bad_eprints_are_dead_letters_with_clear_reasons(local_build):
     assert (d4["stage"], d4["error_type"]) == ("tex_source", "corrupt_source") and "refetch" in d4["message"]
     assert d4["input_uri"].endswith("2401.00004.html")
     d9 = dead["1709.99999"]
-    assert (d9["stage"], d9["error_type"], d9["scope"]) == ("read", "conversion_failed", "input"), "a failed conversion is not a paper"
+    assert (d9["stage"], d9["error_type"], d9["scope"]) == ("read", "conversion_failed", "input"), (
+        "a failed conversion is not a paper"
+    )
     assert "conversion failed" in d9["message"]
 
 
@@ -154,20 +165,58 @@ def test_build_ids_fetches_inside_the_pipeline(tmp_path, monkeypatch):
         for k, v in s.env().items():
             monkeypatch.setenv(k, v)
         out = tmp_path / "out"
-        rc = main(["build", "--ids", "1605.08386", "1707.08567", "astro-ph/0601001", "0000.0000", "abc",
-                   "--output", str(out), "--rate-limit", "0.01", "--retry-backoff", "0.01", "--timeout", "2"])
+        rc = main(
+            [
+                "build",
+                "--ids",
+                "1605.08386",
+                "1707.08567",
+                "astro-ph/0601001",
+                "0000.0000",
+                "abc",
+                "--output",
+                str(out),
+                "--rate-limit",
+                "0.01",
+                "--retry-backoff",
+                "0.01",
+                "--timeout",
+                "2",
+            ]
+        )
         assert rc == 0
         n_requests = len(s.log)
         # A rerun finds everything in the fetch store: no request at all.
-        assert main(["build", "--ids", "1605.08386", "1707.08567", "astro-ph/0601001", "0000.0000", "abc",
-                     "--output", str(out), "--rate-limit", "0.01", "--retry-backoff", "0.01"]) == 0
+        assert (
+            main(
+                [
+                    "build",
+                    "--ids",
+                    "1605.08386",
+                    "1707.08567",
+                    "astro-ph/0601001",
+                    "0000.0000",
+                    "abc",
+                    "--output",
+                    str(out),
+                    "--rate-limit",
+                    "0.01",
+                    "--retry-backoff",
+                    "0.01",
+                ]
+            )
+            == 0
+        )
         fresh = s.log[n_requests:]
     papers = {p["id"]: p for p in rows(out, "papers")}
     assert set(papers) == {"1605.08386", "1707.08567"}
     assert papers["1605.08386"]["title"] == "Heat-bath random walks with Markov bases"
     dead = {d["paper_id"]: d for d in rows(out, "dead_letter")}
     assert set(dead) == {"astro-ph/0601001", "0000.0000", "abc"}
-    assert (dead["astro-ph/0601001"]["stage"], dead["astro-ph/0601001"]["error_type"]) == ("fetch_html", "conversion_failed")
+    assert (dead["astro-ph/0601001"]["stage"], dead["astro-ph/0601001"]["error_type"]) == (
+        "fetch_html",
+        "conversion_failed",
+    )
     assert (dead["0000.0000"]["stage"], dead["0000.0000"]["error_type"]) == ("metadata", "unknown_id")
     assert dead["abc"]["error_type"] == "bad_id"
     fig = {r["id"]: r for r in rows(out, "figures")}["1605.08386_F1"]

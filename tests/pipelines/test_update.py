@@ -6,6 +6,7 @@ Version 1 is built and published from a first harvest; the harvest server then s
 and updated records (and the HTML server a new page for the new version); `sciga update`
 publishes version 2 whose card lists exactly the added and changed papers; a second run
 publishes nothing. A run killed with SIGKILL mid-way is resumed by running it again."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,14 @@ def corpus() -> list:
     (both outside the definition)."""
     out = []
     for i in range(6):
-        out.append(make_paper(i, first=datetime(2025, 2 + i, 3, 9, 0, tzinfo=timezone.utc), categories="cs.CV cs.LG",
-                              month_seq=100 + i))
+        out.append(
+            make_paper(
+                i,
+                first=datetime(2025, 2 + i, 3, 9, 0, tzinfo=timezone.utc),
+                categories="cs.CV cs.LG",
+                month_seq=100 + i,
+            )
+        )
     out.append(make_paper(6, first=datetime(2025, 3, 9, tzinfo=timezone.utc), categories="math.OC", month_seq=200))
     out.append(make_paper(7, first=datetime(2024, 6, 1, tzinfo=timezone.utc), categories="cs.CL", month_seq=300))
     for p in out:  # one version each: the update below adds the second
@@ -61,8 +68,9 @@ class World:
     def __enter__(self):
         self.oai = OaiServer(self.store, page_size=3).__enter__()
         self.web = FaultServer().start()
-        self.web.default_html = lambda pid: Route(self.pages[pid], 200, {"Content-Type": "text/html"}) \
-            if pid in self.pages else None
+        self.web.default_html = lambda pid: (
+            Route(self.pages[pid], 200, {"Content-Type": "text/html"}) if pid in self.pages else None
+        )
         self.hub = FakeHub(TOKEN).start()
         return self
 
@@ -75,26 +83,90 @@ class World:
         # Without HF_* / TRANSFORMERS_* of this process (training code sets TRANSFORMERS_OFFLINE,
         # which huggingface_hub reads as offline mode) and SCIGA_* endpoints.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SCIGA_", "TRANSFORMERS_"))}
-        env.update(PYTHONPATH=str(ROOT), HF_TOKEN=TOKEN, HF_HOME=str(self.tmp / "hf_home"), HF_HUB_DISABLE_XET="1",
-                   HF_HUB_DISABLE_TELEMETRY="1")
+        env.update(
+            PYTHONPATH=str(ROOT),
+            HF_TOKEN=TOKEN,
+            HF_HOME=str(self.tmp / "hf_home"),
+            HF_HUB_DISABLE_XET="1",
+            HF_HUB_DISABLE_TELEMETRY="1",
+        )
         return env
 
     def first_run_args(self) -> list[str]:
-        return ["--cache", str(self.cache), "--category", "cs", "--from", "2025-01-01", "--oai-url", self.oai.url,
-                "--html-base-url", self.web.html_base, "--arxiv-api-url", self.web.api_url,
-                "--eprint-base-url", self.web.eprint_base, "--rate-limit", "0", "--parts", "meta,html",
-                "--repo-id", REPO, "--endpoint", self.hub.url, "--no-tex", "--workers", "1"]
+        return [
+            "--cache",
+            str(self.cache),
+            "--category",
+            "cs",
+            "--from",
+            "2025-01-01",
+            "--oai-url",
+            self.oai.url,
+            "--html-base-url",
+            self.web.html_base,
+            "--arxiv-api-url",
+            self.web.api_url,
+            "--eprint-base-url",
+            self.web.eprint_base,
+            "--rate-limit",
+            "0",
+            "--parts",
+            "meta,html",
+            "--repo-id",
+            REPO,
+            "--endpoint",
+            self.hub.url,
+            "--no-tex",
+            "--workers",
+            "1",
+        ]
 
     def update(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "sciga", "update", str(self.out), *args,
-                               "--endpoint", self.hub.url, "--no-progress", "--image-check", "header",
-                               "--retry-backoff", "0.01", *NO_IMAGES_GATE],
-                              cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "sciga",
+                "update",
+                str(self.out),
+                *args,
+                "--endpoint",
+                self.hub.url,
+                "--no-progress",
+                "--image-check",
+                "header",
+                "--retry-backoff",
+                "0.01",
+                *NO_IMAGES_GATE,
+            ],
+            cwd=ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def popen(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "sciga", "update", str(self.out), *args, "--endpoint", self.hub.url,
-                                 "--no-progress", "--image-check", "header", *NO_IMAGES_GATE],
-                                cwd=ROOT, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sciga",
+                "update",
+                str(self.out),
+                *args,
+                "--endpoint",
+                self.hub.url,
+                "--no-progress",
+                "--image-check",
+                "header",
+                *NO_IMAGES_GATE,
+            ],
+            cwd=ROOT,
+            env=self.env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
 
     def revise(self) -> dict:
         """What arXiv's harvest serves a month later: two new cs papers (one in a new
@@ -117,8 +189,16 @@ class World:
         math.versions.append(("v2", today))
         math.datestamp = day
         self.store.put(math)
-        new = [make_paper(40 + k, first=datetime(2026, 9, 1 + k, tzinfo=timezone.utc), categories=cat, datestamp=day,
-                          month_seq=500 + k) for k, cat in enumerate(("cs.CL", "cs.RO stat.ML"))]
+        new = [
+            make_paper(
+                40 + k,
+                first=datetime(2026, 9, 1 + k, tzinfo=timezone.utc),
+                categories=cat,
+                datestamp=day,
+                month_seq=500 + k,
+            )
+            for k, cat in enumerate(("cs.CL", "cs.RO stat.ML"))
+        ]
         for k, p in enumerate(new):
             p.versions = p.versions[:1]
             self.papers.append(p)
@@ -128,7 +208,7 @@ class World:
 
 
 def card_section(card: str) -> str:
-    return card[card.index("## Changes in this version"):card.index("## Configs")]
+    return card[card.index("## Changes in this version") : card.index("## Configs")]
 
 
 @pytest.mark.e2e
@@ -140,7 +220,9 @@ def test_update_publishes_v1_then_exactly_what_changed_then_nothing(tmp_path):
         assert "v1.0.0: published" in r.stdout and "the first version" in r.stdout, r.stdout
         definition = json.loads((w.out / "corpus.json").read_text())
         assert definition["selection"] == {"categories": ["cs"], "from": "2025-01-01", "until": None, "venues": []}
-        assert definition["build"]["args"] == ["--no-tex", "--workers", "1"] and definition["publish"]["repo_id"] == REPO
+        assert (
+            definition["build"]["args"] == ["--no-tex", "--workers", "1"] and definition["publish"]["repo_id"] == REPO
+        )
         v1 = w.hub.files_at(REPO, "v1.0.0")
         in_corpus = sorted(p.id for p in w.papers if p.categories.startswith("cs") and p.versions[0][1].year == 2025)
         import pyarrow.parquet as pq
@@ -154,7 +236,9 @@ def test_update_publishes_v1_then_exactly_what_changed_then_nothing(tmp_path):
         writes = len(w.hub.writes())
         r = w.update("--dry-run")
         assert r.returncode == 0, r.stdout + r.stderr[-4000:]
-        assert "v1.0.1: dry run" in r.stdout and "since v1.0.0: 2 papers added, 0 removed, 2 changed" in r.stdout, r.stdout
+        assert "v1.0.1: dry run" in r.stdout and "since v1.0.0: 2 papers added, 0 removed, 2 changed" in r.stdout, (
+            r.stdout
+        )
         assert "2 new to the build, 1 with a new version" in r.stdout, r.stdout
         assert len(w.hub.writes()) == writes and "v1.0.1" not in w.hub.repos[("dataset", REPO)].tags
         fetched = sorted(e["path"] for e in w.web.requests_for("/html/"))
@@ -240,7 +324,10 @@ def test_first_run_mistakes_are_one_sentence(tmp_path):
         ([], "has no corpus definition yet"),
         (["--cache", str(tmp_path / "c"), "--category", "cs", "--from", "2025-13-01"], "--from"),
         (["--cache", str(tmp_path / "c"), "--category", "cs", "--repo-id", "not a repo"], "--repo-id"),
-        (["--cache", str(tmp_path / "c"), "--category", "cs", "--input", "x"], "--input is not a flag of `sciga update`"),
+        (
+            ["--cache", str(tmp_path / "c"), "--category", "cs", "--input", "x"],
+            "--input is not a flag of `sciga update`",
+        ),
         (["--cache", "gs://bucket/cache", "--category", "cs"], "must be a local folder"),
         # build flags pass through `sciga update` to the build: a misspelled one is still caught,
         # and a bad value of a real one is refused before anything runs
@@ -250,15 +337,28 @@ def test_first_run_mistakes_are_one_sentence(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_"))}
     env.update(PYTHONPATH=str(ROOT), HF_HOME=str(tmp_path / "hf"))
     for args, needle in cases:
-        r = subprocess.run([sys.executable, "-m", "sciga", "update", str(out), *args, "--dry-run"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "sciga", "update", str(out), *args, "--dry-run"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         err = r.stderr.strip()
         assert err.startswith("sciga update: ") and needle in err and "\n" not in err, (args, err)
     # A saved definition is not silently changed by other flags.
     (out).mkdir()
-    (out / "corpus.json").write_text(json.dumps({
-        "definition_version": 1, "cache": str(tmp_path / "c"), "selection": {"categories": ["cs"]}}))
-    r = subprocess.run([sys.executable, "-m", "sciga", "update", str(out), "--category", "math", "--dry-run"], cwd=ROOT,
-                       env=env, capture_output=True, text=True, timeout=120)
+    (out / "corpus.json").write_text(
+        json.dumps({"definition_version": 1, "cache": str(tmp_path / "c"), "selection": {"categories": ["cs"]}})
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "sciga", "update", str(out), "--category", "math", "--dry-run"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "already defines the corpus" in r.stderr and "--category" in r.stderr, r.stderr

@@ -6,6 +6,7 @@ tests keep the hand-written sources they read complete: every column has a descr
 (schemas/dead_letters.py), every command and flag is in the CLI reference, and
 ``mkdocs build --strict`` passes (a broken link, anchor or stale path fails it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -41,14 +42,19 @@ def _fenced_blocks(markdown: str) -> list[tuple[str, str]]:
 
 # ------------------------------------------------------------------ the README
 
+
 def test_readme_two_commands_are_unchanged():
     section = README.split("## Two commands", 1)[1].split("\n## ", 1)[0]
-    assert _fenced_blocks(section)[0] == ("bash", (
-        "# 1. set up (system tools + .venv with the project) and run the main job on the embedded sample\n"
-        "bash scripts/setup.sh && source .venv/bin/activate && sciga build --sample --output out/sample\n"
-        "\n"
-        "# 2. run the tests (what CI runs, in the activated .venv; CI also runs `bash scripts/lint.sh`)\n"
-        "python -m pytest -q\n"))
+    assert _fenced_blocks(section)[0] == (
+        "bash",
+        (
+            "# 1. set up (system tools + .venv with the project) and run the main job on the embedded sample\n"
+            "bash scripts/setup.sh && source .venv/bin/activate && sciga build --sample --output out/sample\n"
+            "\n"
+            "# 2. run the tests (what CI runs, in the activated .venv; CI also runs `bash scripts/lint.sh`)\n"
+            "python -m pytest -q\n"
+        ),
+    )
 
 
 def test_readme_sidecar_is_the_real_sample_file():
@@ -73,19 +79,27 @@ def test_readme_quickstart_layout_builds_with_images_and_sidecar(tmp_path):
     shutil.copytree(SAMPLES / "html" / "2511.99001", page_dir)
     shutil.copy(SAMPLES / "meta" / "2511.99001.meta.json", page_dir / "2511.99001.meta.json")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "sciga", "build", "--input", "my-pages/", "--output", "out/mine",
-                           "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "sciga", "build", "--input", "my-pages/", "--output", "out/mine", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out" / "mine"
     con = duckdb.connect()
     title, venue = con.execute(f"SELECT title, conference.venue FROM '{out}/data/papers/*.parquet'").fetchone()
     assert title.startswith("Glimpse") and venue == "CVPR"  # from the sidecar (its comment names the venue)
-    rows = con.execute(f"SELECT image.path, image.bytes IS NOT NULL FROM '{out}/data/figures/*.parquet' "
-                      "WHERE image.path IS NOT NULL").fetchall()
+    rows = con.execute(
+        f"SELECT image.path, image.bytes IS NOT NULL FROM '{out}/data/figures/*.parquet' WHERE image.path IS NOT NULL"
+    ).fetchall()
     assert rows and all(embedded for _, embedded in rows), rows  # every image found relative to the page
 
 
 # ------------------------------------------------------------------ the data reference
+
 
 def _all_paths():
     from sciga.schemas.arrow import SCHEMAS
@@ -101,8 +115,12 @@ def test_every_column_has_a_description():
     from sciga.schemas.column_docs import COLUMNS, SHARED_FIELDS
 
     described = {**COLUMNS, **SHARED_FIELDS}
-    missing = [f"{config}.{path}" for config, paths in _all_paths().items() for path in paths
-               if not described.get(config, {}).get(path, "").strip()]
+    missing = [
+        f"{config}.{path}"
+        for config, paths in _all_paths().items()
+        for path in paths
+        if not described.get(config, {}).get(path, "").strip()
+    ]
     assert not missing, f"add descriptions to schemas/column_docs.py for: {', '.join(missing)}"
 
 
@@ -110,8 +128,12 @@ def test_no_description_names_a_missing_column():
     from sciga.schemas.column_docs import COLUMNS, SHARED_FIELDS
 
     paths = _all_paths()
-    stale = [f"{config}.{key}" for config, keys in {**COLUMNS, **SHARED_FIELDS}.items() for key in keys
-             if key and key not in paths.get(config, [])]
+    stale = [
+        f"{config}.{key}"
+        for config, keys in {**COLUMNS, **SHARED_FIELDS}.items()
+        for key in keys
+        if key and key not in paths.get(config, [])
+    ]
     assert not stale, f"schemas/column_docs.py describes columns the schemas do not have: {', '.join(stale)}"
 
 
@@ -190,8 +212,12 @@ def _emitted_error_types(root, package_dirs) -> dict[str, set]:
                 if key in names:
                     position[node.name] = names.index(key)
                 for b in node.body:
-                    if isinstance(b, ast.Assign) and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str) \
-                            and any(isinstance(t, ast.Name) and t.id == "kind" for t in b.targets):
+                    if (
+                        isinstance(b, ast.Assign)
+                        and isinstance(b.value, ast.Constant)
+                        and isinstance(b.value.value, str)
+                        and any(isinstance(t, ast.Name) and t.id == "kind" for t in b.targets)
+                    ):
                         kind_classes[node.name] = b.value.value
             elif isinstance(node, ast.FunctionDef) and not node.name.startswith("__"):
                 # (an ``__init__`` is its class's, above: ``super().__init__(errno, message)`` of an
@@ -204,8 +230,13 @@ def _emitted_error_types(root, package_dirs) -> dict[str, set]:
     found: dict[str, set] = defaultdict(set)
     for path, tree in trees.items():
         where = path.relative_to(root).as_posix()
-        constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                     and isinstance(n.value, ast.Constant) for t in n.targets if isinstance(t, ast.Name)}
+        constants = {
+            t.id: n.value.value
+            for n in tree.body
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
         caught: dict[int, list[str]] = {}  # id of an ``e.kind`` node -> the classes ``except ... as e`` catches
         for handler in ast.walk(tree):
             if isinstance(handler, ast.ExceptHandler) and handler.name and handler.type is not None:
@@ -233,7 +264,9 @@ def _emitted_error_types(root, package_dirs) -> dict[str, set]:
                         found[v].add((stage_of(kw["stage"]) if "stage" in kw else None, f"{where}:{node.lineno}"))
                 elif name in position:
                     i = position[name]
-                    arg = node.args[i] if len(node.args) > i else kw.get("kind" if name == "FetchError" else "error_type")
+                    arg = (
+                        node.args[i] if len(node.args) > i else kw.get("kind" if name == "FetchError" else "error_type")
+                    )
                     stage = None
                     if name == "StageError" and node.args:
                         stage = stage_of(node.args[0])
@@ -271,14 +304,20 @@ def _registered() -> dict[str, set]:
 def test_every_emitted_error_type_is_documented():
     registered = _registered()
     missing = {t: sorted(w for _, w in sites) for t, sites in emitted_error_types().items() if t not in registered}
-    assert not missing, ("these error types are emitted but have no entry in schemas/dead_letters.py (what it means, "
-                         f"what to do): {missing}")
+    assert not missing, (
+        "these error types are emitted but have no entry in schemas/dead_letters.py (what it means, "
+        f"what to do): {missing}"
+    )
 
 
 def test_documented_stages_match_the_code():
     registered = _registered()
-    wrong = {(stage, t): w for t, sites in emitted_error_types().items() for stage, w in sites
-             if stage and t in registered and stage not in registered[t]}
+    wrong = {
+        (stage, t): w
+        for t, sites in emitted_error_types().items()
+        for stage, w in sites
+        if stage and t in registered and stage not in registered[t]
+    }
     assert not wrong, f"schemas/dead_letters.py lacks these (stage, error type) pairs the code emits: {wrong}"
 
 
@@ -296,9 +335,16 @@ def _module_constants() -> dict[str, dict[str, str]]:
         for path in (ROOT / d).rglob("*.py"):
             module = "sciga." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
             trees[module.removesuffix(".__init__")] = ast.parse(path.read_text(encoding="utf-8"))
-    consts = {m: {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
-                  and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name)}
-              for m, tree in trees.items()}
+    consts = {
+        m: {
+            t.id: n.value.value
+            for n in tree.body
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        for m, tree in trees.items()
+    }
     for m, tree in trees.items():
         for n in tree.body:
             if isinstance(n, ast.ImportFrom) and n.module in consts:
@@ -321,9 +367,15 @@ def test_internal_errors_are_documented_for_every_per_paper_stage():
         for node in ast.walk(constants["__tree__"]):
             if isinstance(node, ast.ClassDef) and node.name != "PaperStageFn":
                 for b in node.body:
-                    if isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STAGE" for t in b.targets):
+                    if isinstance(b, ast.Assign) and any(
+                        isinstance(t, ast.Name) and t.id == "STAGE" for t in b.targets
+                    ):
                         stages.add(value(b.value, constants))
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dead_letter_from" and len(node.args) > 1:
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", None) == "dead_letter_from"
+                and len(node.args) > 1
+            ):
                 arg = node.args[1]
                 if not (isinstance(arg, ast.Name) and arg.id.islower()):  # a parameter passed through (mark_dead)
                     stages.add(value(arg, constants))
@@ -346,18 +398,23 @@ def test_the_scan_finds_a_new_error_type(tmp_path, monkeypatch):
     """The completeness test above would fail for a reason added without docs."""
     pkg = tmp_path / "transforms"
     pkg.mkdir()
-    (pkg / "new_stage.py").write_text('STAGE = "new"\n\ndef f():\n    raise StageError(STAGE, "brand_new_reason", "x")\n')
-    (pkg / "errors.py").write_text("class StageError(Exception):\n    def __init__(self, stage, error_type, message):\n"
-                                   "        pass\nclass ParseError(StageError):\n    def __init__(self, error_type, m):\n"
-                                   "        pass\nclass FetchError(Exception):\n    def __init__(self, kind, m):\n"
-                                   "        pass\nclass ArxivApiError(Exception):\n    def __init__(self, error_type, m):\n"
-                                   "        pass\n")
+    (pkg / "new_stage.py").write_text(
+        'STAGE = "new"\n\ndef f():\n    raise StageError(STAGE, "brand_new_reason", "x")\n'
+    )
+    (pkg / "errors.py").write_text(
+        "class StageError(Exception):\n    def __init__(self, stage, error_type, message):\n"
+        "        pass\nclass ParseError(StageError):\n    def __init__(self, error_type, m):\n"
+        "        pass\nclass FetchError(Exception):\n    def __init__(self, kind, m):\n"
+        "        pass\nclass ArxivApiError(Exception):\n    def __init__(self, error_type, m):\n"
+        "        pass\n"
+    )
     (pkg / "refusals.py").write_text(
         'class Linked(OSError):\n    kind = "linked_out"\n\n    def __init__(self, path):\n'
         '        super().__init__(13, f"{path} links out")\n\n'
         'class Piped(OSError):\n    kind = "piped"\n\n'
         'def g(path):\n    raise StageError("read", Linked.kind, "x")\n\n'
-        'def h(path):\n    try:\n        pass\n    except (Piped,) as e:\n        raise StageError("read", e.kind, "x")\n')
+        'def h(path):\n    try:\n        pass\n    except (Piped,) as e:\n        raise StageError("read", e.kind, "x")\n'
+    )
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE_DIRS", ("transforms",))
     found = emitted_error_types()
@@ -369,6 +426,7 @@ def test_the_scan_finds_a_new_error_type(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ the CLI reference
+
 
 def _all_parsers(parser):
     yield parser
@@ -413,8 +471,10 @@ def test_a_new_command_appears_in_the_reference_by_itself(monkeypatch):
 
     assert "peek" not in docs_gen.command_names()  # a command no change has added (yet)
     module = types.ModuleType("fake_peek")
-    module.add_arguments = lambda p: (p.add_argument("id", metavar="ID", help="the paper to peek at"),
-                                      p.add_argument("--build", metavar="OUT", help="the build folder"))
+    module.add_arguments = lambda p: (
+        p.add_argument("id", metavar="ID", help="the paper to peek at"),
+        p.add_argument("--build", metavar="OUT", help="the build folder"),
+    )
     module.run = lambda args, rest: 0
     monkeypatch.setitem(sys.modules, "fake_peek", module)
     monkeypatch.setattr(cli, "COMMANDS", cli.COMMANDS + (cli.Command("peek", "fake_peek", "a glance at one paper"),))
@@ -435,6 +495,7 @@ def test_cli_page_has_a_section_per_command():
 
 # ------------------------------------------------------------------ numbers and paths
 
+
 def test_gate_expectation_counts_are_generated():
     """No page states the gate's number of expectations by hand (the README once said 45 when
     it was 47): they come from <!-- sciga:gate count -->."""
@@ -443,8 +504,12 @@ def test_gate_expectation_counts_are_generated():
     n = sum(len(t.expectations(docs_gen.gate_defaults())) for t in flat_tables())
     assert docs_gen.gate_reference("count") == str(n)
     texts = [README] + [p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md")]
-    literal = [m.group(0) for text in texts for m in re.finditer(r"\b\d+ (?:of \d+ )?(?:Great Expectations )?expectations", text)
-               if "when this was measured" not in text[max(0, m.start() - 60):m.end() + 40]]
+    literal = [
+        m.group(0)
+        for text in texts
+        for m in re.finditer(r"\b\d+ (?:of \d+ )?(?:Great Expectations )?expectations", text)
+        if "when this was measured" not in text[max(0, m.start() - 60) : m.end() + 40]
+    ]
     assert not literal, literal
 
 
@@ -492,16 +557,24 @@ def test_code_map_covers_every_package_and_module_with_its_docstring():
 
 # ------------------------------------------------------------------ the site
 
+
 @pytest.mark.e2e
 def test_mkdocs_strict_build(tmp_path):
     """The site builds with --strict: no broken link or anchor, no page left out of the nav,
     no stale generated part or repository path (scripts/docs_hooks.py warns, strict fails)."""
     # mkdocs comes with the `docs` extra (in `all`): fail, saying so, rather than skip without it
-    assert importlib.util.find_spec("mkdocs") and importlib.util.find_spec("material"), \
+    assert importlib.util.find_spec("mkdocs") and importlib.util.find_spec("material"), (
         'mkdocs / mkdocs-material are not installed: pip install ".[docs]" (scripts/setup.sh installs every extra)'
+    )
     site = tmp_path / "site"
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NO_MKDOCS_2_WARNING="1"),
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "Quickstart on your own pages" in home and "2511.99001.meta.json" in home

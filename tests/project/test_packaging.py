@@ -1,5 +1,6 @@
 """Installing from a clean checkout: the wheel builds without a single packaging warning from
 our setup.py, and it holds every tracked file of the folders it ships (code and data)."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,12 @@ SHIPPED = ("pipelines", "transforms", "schemas", "quality", "training", "explore
 
 def _tracked() -> list[str]:
     """What a clean checkout holds: tracked files plus new files git does not ignore."""
-    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
     return sorted(p for p in out.decode().split("\0") if p)
 
 
@@ -33,8 +38,7 @@ def _checkout_links() -> list[str]:
 def test_the_top_level_folders_are_committed_links_into_the_package():
     links = {p: os.readlink(ROOT / p) for p in _checkout_links()}
     assert links == {d: f"sciga/{d}" for d in SHIPPED if d != "sciga"}
-    assert all((ROOT / "sciga" / d / "__init__.py").is_file() and not (ROOT / "sciga" / d).is_symlink()
-               for d in links)
+    assert all((ROOT / "sciga" / d / "__init__.py").is_file() and not (ROOT / "sciga" / d).is_symlink() for d in links)
 
 
 @pytest.mark.e2e  # builds the wheel in a subprocess
@@ -47,8 +51,14 @@ def test_wheel_builds_without_warnings_and_ships_every_data_file(tmp_path):
     for rel in _checkout_links():
         os.symlink(os.readlink(ROOT / rel), src / rel)
     env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1", PYTHONWARNINGS="default")
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", ".", "-w",
-                          str(tmp_path / "wheel")], cwd=src, env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", ".", "-w", str(tmp_path / "wheel")],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-3000:]
     warnings = [line for line in out.splitlines() if "warning" in line.lower()]

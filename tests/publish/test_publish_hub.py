@@ -3,6 +3,7 @@ real huggingface_hub client: one commit per publish plus a version tag, the card
 file list, idempotent re-publish, resumption after a failed commit, a refused failing build,
 and a token that never reaches logs or output. Loading the result back: `datasets` from the
 build folder and from the loopback Hub, DuckDB over hf:// paths."""
+
 from __future__ import annotations
 
 import json
@@ -85,11 +86,16 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert by_name["figures"]["data_files"] == [{"split": "train", "path": "data/figures/train-*.parquet"}]
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
     assert infos["papers"]["splits"][0]["num_examples"] == manifest["counts"]["papers"]
-    assert infos["figures"]["splits"][0]["num_examples"] == manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
+    assert (
+        infos["figures"]["splits"][0]["num_examples"]
+        == manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
+    )
     assert {"name": "image", "dtype": "image"} in infos["figures"]["features"]
     assert f"schema version {SCHEMA_VERSION}" in card and manifest["inputs"]["sha256"] in card
     assert str(build_copy) not in card and "v1.0.0" not in card  # a function of the build alone
-    assert re.search(r"quality gate: (\d+) of \1 Great Expectations expectations met", commits[0].message)  # 47 since 1.1.0
+    assert re.search(
+        r"quality gate: (\d+) of \1 Great Expectations expectations met", commits[0].message
+    )  # 47 since 1.1.0
 
     # Same build, same version: a no-op that writes nothing.
     before = len(hub.requests)
@@ -134,6 +140,7 @@ def test_shard_layout_change_deletes_stale_shards_in_the_same_commit(hub, build_
 
         _, files = count_build(str(build_copy))
         m["files"] = files
+
     edit_manifest(build_copy, relist)
     assert publish(build_copy, "v2.0.0", hub) == 0
     v2 = hub.files_at(REPO, "v2.0.0")
@@ -203,8 +210,14 @@ def test_private_repo_is_private(hub, build_copy):
 
 def _hub_env(hub, tmp_path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HOME=str(tmp_path / "hf_home_sub"), HF_HUB_DISABLE_XET="1",
-               HF_HUB_DISABLE_TELEMETRY="1", PYTHONPATH=str(ROOT))
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=TOKEN,
+        HF_HOME=str(tmp_path / "hf_home_sub"),
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        PYTHONPATH=str(ROOT),
+    )
     return env
 
 
@@ -278,8 +291,14 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_co
     n_papers = manifest["counts"]["papers"]
     n_figs = manifest["counts"]["figures"] + manifest["counts"]["subfigures"]
     env = _hub_env(hub, tmp_path)
-    res = subprocess.run([sys.executable, "-c", LOAD_FROM_HUB, REPO, "v1.0.0"], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", LOAD_FROM_HUB, REPO, "v1.0.0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.split() == [str(n_papers), str(n_figs), "PngImageFile", "True", str(n_figs)]
     assert TOKEN not in res.stdout + res.stderr
@@ -287,8 +306,14 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_co
     # The build folder, streaming mode and the Hub give the same features and the same rows.
     configs = [c["config_name"] for c in read_front_matter((build_copy / "README.md").read_text())["configs"]]
     assert configs == ["papers", "figures", "mentions", "dead_letter"]  # every config, an empty one too
-    res = subprocess.run([sys.executable, "-c", LOAD_ALL_WAYS, str(build_copy), REPO, "v1.0.0", json.dumps(configs)], env=env,
-                         capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", LOAD_ALL_WAYS, str(build_copy), REPO, "v1.0.0", json.dumps(configs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     loaded = json.loads(res.stdout.strip().splitlines()[-1])
     import datasets
@@ -306,9 +331,23 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_co
     assert loaded["folder/figures"]["features"]["image"] == {"_type": "Image"}
 
     # `sciga sql` straight on the published version.
-    res = subprocess.run([sys.executable, "-m", "sciga", "sql", f"hf://datasets/{REPO}@v1.0.0",
-                          "SELECT count(*) AS n FROM papers", "--format", "csv"], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=ROOT)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sciga",
+            "sql",
+            f"hf://datasets/{REPO}@v1.0.0",
+            "SELECT count(*) AS n FROM papers",
+            "--format",
+            "csv",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert res.stdout.split() == ["n", str(n_papers)]
 
@@ -371,16 +410,31 @@ def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
     # the sample has no dead letters: the config is declared all the same (it streams as zero rows)
     assert [x["config_name"] for x in meta["configs"]] == ["papers", "figures", "mentions", "dead_letter"]
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
-    assert infos["mentions"]["splits"] == [{"name": "train", "num_bytes": infos["mentions"]["dataset_size"],
-                                            "num_examples": c["mentions"]}]
-    assert meta["license"] == "other" and "papers.license" in card and "http://creativecommons.org/licenses/by/4.0/" in card
-    for line in (f"| papers | {c['papers']} |", f"| figures | {c['figures'] + c['subfigures']} |", f"| mentions | {c['mentions']} |"):
+    assert infos["mentions"]["splits"] == [
+        {"name": "train", "num_bytes": infos["mentions"]["dataset_size"], "num_examples": c["mentions"]}
+    ]
+    assert (
+        meta["license"] == "other"
+        and "papers.license" in card
+        and "http://creativecommons.org/licenses/by/4.0/" in card
+    )
+    for line in (
+        f"| papers | {c['papers']} |",
+        f"| figures | {c['figures'] + c['subfigures']} |",
+        f"| mentions | {c['mentions']} |",
+    ):
         assert line in card
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf_home"), PYTHONPATH=str(ROOT))
-    res = subprocess.run([sys.executable, "-c", LOAD_LOCAL, str(build_copy)], env=env, capture_output=True,
-                         text=True, timeout=300, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-c", LOAD_LOCAL, str(build_copy)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     n_figs = c["figures"] + c["subfigures"]
     assert res.stdout.split() == [str(c["papers"]), str(n_figs), "PngImageFile", str(n_figs), "Image"]
@@ -390,19 +444,42 @@ def test_browse_a_published_version(hub, build_copy, tmp_path):
     """`sciga browse` reads a build through fsspec: here straight from the (loopback) Hub."""
     assert publish(build_copy, "v1.0.0", hub) == 0
     site = tmp_path / "site"
-    res = subprocess.run([sys.executable, "-m", "sciga", "browse", f"hf://datasets/{REPO}@v1.0.0", "--output", str(site),
-                          "--papers", "1"], env=_hub_env(hub, tmp_path), capture_output=True, text=True, timeout=300,
-                         cwd=tmp_path)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sciga",
+            "browse",
+            f"hf://datasets/{REPO}@v1.0.0",
+            "--output",
+            str(site),
+            "--papers",
+            "1",
+        ],
+        env=_hub_env(hub, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "paper pages        1 of 4 papers" in res.stdout
     page = (site / "papers" / "2511.99001.html").read_text()
     assert 'id="fig-2511.99001_F3.2"' in page and 'href="#fig-2511.99001_F3.2"' in page
     assert sorted(p.name for p in (site / "images" / "2511.99001").iterdir()) == [
-        "2511.99001_F1.png", "2511.99001_F2.png", "2511.99001_F3.1.png", "2511.99001_F3.2.png", "2511.99001_F3.3.png"]
+        "2511.99001_F1.png",
+        "2511.99001_F2.png",
+        "2511.99001_F3.1.png",
+        "2511.99001_F3.2.png",
+        "2511.99001_F3.3.png",
+    ]
     assert TOKEN not in res.stdout + res.stderr + page
     # A published version has no manifest.json: the index takes versions and counts from the shards.
     index = (site / "index.html").read_text()
-    assert f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, figures 14, mentions 27, papers 4" in index
+    assert (
+        f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, figures 14, mentions 27, papers 4"
+        in index
+    )
 
 
 @pytest.mark.corpus
@@ -417,7 +494,10 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
     pages = tmp_path / "pages"
     for sub in ("html", "latexml"):
         shutil.copytree(CORPUS / sub, pages / sub)
-    builds = {"no_images": ["--sample", "--no-images"], "corpus": ["--input", str(pages / "html"), str(pages / "latexml")]}
+    builds = {
+        "no_images": ["--sample", "--no-images"],
+        "corpus": ["--input", str(pages / "html"), str(pages / "latexml")],
+    }
     for i, (name, argv) in enumerate(builds.items()):
         out = tmp_path / name
         assert main(["build", *argv, "--output", str(out), "--workers", "1", "--quiet"]) == 0
@@ -428,9 +508,22 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
         manifest = json.loads((out / "manifest.json").read_text())
         cwd = tmp_path / f"elsewhere{i}"
         cwd.mkdir()
-        res = subprocess.run([sys.executable, "-c", LOAD_ALL_WAYS, str(out), repo, "v1.0.0",
-                              json.dumps(["papers", "figures", "mentions", "dead_letter"])],
-                             env=_hub_env(hub, tmp_path), capture_output=True, text=True, timeout=600, cwd=cwd)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                LOAD_ALL_WAYS,
+                str(out),
+                repo,
+                "v1.0.0",
+                json.dumps(["papers", "figures", "mentions", "dead_letter"]),
+            ],
+            env=_hub_env(hub, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=cwd,
+        )
         assert res.returncode == 0, res.stderr[-3000:]
         loaded = json.loads(res.stdout.strip().splitlines()[-1])
         c = manifest["counts"]

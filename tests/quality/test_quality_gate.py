@@ -1,5 +1,6 @@
 """The quality gate: real Great Expectations on real shards of the sample build, and on
 deliberately corrupted copies that must be rejected with the right expectation, count and ids."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,12 @@ def test_sample_build_passes_every_expectation(sample_build):
 
 
 def test_wrong_schema_version_is_rejected(build_copy):
-    rewrite_shard(build_copy, "papers", lambda rows: rows,
-                  metadata={b"sciga.schema_version": b"0.9.0", b"sciga.config": b"papers"})
+    rewrite_shard(
+        build_copy,
+        "papers",
+        lambda rows: rows,
+        metadata={b"sciga.schema_version": b"0.9.0", b"sciga.config": b"papers"},
+    )
     result = run_gate(str(build_copy))
     assert not result.success
     bad = [c for c in failed(result, "shards") if c.column == "schema_version"]
@@ -180,14 +185,22 @@ def test_unreadable_shard_is_a_failure_not_a_crash(build_copy):
 
 def test_dead_letter_rate_threshold(build_copy):
     def add_dead(rows):
-        return rows + [{"paper_id": "2511.99999", "stage": "parse", "error_type": "not_latexml",
-                        "message": "x.html is not a LaTeXML page; remove it from the inputs.", "input_uri": "x.html"}]
+        return rows + [
+            {
+                "paper_id": "2511.99999",
+                "stage": "parse",
+                "error_type": "not_latexml",
+                "message": "x.html is not a LaTeXML page; remove it from the inputs.",
+                "input_uri": "x.html",
+            }
+        ]
 
     rewrite_shard(build_copy, "dead_letter", add_dead)
 
     def fix_counts(m):
         m["counts"]["dead_letter"] += 1
         m["inputs"]["count"] += 1
+
     edit_manifest(build_copy, fix_counts)
     strict = run_gate(str(build_copy), max_dead_letter_rate=0.1)
     assert [c.column for c in strict.failed] == ["dead_letter_rate"]

@@ -1,5 +1,6 @@
 """The gate on the hard cases: a subcaption that is only its tag fails it, and every failure
 example names its row (never "e.g. ?")."""
+
 from __future__ import annotations
 
 from quality_fixtures import rewrite_shard

@@ -1,6 +1,7 @@
 """The records the build writes to disk and reads back (``schemas/build.py``): the result
 header in the result store and the part sidecars. Their JSON is part of the contract: an
 older build's folder is read back, and a rerun writes the same bytes."""
+
 from __future__ import annotations
 
 import json
@@ -13,22 +14,71 @@ from sciga.transforms.common.result_store import ResultStore
 
 # As the writer wrote them before they were dataclasses (keys and values, sort_keys=True).
 HEADER = {
-    "key": "k" * 64, "uri": "/in/2511.99001.html", "paper_id": "2511.99001", "is_paper": True, "version": "v2",
-    "n_figures": 3, "n_paragraphs": 12, "content_sha256": "c" * 64,
-    "dead": [{"paper_id": "2511.99001", "stage": "tex", "error_type": "unsafe_archive", "message": "m",
-              "input_uri": "/in/2511.99001.html", "scope": "part"}],
-    "deps": [{"uri": "/in/2511.99001.meta.json", "kind": "file", "size": 10, "token": "t"},
-             {"uri": "/in/src", "kind": "file"}],
-    "pending": ["ga"], "complete": False, "stats": {"b": 1, "a": 2}, "final": True,
+    "key": "k" * 64,
+    "uri": "/in/2511.99001.html",
+    "paper_id": "2511.99001",
+    "is_paper": True,
+    "version": "v2",
+    "n_figures": 3,
+    "n_paragraphs": 12,
+    "content_sha256": "c" * 64,
+    "dead": [
+        {
+            "paper_id": "2511.99001",
+            "stage": "tex",
+            "error_type": "unsafe_archive",
+            "message": "m",
+            "input_uri": "/in/2511.99001.html",
+            "scope": "part",
+        }
+    ],
+    "deps": [
+        {"uri": "/in/2511.99001.meta.json", "kind": "file", "size": 10, "token": "t"},
+        {"uri": "/in/src", "kind": "file"},
+    ],
+    "pending": ["ga"],
+    "complete": False,
+    "stats": {"b": 1, "a": 2},
+    "final": True,
     "sizes": {"papers": [1, 100, 0], "figures": [3, 300, 5000]},
 }
 SIDECARS = [
-    {"config": "dead_letter", "group": 0, "part": 0, "path": "/p/dead_letter/g0.parquet", "rows": 2, "bytes": 9,
-     "sha256": "s", "counts": {"dead_input": 2}, "keys": ["a"]},
-    {"config": "papers", "group": 3, "part": 1, "fingerprint": None, "keys": ["a", "b"], "path": None, "rows": 0,
-     "bytes": 0, "sha256": None, "counts": {}},
-    {"config": "figures", "group": 3, "part": 1, "fingerprint": "f" * 64, "keys": ["a"], "path": "/p/x.parquet",
-     "rows": 6, "bytes": 123, "sha256": "s" * 64, "counts": {"figures": 6}, "reused": True},
+    {
+        "config": "dead_letter",
+        "group": 0,
+        "part": 0,
+        "path": "/p/dead_letter/g0.parquet",
+        "rows": 2,
+        "bytes": 9,
+        "sha256": "s",
+        "counts": {"dead_input": 2},
+        "keys": ["a"],
+    },
+    {
+        "config": "papers",
+        "group": 3,
+        "part": 1,
+        "fingerprint": None,
+        "keys": ["a", "b"],
+        "path": None,
+        "rows": 0,
+        "bytes": 0,
+        "sha256": None,
+        "counts": {},
+    },
+    {
+        "config": "figures",
+        "group": 3,
+        "part": 1,
+        "fingerprint": "f" * 64,
+        "keys": ["a"],
+        "path": "/p/x.parquet",
+        "rows": 6,
+        "bytes": 123,
+        "sha256": "s" * 64,
+        "counts": {"figures": 6},
+        "reused": True,
+    },
 ]
 
 

@@ -7,6 +7,7 @@ which fields must not be null is the record's and the quality gate's business. T
 of columns is the shard's own: readers select by name.) Fields that exist only while a
 paper is being built are listed here, so adding one is a decision, not an accident.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,8 +32,12 @@ TRANSIENT = {
 # The figures config stores the image as the `datasets` Image struct, made from two record fields.
 STRUCT_FROM_FIELDS = {("FigureRow", "image"): ("image_bytes", "image_path")}
 
-CONFIG_RECORD = {"papers": records.Paper, "figures": records.FigureRow, "mentions": records.MentionRow,
-                 "dead_letter": records.DeadLetter}
+CONFIG_RECORD = {
+    "papers": records.Paper,
+    "figures": records.FigureRow,
+    "mentions": records.MentionRow,
+    "dead_letter": records.DeadLetter,
+}
 
 
 def _unwrap(tp):
@@ -76,8 +81,10 @@ def _compare(cls, arrow_fields: list, where: str) -> None:
     arrow_names = [f.name for f in arrow_fields]
     made = {name: parts for (c, name), parts in STRUCT_FROM_FIELDS.items() if c == cls.__name__}
     expected = set(rec_names) | set(made)
-    assert set(arrow_names) == expected, (f"{where}: only in Arrow {sorted(set(arrow_names) - expected)}, "
-                                          f"only in the record {sorted(expected - set(arrow_names))}")
+    assert set(arrow_names) == expected, (
+        f"{where}: only in Arrow {sorted(set(arrow_names) - expected)}, "
+        f"only in the record {sorted(expected - set(arrow_names))}"
+    )
     assert len(arrow_names) == len(set(arrow_names)), f"{where}: a field twice"
     for af in arrow_fields:
         if af.name in made:

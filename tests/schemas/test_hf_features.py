@@ -1,6 +1,7 @@
 """The `datasets` features every shard carries (schemas/hf_features.py): derived from the Arrow
 types, read back by `datasets` as the same features it would build itself (with ``image`` an
 ``Image()``), kept beside the sciga metadata, and invisible to DuckDB."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,10 @@ def test_schema_metadata_round_trips_through_datasets(config):
 def test_image_only_for_the_bytes_path_struct():
     assert feature_of(SCHEMAS["figures"].field("image").type) == {"_type": "Image"}
     other = pa.struct([("path", pa.string()), ("bytes", pa.binary())])  # wrong order: not the convention
-    assert feature_of(other) == {"path": {"dtype": "string", "_type": "Value"}, "bytes": {"dtype": "binary", "_type": "Value"}}
+    assert feature_of(other) == {
+        "path": {"dtype": "string", "_type": "Value"},
+        "bytes": {"dtype": "binary", "_type": "Value"},
+    }
     assert feature_of(pa.list_(pa.float32())) == [{"dtype": "float32", "_type": "Value"}]
     with pytest.raises(TypeError, match="no Hugging Face feature rule"):
         feature_of(pa.dictionary(pa.int8(), pa.string()))
@@ -65,8 +69,12 @@ def test_plain_parquet_shards_load_image_as_image(sample_build, tmp_path, monkey
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
     for config in ("papers", "figures", "mentions"):
         assert pq.read_schema(shard(sample_build, config)).metadata == SCHEMAS[config].metadata  # the writer kept it
-    ds = datasets.load_dataset("parquet", data_files=str(sample_build / "data" / "figures" / "*.parquet"), split="train",
-                               cache_dir=str(tmp_path / "cache"))
+    ds = datasets.load_dataset(
+        "parquet",
+        data_files=str(sample_build / "data" / "figures" / "*.parquet"),
+        split="train",
+        cache_dir=str(tmp_path / "cache"),
+    )
     assert isinstance(ds.features["image"], datasets.Image)
     img = next(r["image"] for r in ds if r["image"] is not None)
     assert type(img).__name__ == "PngImageFile" and img.size[0] > 0
@@ -85,5 +93,9 @@ def test_duckdb_reads_the_shards_as_before(sample_build, tmp_path):
         assert con.execute(q.format(path)).fetchall() == con.execute(q.format(bare)).fetchall()
         n = con.execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchone()[0]
         assert n == table.num_rows
-    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('{shard(sample_build, 'figures')}'))").fetchall())
+    types = dict(
+        con.execute(
+            f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM read_parquet('{shard(sample_build, 'figures')}'))"
+        ).fetchall()
+    )
     assert types["image"] == "STRUCT(bytes BLOB, path VARCHAR)"

@@ -1,6 +1,7 @@
 """Loading a model puts the Hugging Face libraries offline only while it loads: the variables
 were left set for the rest of the process (and every process it started), which put later Hub
 calls of the same session, such as `sciga publish` run from a test or a notebook, offline."""
+
 from __future__ import annotations
 
 import os

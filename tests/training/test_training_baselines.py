@@ -1,5 +1,6 @@
 """Losses, figure sampling, and every baseline training for a few steps on a tiny build
 made from the sample corpus's figures (its training loss must go down)."""
+
 import json
 import math
 import random
@@ -88,8 +89,10 @@ def test_sampled_figures_keep_their_ids(build):
     examples = load_examples(build, splits=["train"])
     for ex in examples:
         # one distinct solid image per unit, so an image tells which unit it is
-        images = {u.id: PILImage.new("RGB", (4, 4), (i, 0, 0)) for i, u in
-                  enumerate(u for c in ex.candidates for u in c.units)}
+        images = {
+            u.id: PILImage.new("RGB", (4, 4), (i, 0, 0))
+            for i, u in enumerate(u for c in ex.candidates for u in c.units)
+        }
         for seed in range(20):
             item = sample_intra_item(ex, images, m=3, rng=random.Random(seed))
             assert item.candidate_ids[0] == ex.candidates[ex.ga_index].figure_id
@@ -103,8 +106,10 @@ def test_sampled_figures_keep_their_ids(build):
 
 
 def test_abs2cap_bm25_per_paper_index():
-    s = abs2cap.bm25_scores("keyframe routing for video segmentation",
-                            ["accuracy against compute", "keyframe routing overview", "video results"])
+    s = abs2cap.bm25_scores(
+        "keyframe routing for video segmentation",
+        ["accuracy against compute", "keyframe routing overview", "video results"],
+    )
     assert s.argmax() == 1 and s[0] == 0.0
     assert abs2cap.bm25_scores("anything", []).size == 0
     assert abs2cap.bm25_scores("", ["a caption"]).tolist() == [0.0]
@@ -122,37 +127,100 @@ def _assert_improved(card):
 
 
 def test_ga_bc_trains_and_evaluates(build, tmp_path):
-    args = _train_args("ga-bc", "--data", build, "--output", str(tmp_path / "m"), "--arch", "shufflenet_v2_x0_5",
-                       "--image-size", "48", "--epochs", "2", "--batch-size", "16", "--lr", "3e-3", "--check-batches", "2")
+    args = _train_args(
+        "ga-bc",
+        "--data",
+        build,
+        "--output",
+        str(tmp_path / "m"),
+        "--arch",
+        "shufflenet_v2_x0_5",
+        "--image-size",
+        "48",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--lr",
+        "3e-3",
+        "--check-batches",
+        "2",
+    )
     card = train("ga-bc", args)
     _assert_improved(card)
     assert card["class_weights"][1] > card["class_weights"][0]  # GAs are the rare class
-    row = evaluate("ga-bc", _eval_args("ga-bc", "--data", build, "--model", str(tmp_path / "m"),
-                                       "--results", str(tmp_path / "r")))
+    row = evaluate(
+        "ga-bc", _eval_args("ga-bc", "--data", build, "--model", str(tmp_path / "m"), "--results", str(tmp_path / "r"))
+    )
     assert row["metrics"]["queries"] == 3 and 0.0 <= row["metrics"]["CAR@5"] <= 1.0
     with pytest.raises(JobError, match="intra only"):
-        evaluate("ga-bc", _eval_args("ga-bc", "--task", "inter", "--data", build, "--model", str(tmp_path / "m"),
-                                     "--results", str(tmp_path / "r")))
+        evaluate(
+            "ga-bc",
+            _eval_args(
+                "ga-bc",
+                "--task",
+                "inter",
+                "--data",
+                build,
+                "--model",
+                str(tmp_path / "m"),
+                "--results",
+                str(tmp_path / "r"),
+            ),
+        )
 
 
 @pytest.mark.parametrize("method,task", [("abs2fig", "intra"), ("abs2fig-cap", "intra"), ("abs2fig-cap", "inter")])
 def test_abs2fig_tiny_dual_encoder_trains(build, tmp_path, method, task):
-    args = _train_args(method, "--data", build, "--output", str(tmp_path / "m"), "--task", task, "--image-size", "32",
-                       "--epochs", "3", "--batch-size", "6", "--lr", "3e-3", "--figures-per-paper", "3",
-                       "--check-batches", "2")
+    args = _train_args(
+        method,
+        "--data",
+        build,
+        "--output",
+        str(tmp_path / "m"),
+        "--task",
+        task,
+        "--image-size",
+        "32",
+        "--epochs",
+        "3",
+        "--batch-size",
+        "6",
+        "--lr",
+        "3e-3",
+        "--figures-per-paper",
+        "3",
+        "--check-batches",
+        "2",
+    )
     card = train(method, args)
     _assert_improved(card)
     assert card["task"] == task and card["captions"] == (method == "abs2fig-cap")
-    row = evaluate(method, _eval_args(method, "--data", build, "--model", str(tmp_path / "m"),
-                                      "--results", str(tmp_path / "r"), "--sbert-model", "none"))
+    row = evaluate(
+        method,
+        _eval_args(
+            method,
+            "--data",
+            build,
+            "--model",
+            str(tmp_path / "m"),
+            "--results",
+            str(tmp_path / "r"),
+            "--sbert-model",
+            "none",
+        ),
+    )
     assert row["metrics"]["queries"] == 3
 
 
 def _tiny_open_clip(tmp_path):
     import open_clip
 
-    cfg = {"embed_dim": 32, "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
-           "text_cfg": {"context_length": 32, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1}}
+    cfg = {
+        "embed_dim": 32,
+        "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "patch_size": 8, "head_width": 16},
+        "text_cfg": {"context_length": 32, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+    }
     config = tmp_path / "tiny-test-clip.json"
     config.write_text(json.dumps(cfg))
     open_clip.add_model_config(str(config))
@@ -168,13 +236,35 @@ def test_open_clip_checkpoint_is_loaded_from_disk_and_fine_tuned(build, tmp_path
     enc = build_dual_encoder(make_spec("open_clip:tiny-test-clip", ckpt, config))
     for k, v in original.state_dict().items():
         assert torch.equal(enc.model.state_dict()[k], v)  # the weights are the file's
-    args = _train_args("abs2fig", "--data", build, "--output", str(tmp_path / "m"), "--backbone", "open_clip:tiny-test-clip",
-                       "--checkpoint", ckpt, "--model-config", config, "--epochs", "2", "--batch-size", "6",
-                       "--lr", "1e-3", "--figures-per-paper", "3", "--check-batches", "2")
+    args = _train_args(
+        "abs2fig",
+        "--data",
+        build,
+        "--output",
+        str(tmp_path / "m"),
+        "--backbone",
+        "open_clip:tiny-test-clip",
+        "--checkpoint",
+        ckpt,
+        "--model-config",
+        config,
+        "--epochs",
+        "2",
+        "--batch-size",
+        "6",
+        "--lr",
+        "1e-3",
+        "--figures-per-paper",
+        "3",
+        "--check-batches",
+        "2",
+    )
     card = train("abs2fig", args)
     _assert_improved(card)
-    row = evaluate("abs2fig", _eval_args("abs2fig", "--data", build, "--model", str(tmp_path / "m"),
-                                         "--results", str(tmp_path / "r")))
+    row = evaluate(
+        "abs2fig",
+        _eval_args("abs2fig", "--data", build, "--model", str(tmp_path / "m"), "--results", str(tmp_path / "r")),
+    )
     assert row["backbone"] == "OpenCLIP tiny-test-clip"
     with pytest.raises(FileNotFoundError, match="never downloaded"):
         build_dual_encoder(make_spec("open_clip:tiny-test-clip", str(tmp_path / "missing.pt"), config))
@@ -194,21 +284,43 @@ def _tiny_hf_clip(path):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, PreTrainedTokenizerFast
 
-    words = sorted({w.strip(".,").lower() for w in
-                    "We study video segmentation keyframe routing tokens haptic sculpting stylus force feedback image "
-                    "restoration diffusion denoising user study interaction technique overview method improves results "
-                    "accuracy against compute mean task completion time ablation qualitative".split()})
+    words = sorted(
+        {
+            w.strip(".,").lower()
+            for w in "We study video segmentation keyframe routing tokens haptic sculpting stylus force feedback image "
+            "restoration diffusion denoising user study interaction technique overview method improves results "
+            "accuracy against compute mean task completion time ablation qualitative".split()
+        }
+    )
     vocab = {"[PAD]": 0, "[UNK]": 1, "[EOS]": 2, **{w: i + 3 for i, w in enumerate(words)}}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", model_max_length=32).save_pretrained(path)
+    PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", model_max_length=32
+    ).save_pretrained(path)
     torch.manual_seed(0)
     cfg = CLIPConfig(
-        text_config=dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, max_position_embeddings=32, bos_token_id=0, eos_token_id=2, pad_token_id=0),
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=32, patch_size=8),
-        projection_dim=16)
+        text_config=dict(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            max_position_embeddings=32,
+            bos_token_id=0,
+            eos_token_id=2,
+            pad_token_id=0,
+        ),
+        vision_config=dict(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+        ),
+        projection_dim=16,
+    )
     CLIPModel(cfg).save_pretrained(path)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(path)
     return str(path)
@@ -216,13 +328,31 @@ def _tiny_hf_clip(path):
 
 def test_hugging_face_clip_folder_is_loaded_locally_and_fine_tuned(build, tmp_path):
     hf = _tiny_hf_clip(tmp_path / "hf-clip")
-    args = _train_args("abs2fig-cap", "--data", build, "--output", str(tmp_path / "m"), "--backbone", f"hf:{hf}",
-                       "--epochs", "2", "--batch-size", "6", "--lr", "1e-3", "--figures-per-paper", "3",
-                       "--check-batches", "2")
+    args = _train_args(
+        "abs2fig-cap",
+        "--data",
+        build,
+        "--output",
+        str(tmp_path / "m"),
+        "--backbone",
+        f"hf:{hf}",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "6",
+        "--lr",
+        "1e-3",
+        "--figures-per-paper",
+        "3",
+        "--check-batches",
+        "2",
+    )
     card = train("abs2fig-cap", args)
     _assert_improved(card)
-    row = evaluate("abs2fig-cap", _eval_args("abs2fig-cap", "--data", build, "--model", str(tmp_path / "m"),
-                                             "--results", str(tmp_path / "r")))
+    row = evaluate(
+        "abs2fig-cap",
+        _eval_args("abs2fig-cap", "--data", build, "--model", str(tmp_path / "m"), "--results", str(tmp_path / "r")),
+    )
     assert row["backbone"] == "HF CLIP hf-clip" and row["metrics"]["queries"] == 3
 
 
@@ -243,7 +373,10 @@ def test_builds_without_readable_images_fail_with_one_clear_sentence(tmp_path):
     papers, blobs = make_papers(paper_ids({"train": 6, "val": 0, "test": 2}))
     no_images = write_build(tmp_path / "noimg", papers, {}, ga_images=False)
     with pytest.raises(JobError, match="no training batch"):
-        train("abs2fig", _train_args("abs2fig", "--data", no_images, "--output", str(tmp_path / "m"), "--image-size", "32"))
+        train(
+            "abs2fig",
+            _train_args("abs2fig", "--data", no_images, "--output", str(tmp_path / "m"), "--image-size", "32"),
+        )
     # text-only Abs2Cap still runs on it
     row = evaluate("abs2cap", _eval_args("abs2cap", "--data", no_images, "--results", str(tmp_path / "r")))
     assert row["metrics"]["queries"] == 2
@@ -255,16 +388,42 @@ def test_builds_without_readable_images_fail_with_one_clear_sentence(tmp_path):
     bad[paths[0]] = b"\x89PNG\r\n\x1a\n garbage"
     bad[paths[1]] = _png_header(30000, 30000)  # claims 900 Mpx
     build = write_build(tmp_path / "bad", papers, bad)
-    args = _train_args("abs2fig", "--data", build, "--output", str(tmp_path / "m2"), "--image-size", "32",
-                       "--epochs", "1", "--batch-size", "4", "--check-batches", "1")
+    args = _train_args(
+        "abs2fig",
+        "--data",
+        build,
+        "--output",
+        str(tmp_path / "m2"),
+        "--image-size",
+        "32",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "4",
+        "--check-batches",
+        "1",
+    )
     train("abs2fig", args)
-    row = evaluate("abs2fig", _eval_args("abs2fig", "--data", build, "--model", str(tmp_path / "m2"),
-                                         "--results", str(tmp_path / "r2"), "--split", "test"))
+    row = evaluate(
+        "abs2fig",
+        _eval_args(
+            "abs2fig",
+            "--data",
+            build,
+            "--model",
+            str(tmp_path / "m2"),
+            "--results",
+            str(tmp_path / "r2"),
+            "--split",
+            "test",
+        ),
+    )
     assert row["metrics"]["queries"] == 2
     assert any("unreadable" in n for n in row["notes"])
 
 
 # ------------------------------------------------------------------------- typed options
+
 
 def test_jobs_take_typed_options_built_by_hand(build, tmp_path):
     """A script or notebook runs a job without a command line; a namespace is refused with
@@ -278,7 +437,11 @@ def test_jobs_take_typed_options_built_by_hand(build, tmp_path):
     with pytest.raises(TypeError, match="TrainOptions"):
         train("ga-bc", argparse.Namespace(data=build, output=str(tmp_path / "m")))
     # The command line's defaults are the options' defaults.
-    parsed = options_from(TrainOptions, make_parser().parse_args(["train", "abs2fig", "--data", build, "--output", "m"]))
+    parsed = options_from(
+        TrainOptions, make_parser().parse_args(["train", "abs2fig", "--data", build, "--output", "m"])
+    )
     assert parsed == TrainOptions(data=build, output="m")
-    parsed = options_from(EvalOptions, make_parser().parse_args(["evaluate", "abs2cap", "--data", build, "--results", "r"]))
+    parsed = options_from(
+        EvalOptions, make_parser().parse_args(["evaluate", "abs2cap", "--data", build, "--results", "r"])
+    )
     assert parsed == EvalOptions(data=build, results="r")

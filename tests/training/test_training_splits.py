@@ -1,4 +1,5 @@
 """Hash splits, the experiment subset, the GA ground truth and caption cleaning."""
+
 import dataclasses
 from collections import Counter
 
@@ -44,8 +45,10 @@ def test_experiment_subset():
 
 
 def test_clean_caption_removes_labels_and_figure_numbers():
-    assert clean_caption("<TAG> Figure 3: </TAG> Results of Glimpse. See Fig. 2(a) and Figures 1 and 2.") == \
-        "Results of Glimpse. See and."
+    assert (
+        clean_caption("<TAG> Figure 3: </TAG> Results of Glimpse. See Fig. 2(a) and Figures 1 and 2.")
+        == "Results of Glimpse. See and."
+    )
     assert clean_caption("<TAG> (a) </TAG> Accuracy <MATH> x^2 </MATH> vs. Table S1") == "Accuracy x^2 vs."
     assert clean_caption("FIGURE 12. Overview of the pipeline") == "Overview of the pipeline"
     assert clean_caption(None) == ""
@@ -106,10 +109,17 @@ def test_de_facto_ga_of_the_embedded_sample(sample_build):
     assert [glimpse.candidates[i].figure_id for i in glimpse.gt] == ["2511.99001_F1"]
     f3 = next(c for c in glimpse.candidates if c.figure_id == "2511.99001_F3")
     assert [u.id for u in f3.units] == ["2511.99001_F3.1", "2511.99001_F3.2", "2511.99001_F3.3"]
-    assert f3.units[0].caption.startswith("Results of Glimpse.") and f3.units[0].caption.endswith("Accuracy against compute.")
+    assert f3.units[0].caption.startswith("Results of Glimpse.") and f3.units[0].caption.endswith(
+        "Accuracy against compute."
+    )
     # figures without a raster image (inline SVG, none) are not candidates
     haptic = examples["2511.99002"]
-    assert {c.figure_id for c in haptic.candidates} == {"2511.99002_F1", "2511.99002_F2", "2511.99002_F3",
-                                                       "2511.99002_F4", "2511.99002_F6"}
+    assert {c.figure_id for c in haptic.candidates} == {
+        "2511.99002_F1",
+        "2511.99002_F2",
+        "2511.99002_F3",
+        "2511.99002_F4",
+        "2511.99002_F6",
+    }
     assert examples["q-bio/0601999"].gt == []  # no figures: not in the experiment subset
     assert "q-bio/0601999" not in {e.paper_id for e in load_examples(sample_build)}

@@ -7,6 +7,7 @@ loaded with ``weights_only=True`` into the 1000-class model before its last line
 is replaced; without it the backbone starts from random initialisation. Nothing is
 downloaded.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,7 +37,9 @@ def build_classifier(arch: str, weights: Optional[str] = None, num_classes: int 
         raise ValueError(f"unknown torchvision architecture {arch!r}; see torchvision.models.list_models().") from e
     if weights:
         if not os.path.isfile(weights):
-            raise FileNotFoundError(f"backbone weights {weights} not found; give a local state-dict file (nothing is downloaded).")
+            raise FileNotFoundError(
+                f"backbone weights {weights} not found; give a local state-dict file (nothing is downloaded)."
+            )
         state = torch.load(weights, map_location="cpu", weights_only=True)
         state = state.get("state_dict", state) if isinstance(state, dict) else state
         model.load_state_dict(state)

@@ -15,6 +15,7 @@ Three kinds, one interface (``tokenize``, ``preprocess``, ``encode_text``,
 Nothing is ever downloaded: the Hub is put offline before any loader runs, and a missing
 file is an error that names it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,10 +48,14 @@ class TinyDualEncoder(nn.Module):
         self.text_proj = nn.Linear(c["embed_dim"], c["embed_dim"])
         w = c["width"]
         self.cnn = nn.Sequential(
-            nn.Conv2d(3, w, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(w, 2 * w, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Conv2d(2 * w, 4 * w, 3, stride=2, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+            nn.Conv2d(3, w, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(w, 2 * w, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(2 * w, 4 * w, 3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
         )
         self.image_proj = nn.Linear(4 * w, c["embed_dim"])
         self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))
@@ -113,8 +118,9 @@ class HFClipEncoder(nn.Module):
         return self._processor(images=im, return_tensors="pt")["pixel_values"][0]
 
     def tokenize(self, texts: list[str]) -> torch.Tensor:
-        enc = self._tokenizer(list(texts), padding="max_length", truncation=True, max_length=self.max_length,
-                              return_tensors="pt")
+        enc = self._tokenizer(
+            list(texts), padding="max_length", truncation=True, max_length=self.max_length, return_tensors="pt"
+        )
         return enc["input_ids"]
 
     def encode_text(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -128,14 +134,22 @@ class HFClipEncoder(nn.Module):
         return out if isinstance(out, torch.Tensor) else out.pooler_output
 
 
-def make_spec(backbone: str, checkpoint: Optional[str] = None, model_config: Optional[str] = None,
-              tiny_config: Optional[dict] = None) -> dict:
+def make_spec(
+    backbone: str,
+    checkpoint: Optional[str] = None,
+    model_config: Optional[str] = None,
+    tiny_config: Optional[dict] = None,
+) -> dict:
     """The ``--backbone`` option -> a spec dict saved with the trained model."""
     if backbone == "tiny":
         return {"kind": "tiny", "config": {**TinyDualEncoder.DEFAULTS, **(tiny_config or {})}}
     if backbone.startswith("open_clip:"):
-        return {"kind": "open_clip", "name": backbone.split(":", 1)[1], "checkpoint": checkpoint,
-                "model_config": model_config}
+        return {
+            "kind": "open_clip",
+            "name": backbone.split(":", 1)[1],
+            "checkpoint": checkpoint,
+            "model_config": model_config,
+        }
     if backbone.startswith("hf:"):
         return {"kind": "hf", "path": backbone.split(":", 1)[1]}
     raise ValueError(f"unknown backbone {backbone!r}: use tiny, open_clip:<ARCH> --checkpoint FILE, or hf:<DIR>.")
@@ -172,7 +186,8 @@ def _open_clip_encoder(spec: dict, load_weights: bool) -> nn.Module:
                 "(weights are never downloaded)."
             )
     model, _, preprocess = open_clip.create_model_and_transforms(
-        name, pretrained=ckpt if load_weights else None, pretrained_text=False, weights_only=True)
+        name, pretrained=ckpt if load_weights else None, pretrained_text=False, weights_only=True
+    )
     return OpenClipEncoder(model, open_clip.get_tokenizer(name), preprocess)
 
 

@@ -7,6 +7,7 @@ failed conversion becomes a dead-letter row): the results fingerprint
 (``result_store.code_fingerprint``) covers the modules the stages import, and editing the
 HTTP client must not recompute every paper.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Dead letters: every paper that fails a stage becomes one row, never a crash or a drop."""
+
 from __future__ import annotations
 
 import logging
@@ -12,7 +13,9 @@ DEAD_LETTER_TAG = "dead_letter"
 log = logging.getLogger(__name__)
 
 
-def dead_letter_from(exc: BaseException, stage: str, input_uri: Optional[str], paper_id: Optional[str] = None) -> DeadLetter:
+def dead_letter_from(
+    exc: BaseException, stage: str, input_uri: Optional[str], paper_id: Optional[str] = None
+) -> DeadLetter:
     """One row for one failure. StageErrors carry a message written for people; anything
     else is a bug in a step and is recorded as ``internal`` with the exception text."""
     if isinstance(exc, StageError):

@@ -4,6 +4,7 @@ A 1 MB ``.html.gz`` can inflate to a gigabyte; every place that gunzips input go
 ``gunzip_at_most``, which streams the inflation in chunks and stops one chunk past the
 limit, so refusing a bomb costs the limit plus one chunk of memory, never its inflated size.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -11,6 +11,7 @@ output path that is a file, a folder another build holds). Its message is one se
 names the input and what to do; the `sciga` command line prints it as
 ``sciga <command>: <message>`` and exits 2, never with a traceback.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -21,8 +22,7 @@ class StageError(Exception):
     """``transient``: the failure may not happen again (a tool killed by a signal, a
     timeout, an I/O error), so a result made with it is never kept as final."""
 
-    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None,
-                 transient: bool = False):
+    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None, transient: bool = False):
         super().__init__(message)
         self.stage = stage
         self.error_type = error_type

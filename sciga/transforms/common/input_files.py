@@ -20,6 +20,7 @@ Three rules, for local paths (remote stores have no links, FIFOs or devices):
 Local paths are taken as they are: a file named ``2401.00001::x.html`` is a local file, not
 an fsspec chain (only a URL with a protocol, ``zip://a.html::dump.zip``, is one).
 """
+
 from __future__ import annotations
 
 import errno
@@ -44,8 +45,9 @@ class OutsideRootError(OSError):
     kind = "outside_input"
 
     def __init__(self, path: str, root: str):
-        super().__init__(errno.EACCES, f"{path} links outside {root}; files outside the folder they were given "
-                                       "in are not read")
+        super().__init__(
+            errno.EACCES, f"{path} links outside {root}; files outside the folder they were given in are not read"
+        )
         self.path, self.root = path, root
 
 
@@ -61,6 +63,7 @@ class NotAFileError(OSError):
 
 # ------------------------------------------------------------------ URIs
 
+
 def protocol(uri: str) -> Optional[str]:
     """``gs`` for ``gs://b/x``, ``zip`` for ``zip://a::b.zip``; None for a local path."""
     m = _PROTOCOL_RE.match(uri)
@@ -74,7 +77,7 @@ def is_local(uri: str) -> bool:
 def local_path(uri: str) -> str:
     """The path of a local URI (``file:///a/b`` -> ``/a/b``)."""
     m = _PROTOCOL_RE.match(uri)
-    return uri[m.end():] if m else uri
+    return uri[m.end() :] if m else uri
 
 
 def split_chain(uri: str) -> tuple[str, Optional[str]]:
@@ -96,6 +99,7 @@ def fs_and_path(uri: str):
 
 
 # ------------------------------------------------------------------ containment
+
 
 def _real(path: str) -> str:
     return os.path.realpath(path)
@@ -262,6 +266,7 @@ def parent_of(uri: str) -> str:
 
 
 # ------------------------------------------------------------------ walking
+
 
 def walk_files(root: str) -> Iterator[str]:
     """Every entry below local folder ``root`` that is not a folder (files, links to files,

@@ -7,6 +7,7 @@ JSON file, at most twice a second, so the launching process can sum them while t
 runs (Beam's local runners report metrics only at the end). ``ProgressMonitor`` is that
 launching side: a live line on a terminal, a plain line every few seconds otherwise.
 """
+
 from __future__ import annotations
 
 import json
@@ -123,8 +124,15 @@ def _fmt_duration(s: float) -> str:
     return f"{h}h{m:02d}m" if h else (f"{m}m{sec:02d}s" if m else f"{sec}s")
 
 
-def progress_line(t: dict, total: int, groups: int, elapsed: float, *, workers: Optional[int] = None,
-                  since_first: Optional[tuple[float, dict]] = None) -> str:
+def progress_line(
+    t: dict,
+    total: int,
+    groups: int,
+    elapsed: float,
+    *,
+    workers: Optional[int] = None,
+    since_first: Optional[tuple[float, dict]] = None,
+) -> str:
     """One line of a build's progress. ``since_first``: (seconds elapsed, totals) when inputs
     were first seen done; rates and the ETA are measured from there, so the workers'
     start-up does not make the first ETA minutes too long (no rate until a second reading)."""
@@ -160,8 +168,17 @@ def progress_line(t: dict, total: int, groups: int, elapsed: float, *, workers: 
 class ProgressMonitor:
     """Prints the build's progress from the folder the workers write to, while it runs."""
 
-    def __init__(self, folder: str, total: int, groups: int, *, stream: Optional[TextIO] = None, quiet: bool = False,
-                 interval: float = 10.0, workers: Optional[int] = None):
+    def __init__(
+        self,
+        folder: str,
+        total: int,
+        groups: int,
+        *,
+        stream: Optional[TextIO] = None,
+        quiet: bool = False,
+        interval: float = 10.0,
+        workers: Optional[int] = None,
+    ):
         self.folder = folder
         self.total = total
         self.groups = groups

@@ -17,6 +17,7 @@ inputs (sidecar, e-print, images, GA-manifest row) are recorded in the header as
 ``FileDep``s and checked before reuse (size and change token first, content hash when the
 token moved), like a build system's dependency file.
 """
+
 from __future__ import annotations
 
 import ast
@@ -49,8 +50,9 @@ READ_CHUNK = 1 << 20
 
 # The figures rows as stored: the published columns (image_uri says where the image file
 # is) plus what identifies the bytes read from it.
-STORED_FIGURES = SCHEMAS["figures"].append(pa.field("image_sha256", pa.string())).append(
-    pa.field("image_size", pa.int64()))
+STORED_FIGURES = (
+    SCHEMAS["figures"].append(pa.field("image_sha256", pa.string())).append(pa.field("image_size", pa.int64()))
+)
 STORED_SCHEMAS = {**SCHEMAS, "figures": STORED_FIGURES}
 TABLES = ("papers", "figures", "mentions")
 
@@ -60,6 +62,7 @@ def store_root(out_dir: str) -> str:
 
 
 # ------------------------------------------------------------------ keys and dependencies
+
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -179,6 +182,7 @@ def dep_still_valid(dep: FileDep, checkers: Optional[Mapping[str, Callable[[File
 
 # ------------------------------------------------------------------ the store
 
+
 class StoredResult:
     """A result read back: its header and its tables (pyarrow, stored schemas)."""
 
@@ -229,7 +233,9 @@ class ResultStore:
         header = replace(header, sizes={name: table_size(_from_ipc(data)) for name, data in streams.items()})
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
-            zf.writestr(zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header.to_json(), sort_keys=True).encode("utf-8"))
+            zf.writestr(
+                zipfile.ZipInfo(HEADER, _ZIP_DATE), json.dumps(header.to_json(), sort_keys=True).encode("utf-8")
+            )
             for name, data in streams.items():
                 zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), data)
         path = self.path(key)
@@ -334,7 +340,7 @@ def _imported_modules(tree: ast.AST, module: str, is_package: bool) -> Iterator[
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""

@@ -1,5 +1,6 @@
 """Byte counts for people: ``mib(n)`` as messages print them (a limit below 1 MiB, such as
 ``--max-page-mb 0.01``, must not read "0 MiB, above the 0 MiB limit")."""
+
 from __future__ import annotations
 
 

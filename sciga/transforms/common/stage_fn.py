@@ -7,6 +7,7 @@ catches whatever escapes, turns it into a dead-letter row (``dead_letter_from``:
 work to the ``dead_letter`` output and counts it. Outputs of a failed ``run`` are never
 emitted: a paper is either wholly through a stage or dead-lettered by it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -14,6 +14,7 @@ One code path for every command that reads or writes a build:
 
 The lowest layer that reads builds (quality, training) uses it, so it lives here.
 """
+
 from __future__ import annotations
 
 import re
@@ -124,6 +125,7 @@ def duckdb_connect(*paths: str, con=None):
 
 # ------------------------------------------------------------------ clear errors
 
+
 def _listing_probe(fs, proto: str, bucket: str) -> None:
     """One cheap request that needs exactly the permission a command needs first (list
     objects), and tells a missing bucket from a forbidden one. ``buckets.get`` is not used:
@@ -156,10 +158,11 @@ def check_location(url: str) -> None:
 
 
 def _missing_bucket(proto: str, bucket: str) -> str:
-    create = (f"gcloud storage buckets create gs://{bucket}" if proto == "gs"
-              else f"aws s3 mb s3://{bucket}")
-    return (f"the bucket {proto}://{bucket} does not exist (or this account cannot see it); check the path, "
-            f"or create the bucket first ({create}).")
+    create = f"gcloud storage buckets create gs://{bucket}" if proto == "gs" else f"aws s3 mb s3://{bucket}"
+    return (
+        f"the bucket {proto}://{bucket} does not exist (or this account cannot see it); check the path, "
+        f"or create the bucket first ({create})."
+    )
 
 
 _GCS_BUCKET_IN_URL = re.compile(r"(?:^|[\s/])b/([^/?\s]+)")
@@ -176,18 +179,24 @@ def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Opti
         mod = type(e).__module__ or ""
         text = str(e)
         if mod.startswith("google.auth") and type(e).__name__ == "DefaultCredentialsError":
-            return ("no Google Cloud credentials found; run `gcloud auth application-default login` "
-                    "(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file) and try again.")
+            return (
+                "no Google Cloud credentials found; run `gcloud auth application-default login` "
+                "(or set GOOGLE_APPLICATION_CREDENTIALS to a service account key file) and try again."
+            )
         gcs_forbidden = isinstance(e, OSError) and text.startswith("Forbidden:")
         # s3fs raises PermissionError without an errno; a local file's has one (not ours to explain).
         store_denied = isinstance(e, PermissionError) and e.errno is None
         if gcs_forbidden or store_denied or getattr(e, "code", None) == 403:
             m = _GCS_BUCKET_IN_URL.search(text)
             target = f"gs://{m.group(1)}" if (gcs_forbidden and m) else (where or "the storage location")
-            return (f"this account has no permission to use {target}; grant it access to the bucket "
-                    "(roles/storage.objectAdmin to build into it, roles/storage.objectViewer to read it) "
-                    "or use credentials that have it.")
+            return (
+                f"this account has no permission to use {target}; grant it access to the bucket "
+                "(roles/storage.objectAdmin to build into it, roles/storage.objectViewer to read it) "
+                "or use credentials that have it."
+            )
         if getattr(e, "code", None) == 401 and mod.startswith("gcsfs"):
-            return ("Google Cloud Storage refused the credentials (401); refresh them with "
-                    "`gcloud auth application-default login` and try again.")
+            return (
+                "Google Cloud Storage refused the credentials (401); refresh them with "
+                "`gcloud auth application-default login` and try again."
+            )
     return None

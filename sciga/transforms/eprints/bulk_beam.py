@@ -1,4 +1,5 @@
 """Beam wrapper of the bulk e-print reader: one verified pass per tar, tars side by side."""
+
 from __future__ import annotations
 
 import apache_beam as beam

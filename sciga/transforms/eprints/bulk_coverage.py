@@ -12,6 +12,7 @@ This is what ``sciga fetch --plan`` needs (which papers the bulk tars serve, how
 and bytes). It reads the manifest with the bulk e-print reader's parser and asks its
 ``Manifest`` where a paper is, so planning and extraction never disagree.
 """
+
 from __future__ import annotations
 
 import os

@@ -29,6 +29,7 @@ for the transfer (about $0.09/GB to the internet from us-east-1, approximate, se
 https://aws.amazon.com/s3/pricing/ ; free to machines in us-east-1). ``plan`` states the
 bytes and the cost before anything is read.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,9 +106,18 @@ class BulkEprints:
     """The bulk archives under ``root`` plus the cache in ``cache_dir``. Holds only the
     manifest and strings, so it pickles to Beam workers; file systems open lazily."""
 
-    def __init__(self, root: str, manifest: Manifest, cache_dir: str, *, storage_options: Optional[Mapping] = None,
-                 cache_storage_options: Optional[Mapping] = None, limits: Limits = DEFAULT_LIMITS,
-                 hash_members: bool = True, manifest_uri: Optional[str] = None):
+    def __init__(
+        self,
+        root: str,
+        manifest: Manifest,
+        cache_dir: str,
+        *,
+        storage_options: Optional[Mapping] = None,
+        cache_storage_options: Optional[Mapping] = None,
+        limits: Limits = DEFAULT_LIMITS,
+        hash_members: bool = True,
+        manifest_uri: Optional[str] = None,
+    ):
         self.root = root.rstrip("/")
         self.manifest = manifest
         self.cache_dir = cache_dir.rstrip("/")
@@ -125,9 +135,16 @@ class BulkEprints:
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def open(cls, root: str, cache_dir: str, *, storage_options: Optional[Mapping] = None,
-             cache_storage_options: Optional[Mapping] = None, limits: Limits = DEFAULT_LIMITS,
-             hash_members: bool = True) -> BulkEprints:
+    def open(
+        cls,
+        root: str,
+        cache_dir: str,
+        *,
+        storage_options: Optional[Mapping] = None,
+        cache_storage_options: Optional[Mapping] = None,
+        limits: Limits = DEFAULT_LIMITS,
+        hash_members: bool = True,
+    ) -> BulkEprints:
         """``root``: a folder or URL holding ``arXiv_src_manifest.xml`` (or the manifest's
         own path). ``s3://arxiv/...`` is read requester-pays with the caller's AWS
         credentials (the usual chain: environment, profile, instance role)."""
@@ -138,15 +155,31 @@ class BulkEprints:
             with fs.open(path, "rb") as f:
                 xml = f.read()
         except FileNotFoundError:
-            raise StageError("eprint_bulk", "missing_manifest", f"{uri} does not exist; pass the folder (or URL) that "
-                             "holds arXiv_src_manifest.xml and the arXiv_src_*.tar files.") from None
+            raise StageError(
+                "eprint_bulk",
+                "missing_manifest",
+                f"{uri} does not exist; pass the folder (or URL) that "
+                "holds arXiv_src_manifest.xml and the arXiv_src_*.tar files.",
+            ) from None
         except OSError as e:
-            raise StageError("eprint_bulk", "missing_manifest", f"{uri} could not be read ({type(e).__name__}: {e}); "
-                             "check the path and, for s3://, your AWS credentials.") from None
+            raise StageError(
+                "eprint_bulk",
+                "missing_manifest",
+                f"{uri} could not be read ({type(e).__name__}: {e}); "
+                "check the path and, for s3://, your AWS credentials.",
+            ) from None
         manifest = Manifest(parse_manifest(xml, label=uri))
         base = posixpath.dirname(uri)
-        return cls(base, manifest, cache_dir, storage_options=opts, cache_storage_options=cache_storage_options,
-                   limits=limits, hash_members=hash_members, manifest_uri=uri)
+        return cls(
+            base,
+            manifest,
+            cache_dir,
+            storage_options=opts,
+            cache_storage_options=cache_storage_options,
+            limits=limits,
+            hash_members=hash_members,
+            manifest_uri=uri,
+        )
 
     def __getstate__(self):
         d = dict(self.__dict__)
@@ -185,8 +218,10 @@ class BulkEprints:
         its base name beside the manifest."""
         if entry.name in self._tar_paths:
             return self._tar_paths[entry.name]
-        layouts = {"beside": _join(self.root, posixpath.basename(entry.filename)),
-                   "relative": _join(self.root, entry.filename.lstrip("/"))}
+        layouts = {
+            "beside": _join(self.root, posixpath.basename(entry.filename)),
+            "relative": _join(self.root, entry.filename.lstrip("/")),
+        }
         if self._layout is None:  # decided on the first tar, then one rule for all (no probing per tar)
             self._layout = next((k for k, c in layouts.items() if self.fs.exists(self._strip(c))), "beside")
         found = layouts[self._layout]
@@ -291,17 +326,33 @@ class BulkEprints:
         usd = (scan_bytes + rr_bytes) / 1e9 * EGRESS_USD_PER_GB if pays else 0.0
         warning = None
         if pays:
-            warning = (f"Reading {len(tars)} tars ({scan_bytes / 1e9:.1f} GB) and {rr} members by range "
-                       f"({rr_bytes / 1e9:.2f} GB) from {self.root}, a requester-pays bucket: AWS bills your account "
-                       f"about ${usd:,.2f} at ~${EGRESS_USD_PER_GB}/GB internet egress (approximate; free inside "
-                       "us-east-1; https://aws.amazon.com/s3/pricing/).")
-        return BulkPlan(tars=tuple(tars), bytes_to_scan=scan_bytes, range_reads=rr, range_bytes=rr_bytes,
-                        papers=sum(len(v) for v in by_tar.values()), not_covered=tuple(missing),
-                        requester_pays=pays, usd_estimate=usd, warning=warning)
+            warning = (
+                f"Reading {len(tars)} tars ({scan_bytes / 1e9:.1f} GB) and {rr} members by range "
+                f"({rr_bytes / 1e9:.2f} GB) from {self.root}, a requester-pays bucket: AWS bills your account "
+                f"about ${usd:,.2f} at ~${EGRESS_USD_PER_GB}/GB internet egress (approximate; free inside "
+                "us-east-1; https://aws.amazon.com/s3/pricing/)."
+            )
+        return BulkPlan(
+            tars=tuple(tars),
+            bytes_to_scan=scan_bytes,
+            range_reads=rr,
+            range_bytes=rr_bytes,
+            papers=sum(len(v) for v in by_tar.values()),
+            not_covered=tuple(missing),
+            requester_pays=pays,
+            usd_estimate=usd,
+            warning=warning,
+        )
 
     # -- one tar --------------------------------------------------------------------------------
-    def scan(self, name: str, wanted: Iterable[str] = (), *, on_bytes: Optional[Callable[[int], None]] = None,
-             rescan: bool = False) -> tuple[TarIndex, dict]:
+    def scan(
+        self,
+        name: str,
+        wanted: Iterable[str] = (),
+        *,
+        on_bytes: Optional[Callable[[int], None]] = None,
+        rescan: bool = False,
+    ) -> tuple[TarIndex, dict]:
         """One verified pass over tar ``name`` (the unit of work: a Beam stage can run one
         per element). Writes the e-prints of ``wanted`` papers into the cache, then the
         tar's index; returns (index, {paper id: e-print path written}). Does nothing but
@@ -327,18 +378,33 @@ class BulkEprints:
             try:
                 # The manifest's size spares a HEAD per tar; a shorter or longer object
                 # fails the md5/size check like any other mismatch.
-                f = self.fs.open(self._strip(uri), "rb", block_size=SCAN_BLOCK, cache_type="readahead",
-                                 size=entry.size) \
-                    if not _is_local(self.fs) else open(self._strip(uri), "rb", buffering=0)
+                f = (
+                    self.fs.open(self._strip(uri), "rb", block_size=SCAN_BLOCK, cache_type="readahead", size=entry.size)
+                    if not _is_local(self.fs)
+                    else open(self._strip(uri), "rb", buffering=0)
+                )
             except (FileNotFoundError, OSError) as e:
-                idx = TarIndex(name=name, filename=entry.filename, expected_md5=entry.md5sum,
-                               expected_size=entry.size, error_type="bulk_tar_unreadable",
-                               message=f"{uri} could not be opened ({type(e).__name__}: {e}); check the bulk folder.")
+                idx = TarIndex(
+                    name=name,
+                    filename=entry.filename,
+                    expected_md5=entry.md5sum,
+                    expected_size=entry.size,
+                    error_type="bulk_tar_unreadable",
+                    message=f"{uri} could not be opened ({type(e).__name__}: {e}); check the bulk folder.",
+                )
                 # Not cached: a missing file is worth trying again next run.
                 return idx, {}
             with f:
-                idx = scan_tar(f, entry, label=uri, wanted=want, sink=sink, limits=self.limits,
-                               hash_members=self.hash_members, on_bytes=on_bytes)
+                idx = scan_tar(
+                    f,
+                    entry,
+                    label=uri,
+                    wanted=want,
+                    sink=sink,
+                    limits=self.limits,
+                    hash_members=self.hash_members,
+                    on_bytes=on_bytes,
+                )
             written: dict[str, str] = {}
             if idx.ok:
                 for pid, tmp in sorted(staged.items()):
@@ -357,8 +423,14 @@ class BulkEprints:
             shutil.rmtree(stage, ignore_errors=True)
 
     # -- many papers ----------------------------------------------------------------------------
-    def extract(self, paper_ids: Iterable[str], *, max_workers: int = 2, validate: bool = True,
-                progress: Optional[Callable[[str, TarIndex], None]] = None) -> ExtractReport:
+    def extract(
+        self,
+        paper_ids: Iterable[str],
+        *,
+        max_workers: int = 2,
+        validate: bool = True,
+        progress: Optional[Callable[[str, TarIndex], None]] = None,
+    ) -> ExtractReport:
         """Put the e-prints of ``paper_ids`` into ``<cache>/eprints``: one verified pass
         per tar not scanned before, range reads for members of scanned tars. Resumable
         and idempotent; papers that cannot be had get a reason in the report. With
@@ -372,7 +444,10 @@ class BulkEprints:
             log.warning(plan.warning)
         rep = ExtractReport()
         for pid in plan.not_covered:
-            rep.reasons[pid] = ("not_in_bulk", f"no tar in {self.manifest_uri} covers {pid}; fetch it per paper instead.")
+            rep.reasons[pid] = (
+                "not_in_bulk",
+                f"no tar in {self.manifest_uri} covers {pid}; fetch it per paper instead.",
+            )
         if _is_local(self.cfs):
             shutil.rmtree(self._staging_root(), ignore_errors=True)  # what a killed run left
         by_tar, _ = self.manifest.group(ids_)
@@ -398,12 +473,22 @@ class BulkEprints:
         import hashlib
 
         if isinstance(data, BaseException):
-            return StageError(STAGE, "bulk_tar_unreadable", f"{label}: {rec.name} could not be read "
-                              f"({type(data).__name__}: {data}); check the bulk folder and run again.", rec.paper_id)
+            return StageError(
+                STAGE,
+                "bulk_tar_unreadable",
+                f"{label}: {rec.name} could not be read "
+                f"({type(data).__name__}: {data}); check the bulk folder and run again.",
+                rec.paper_id,
+            )
         if len(data) != rec.size or (rec.sha256 and hashlib.sha256(data).hexdigest() != rec.sha256):
-            return StageError(STAGE, "md5_mismatch", f"{label}: {rec.name} is not the member the verified pass "
-                              "indexed (its bytes changed since); it was not used. Delete "
-                              f"{self._index_path(idx.name)} to verify the tar again.", rec.paper_id)
+            return StageError(
+                STAGE,
+                "md5_mismatch",
+                f"{label}: {rec.name} is not the member the verified pass "
+                "indexed (its bytes changed since); it was not used. Delete "
+                f"{self._index_path(idx.name)} to verify the tar again.",
+                rec.paper_id,
+            )
         return data
 
     def _range_read(self, idx: TarIndex, paper_id: str, label: str) -> bytes:
@@ -421,10 +506,11 @@ class BulkEprints:
         out: dict = {}
         todo = [recs[p] for p in paper_ids]
         for i in range(0, len(todo), batch):
-            part = todo[i:i + batch]
+            part = todo[i : i + batch]
             try:
-                datas = self.fs.cat_ranges([path] * len(part), [r.offset for r in part],
-                                           [r.offset + r.size for r in part], on_error="return")
+                datas = self.fs.cat_ranges(
+                    [path] * len(part), [r.offset for r in part], [r.offset + r.size for r in part], on_error="return"
+                )
             except (FileNotFoundError, OSError) as e:
                 datas = [e] * len(part)
             for rec, data in zip(part, datas):
@@ -454,18 +540,23 @@ class BulkEprints:
             pass
         entry = self.manifest.locate(pid)
         if entry is None:
-            raise StageError(STAGE, "not_in_bulk", f"no tar in {self.manifest_uri} covers {pid}; fetch it per paper "
-                             "instead.", pid)
+            raise StageError(
+                STAGE, "not_in_bulk", f"no tar in {self.manifest_uri} covers {pid}; fetch it per paper instead.", pid
+            )
         label = self.tar_uri(entry)
         idx = self.index(entry.name)
         if idx is None:
-            raise StageError(STAGE, "bulk_not_scanned", f"{label} has not been verified yet, so {pid} cannot be read "
-                             "from it; extract the build's papers first (one pass per tar checks its md5).", pid)
+            raise StageError(
+                STAGE,
+                "bulk_not_scanned",
+                f"{label} has not been verified yet, so {pid} cannot be read "
+                "from it; extract the build's papers first (one pass per tar checks its md5).",
+                pid,
+            )
         err = paper_problem(idx, pid, label)
         if err is not None:
             raise err
         return self._range_read(idx, pid, label)
-
 
     def tree(self, paper_id: str, *, keep: Callable[[str], bool] = default_keep) -> SourceTree:
         """The paper's e-print read with the e-print stage's safety rules (``read_eprint``):
@@ -475,12 +566,20 @@ class BulkEprints:
         data = self.source(pid)
         return read_eprint(data, label=f"{self.label(pid)} e-print", paper_id=pid, limits=self.limits, keep=keep)
 
+
 class _Extraction:
     """One ``BulkEprints.extract``: the papers of each tar (``tar``, run by worker threads)
     into the cache, their outcomes into the shared report under ``lock``."""
 
-    def __init__(self, reader: BulkEprints, rep: ExtractReport, by_tar: dict, *, validate: bool,
-                 progress: Optional[Callable[[str, TarIndex], None]]):
+    def __init__(
+        self,
+        reader: BulkEprints,
+        rep: ExtractReport,
+        by_tar: dict,
+        *,
+        validate: bool,
+        progress: Optional[Callable[[str, TarIndex], None]],
+    ):
         self.reader = reader
         self.rep = rep
         self.by_tar = by_tar
@@ -498,8 +597,9 @@ class _Extraction:
             return None
         reader = self.reader
         try:
-            read_eprint(data, label=f"{reader.label(pid)} e-print", paper_id=pid, limits=reader.limits,
-                        keep=lambda _: False)
+            read_eprint(
+                data, label=f"{reader.label(pid)} e-print", paper_id=pid, limits=reader.limits, keep=lambda _: False
+            )
         except StageError as e:
             return e
         return None
@@ -507,9 +607,13 @@ class _Extraction:
     def remember(self, pid: str, idx: TarIndex, err: StageError) -> None:
         """Keep a refusal so that a later run does not read the member again to refuse it."""
         rec = idx.by_paper()[pid]
-        self.reader.write_atomic(self.reader.refusal_path(pid), json.dumps(
-            {"tar": idx.name, "sha256": rec.sha256, "error_type": err.error_type, "message": err.message},
-            sort_keys=True).encode())
+        self.reader.write_atomic(
+            self.reader.refusal_path(pid),
+            json.dumps(
+                {"tar": idx.name, "sha256": rec.sha256, "error_type": err.error_type, "message": err.message},
+                sort_keys=True,
+            ).encode(),
+        )
 
     def tar(self, name: str) -> None:
         """The papers of the tar ``name``: a verified pass when it was never scanned, else range
@@ -527,9 +631,18 @@ class _Extraction:
             with self.lock:
                 rep.tars_reused.append(name)
         label = reader.tar_uri(reader.manifest.by_name[name])
-        fetched = reader.range_read_many(idx, [p for p in pids if p not in done and p not in written
-                                                and paper_problem(idx, p, label) is None
-                                                and not (self.validate and reader.refusal(p, idx))], label)
+        fetched = reader.range_read_many(
+            idx,
+            [
+                p
+                for p in pids
+                if p not in done
+                and p not in written
+                and paper_problem(idx, p, label) is None
+                and not (self.validate and reader.refusal(p, idx))
+            ],
+            label,
+        )
         for pid in pids:
             if pid in done:
                 with self.lock:
@@ -580,7 +693,6 @@ class _Extraction:
         except StageError as e:
             err = e
         return err
-
 
 
 def default_storage_options(root: str, given: Optional[Mapping] = None) -> dict:

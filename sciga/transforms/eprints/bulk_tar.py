@@ -28,6 +28,7 @@ says the tar is intact: the caller stages the bytes and commits them only when
 that climb out or are absolute, links, devices and FIFOs, oversized members and oversized
 extension headers are refused, per member, with a reason the paper inherits.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -82,9 +83,14 @@ def parse_manifest(xml: bytes, *, label: str = MANIFEST_NAME) -> tuple[TarEntry,
     """``arXiv_src_manifest.xml`` -> its entries, in the manifest's order. A manifest that
     is not XML, has no ``<file>`` or a ``<file>`` without its name, md5 or size is refused
     with one sentence saying so."""
+
     def bad(why: str) -> StageError:
-        return StageError("eprint_bulk", "bad_manifest", f"{label} {why}; fetch arXiv_src_manifest.xml again "
-                          "(it lies beside the tars, e.g. s3://arxiv/src/arXiv_src_manifest.xml).")
+        return StageError(
+            "eprint_bulk",
+            "bad_manifest",
+            f"{label} {why}; fetch arXiv_src_manifest.xml again "
+            "(it lies beside the tars, e.g. s3://arxiv/src/arXiv_src_manifest.xml).",
+        )
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, remove_comments=True)
     try:
@@ -95,14 +101,23 @@ def parse_manifest(xml: bytes, *, label: str = MANIFEST_NAME) -> tuple[TarEntry,
         raise bad("is not an arXiv bulk manifest (its root element is not <arXivSRC>)")
     out = []
     for i, f in enumerate(root.iter("file"), 1):
+
         def get(tag: str, f=f) -> str:
             return (f.findtext(tag) or "").strip()
 
         try:
-            entry = TarEntry(filename=get("filename"), md5sum=get("md5sum").lower(), size=int(get("size")),
-                             first_item=get("first_item"), last_item=get("last_item"),
-                             num_items=int(get("num_items") or 0), seq_num=int(get("seq_num") or 0),
-                             yymm=get("yymm"), content_md5sum=get("content_md5sum").lower(), timestamp=get("timestamp"))
+            entry = TarEntry(
+                filename=get("filename"),
+                md5sum=get("md5sum").lower(),
+                size=int(get("size")),
+                first_item=get("first_item"),
+                last_item=get("last_item"),
+                num_items=int(get("num_items") or 0),
+                seq_num=int(get("seq_num") or 0),
+                yymm=get("yymm"),
+                content_md5sum=get("content_md5sum").lower(),
+                timestamp=get("timestamp"),
+            )
         except ValueError:
             raise bad(f"has a <file> (number {i}) whose size, num_items or seq_num is not a number") from None
         if not entry.filename or not re.fullmatch(r"[0-9a-f]{32}", entry.md5sum):
@@ -323,14 +338,25 @@ def _outer_problem(m: tarfile.TarInfo, limits: Limits) -> Optional[tuple[str, st
         what = "device" if (m.ischr() or m.isblk()) else ("FIFO" if m.isfifo() else "special file")
         return "unsafe_archive", f"member {m.name!r} is a {what}"
     if m.size > limits.max_total_bytes:
-        return "size_bomb", f"member {m.name!r} is {m.size // (1 << 20)} MiB, above the " \
-                            f"{limits.max_total_bytes // (1 << 20)} MiB e-print limit"
+        return (
+            "size_bomb",
+            f"member {m.name!r} is {m.size // (1 << 20)} MiB, above the "
+            f"{limits.max_total_bytes // (1 << 20)} MiB e-print limit",
+        )
     return None
 
 
-def scan_tar(raw, entry: TarEntry, *, label: Optional[str] = None, wanted: Iterable[str] = (),
-             sink: Optional[Sink] = None, limits: Limits = DEFAULT_LIMITS, hash_members: bool = True,
-             on_bytes: Optional[Callable[[int], None]] = None) -> TarIndex:
+def scan_tar(
+    raw,
+    entry: TarEntry,
+    *,
+    label: Optional[str] = None,
+    wanted: Iterable[str] = (),
+    sink: Optional[Sink] = None,
+    limits: Limits = DEFAULT_LIMITS,
+    hash_members: bool = True,
+    on_bytes: Optional[Callable[[int], None]] = None,
+) -> TarIndex:
     """Read the tar ``raw`` (a binary stream, read front to back) once and return its
     index. Members of papers in ``wanted`` are written to ``sink(member)`` as they stream
     by; they are only trustworthy if the returned index is ``ok`` (md5 and size match the
@@ -379,17 +405,21 @@ def scan_tar(raw, entry: TarEntry, *, label: Optional[str] = None, wanted: Itera
             idx.error_type, idx.message = "unsafe_archive", e.message
         except (OSError, EOFError, tarfile.TarError) as e:
             idx.error_type = "bulk_tar_unreadable"
-            idx.message = (f"{label} could not be read to its end ({type(e).__name__}: {e}); its papers were not "
-                           "used. Check the file (or the connection) and run again.")
+            idx.message = (
+                f"{label} could not be read to its end ({type(e).__name__}: {e}); its papers were not "
+                "used. Check the file (or the connection) and run again."
+            )
     finally:
         idx.md5 = hashing.digest()
         idx.size = hashing.count
     if idx.error_type is None:
         if idx.md5 != entry.md5sum or idx.size != entry.size:
             idx.error_type = "md5_mismatch"
-            idx.message = (f"{label} does not match arXiv_src_manifest.xml (md5 {idx.md5}, {idx.size} bytes; the "
-                           f"manifest says md5 {entry.md5sum}, {entry.size} bytes): it is corrupt or from another "
-                           "release, so none of its e-prints were used. Fetch the tar and the manifest again.")
+            idx.message = (
+                f"{label} does not match arXiv_src_manifest.xml (md5 {idx.md5}, {idx.size} bytes; the "
+                f"manifest says md5 {entry.md5sum}, {entry.size} bytes): it is corrupt or from another "
+                "release, so none of its e-prints were used. Fetch the tar and the manifest again."
+            )
         else:
             idx.ok = True
     return idx
@@ -398,19 +428,39 @@ def scan_tar(raw, entry: TarEntry, *, label: Optional[str] = None, wanted: Itera
 def paper_problem(idx: TarIndex, paper_id: str, label: str) -> Optional[StageError]:
     """Why paper ``paper_id`` cannot be taken from the scanned tar ``idx``, or None."""
     if not idx.ok:
-        return StageError(STAGE, idx.error_type or "bulk_tar_unreadable", idx.message or f"{label} is unusable.", paper_id)
+        return StageError(
+            STAGE, idx.error_type or "bulk_tar_unreadable", idx.message or f"{label} is unusable.", paper_id
+        )
     rec = idx.by_paper().get(paper_id)
     if rec is None:
-        return StageError(STAGE, "not_in_bulk", f"{label} does not hold {paper_id} although the manifest's range "
-                          "covers it (withdrawn, or never had a source); fetch it per paper instead.", paper_id)
+        return StageError(
+            STAGE,
+            "not_in_bulk",
+            f"{label} does not hold {paper_id} although the manifest's range "
+            "covers it (withdrawn, or never had a source); fetch it per paper instead.",
+            paper_id,
+        )
     if rec.error_type:
-        return StageError(STAGE, rec.error_type, f"{label}: {rec.message}; the e-print of {paper_id} was refused "
-                          "and nothing was extracted.", paper_id)
+        return StageError(
+            STAGE,
+            rec.error_type,
+            f"{label}: {rec.message}; the e-print of {paper_id} was refused and nothing was extracted.",
+            paper_id,
+        )
     if rec.kind == "pdf":
-        return StageError(STAGE, "pdf_only", f"{paper_id} was submitted as a PDF only ({label} holds {rec.name}): "
-                          "it has no TeX source, so its figures cannot be recovered from TeX nor converted "
-                          "with LaTeXML.", paper_id)
+        return StageError(
+            STAGE,
+            "pdf_only",
+            f"{paper_id} was submitted as a PDF only ({label} holds {rec.name}): "
+            "it has no TeX source, so its figures cannot be recovered from TeX nor converted "
+            "with LaTeXML.",
+            paper_id,
+        )
     if rec.kind != "gz":
-        return StageError(STAGE, "unsupported_source", f"{label} holds {rec.name} for {paper_id}, which is neither a "
-                          "gzipped source nor a PDF.", paper_id)
+        return StageError(
+            STAGE,
+            "unsupported_source",
+            f"{label} holds {rec.name} for {paper_id}, which is neither a gzipped source nor a PDF.",
+            paper_id,
+        )
     return None

@@ -21,6 +21,7 @@ reason; nothing is written before the archive has been read completely. ``read_e
 keeps the files the figure stage needs in memory; ``safe_extract`` writes them to a
 folder (atomically: a temporary folder renamed into place).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -39,8 +40,26 @@ from sciga.transforms.common.errors import StageError
 
 STAGE = "tex_source"
 TEX_EXTS = (".tex", ".ltx", ".latex", ".sty", ".cls", ".bbl", ".txt", ".pdf_tex", ".def", ".cfg")
-GRAPHIC_EXTS = (".pdf", ".png", ".jpg", ".jpeg", ".eps", ".ps", ".gif", ".tif", ".tiff", ".bmp", ".mps",
-                ".eps.gz", ".ps.gz", ".svg", ".jbig2", ".jb2", ".epsf", ".epsi")
+GRAPHIC_EXTS = (
+    ".pdf",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".eps",
+    ".ps",
+    ".gif",
+    ".tif",
+    ".tiff",
+    ".bmp",
+    ".mps",
+    ".eps.gz",
+    ".ps.gz",
+    ".svg",
+    ".jbig2",
+    ".jb2",
+    ".epsf",
+    ".epsi",
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +96,9 @@ def default_keep(path: str) -> bool:
 
 
 def _refuse(label: str, error_type: str, why: str, paper_id: Optional[str]) -> StageError:
-    return StageError(STAGE, error_type, f"{label}: {why}; the e-print was refused and nothing was extracted.", paper_id)
+    return StageError(
+        STAGE, error_type, f"{label}: {why}; the e-print was refused and nothing was extracted.", paper_id
+    )
 
 
 def safe_member_name(name: str) -> Optional[str]:
@@ -162,8 +183,13 @@ def read_counted(f, limit: int, on_exceed: Callable[[int], StageError], chunk: i
         out.write(block)
 
 
-_EXTENSION_TYPES = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE, tarfile.XGLTYPE,
-                    tarfile.SOLARIS_XHDTYPE)
+_EXTENSION_TYPES = (
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+)
 
 
 class _GuardedTarInfo(tarfile.TarInfo):
@@ -177,8 +203,13 @@ class _GuardedTarInfo(tarfile.TarInfo):
 
     def _proc_member(self, tf):
         if self.type in _EXTENSION_TYPES and self.size > self.max_header_bytes:
-            raise _refuse(self.label, "unsafe_archive", f"an extension header (type {self.type!r}) declares "
-                          f"{self.size} bytes of metadata, above {self.max_header_bytes}", self.paper_id)
+            raise _refuse(
+                self.label,
+                "unsafe_archive",
+                f"an extension header (type {self.type!r}) declares "
+                f"{self.size} bytes of metadata, above {self.max_header_bytes}",
+                self.paper_id,
+            )
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise _refuse(self.label, "unsafe_archive", f"member {self.name!r} is a GNU sparse file", self.paper_id)
         return super()._proc_member(tf)
@@ -187,12 +218,21 @@ class _GuardedTarInfo(tarfile.TarInfo):
 def guarded_tarinfo(label: str, paper_id: Optional[str], limits: Limits) -> type:
     """A ``tarinfo=`` class for ``tarfile.open`` bound to one archive's label and limits
     (a fresh subclass per archive, so concurrent reads never share state)."""
-    return type("GuardedTarInfo", (_GuardedTarInfo,), {"max_header_bytes": limits.max_header_bytes,
-                                                        "label": label, "paper_id": paper_id})
+    return type(
+        "GuardedTarInfo",
+        (_GuardedTarInfo,),
+        {"max_header_bytes": limits.max_header_bytes, "label": label, "paper_id": paper_id},
+    )
 
 
-def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] = None,
-                limits: Limits = DEFAULT_LIMITS, keep: Callable[[str], bool] = default_keep) -> SourceTree:
+def read_eprint(
+    data: bytes,
+    *,
+    label: str = "e-print",
+    paper_id: Optional[str] = None,
+    limits: Limits = DEFAULT_LIMITS,
+    keep: Callable[[str], bool] = default_keep,
+) -> SourceTree:
     """Bytes of an e-print -> SourceTree with the kept files in memory."""
     if not data:
         raise StageError(STAGE, "empty_source", f"{label} is empty; refetch it.", paper_id)
@@ -202,11 +242,17 @@ def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] 
     if kind == "ps":
         return SourceTree(kind="ps", total_bytes=len(data))
     if kind in ("zip", "bzip2"):
-        raise StageError(STAGE, "unsupported_source", f"{label} is a {kind} archive, which arXiv does not serve as an "
-                         "e-print; check --eprint-base-url.", paper_id)
+        raise StageError(
+            STAGE,
+            "unsupported_source",
+            f"{label} is a {kind} archive, which arXiv does not serve as an e-print; check --eprint-base-url.",
+            paper_id,
+        )
 
     def too_big(n: int) -> StageError:
-        return _refuse(label, "size_bomb", f"it inflates to more than {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
+        return _refuse(
+            label, "size_bomb", f"it inflates to more than {limits.max_total_bytes // (1 << 20)} MiB", paper_id
+        )
 
     if kind == "gzip":
         stream = _CountingReader(gzip.GzipFile(fileobj=io.BytesIO(data)), limits.max_total_bytes, too_big)
@@ -218,21 +264,38 @@ def read_eprint(data: bytes, *, label: str = "e-print", paper_id: Optional[str] 
         if _is_tar_header(head):
             tree = _read_tar(buffered, label, paper_id, limits, keep)
         else:
-            body = read_counted(buffered, limits.max_member_bytes, lambda n: _refuse(
-                label, "size_bomb", f"its single file is larger than {limits.max_member_bytes // (1 << 20)} MiB", paper_id))
+            body = read_counted(
+                buffered,
+                limits.max_member_bytes,
+                lambda n: _refuse(
+                    label,
+                    "size_bomb",
+                    f"its single file is larger than {limits.max_member_bytes // (1 << 20)} MiB",
+                    paper_id,
+                ),
+            )
             sub = detect_kind(body[:512])
             if sub in ("pdf", "ps"):
                 return SourceTree(kind=sub, total_bytes=len(body))
             if not body.strip():
-                raise StageError(STAGE, "empty_source", f"{label} holds no TeX (empty file); the paper has no usable source.", paper_id)
+                raise StageError(
+                    STAGE,
+                    "empty_source",
+                    f"{label} holds no TeX (empty file); the paper has no usable source.",
+                    paper_id,
+                )
             tree = SourceTree(kind="tex", files={"main.tex": body}, members=1)
         tree.total_bytes = stream.count
         return tree
     except StageError:
         raise
     except (OSError, EOFError, zlib.error, tarfile.TarError) as e:
-        raise StageError(STAGE, "corrupt_source", f"{label} is not a readable archive ({type(e).__name__}: {e}); "
-                         "refetch it or check the file.", paper_id) from None
+        raise StageError(
+            STAGE,
+            "corrupt_source",
+            f"{label} is not a readable archive ({type(e).__name__}: {e}); refetch it or check the file.",
+            paper_id,
+        ) from None
 
 
 def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep) -> SourceTree:
@@ -247,7 +310,9 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                 raise _refuse(label, "unsafe_archive", f"member name of {len(m.name)} characters is too long", paper_id)
             name = safe_member_name(m.name)
             if name is None:
-                raise _refuse(label, "unsafe_archive", f"member {m.name!r} is an absolute path or climbs out with '..'", paper_id)
+                raise _refuse(
+                    label, "unsafe_archive", f"member {m.name!r} is an absolute path or climbs out with '..'", paper_id
+                )
             if m.issym() or m.islnk():
                 raise _refuse(label, "unsafe_archive", f"member {m.name!r} is a link (to {m.linkname!r})", paper_id)
             if m.isdir():
@@ -256,28 +321,62 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                 what = "device" if (m.ischr() or m.isblk()) else ("FIFO" if m.isfifo() else "special file")
                 raise _refuse(label, "unsafe_archive", f"member {m.name!r} is a {what}", paper_id)
             if m.size > limits.max_member_bytes:
-                raise _refuse(label, "size_bomb", f"member {m.name!r} declares {m.size // (1 << 20)} MiB, above the "
-                              f"{limits.max_member_bytes // (1 << 20)} MiB limit", paper_id)
+                raise _refuse(
+                    label,
+                    "size_bomb",
+                    f"member {m.name!r} declares {m.size // (1 << 20)} MiB, above the "
+                    f"{limits.max_member_bytes // (1 << 20)} MiB limit",
+                    paper_id,
+                )
             declared_total += m.size
             if declared_total > limits.max_total_bytes:
-                raise _refuse(label, "size_bomb", f"its members declare more than {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
+                raise _refuse(
+                    label,
+                    "size_bomb",
+                    f"its members declare more than {limits.max_total_bytes // (1 << 20)} MiB",
+                    paper_id,
+                )
             f = tf.extractfile(m)
             if keep(name):
-                data = read_counted(f, m.size, lambda n, m=m: _refuse(
-                    label, "size_bomb", f"member {m.name!r} holds more than the {m.size} bytes it declares", paper_id)) \
-                    if f is not None else b""
+                data = (
+                    read_counted(
+                        f,
+                        m.size,
+                        lambda n, m=m: _refuse(
+                            label,
+                            "size_bomb",
+                            f"member {m.name!r} holds more than the {m.size} bytes it declares",
+                            paper_id,
+                        ),
+                    )
+                    if f is not None
+                    else b""
+                )
                 if len(data) != m.size:
-                    raise StageError(STAGE, "corrupt_source", f"{label}: member {m.name!r} is truncated; refetch the e-print.", paper_id)
+                    raise StageError(
+                        STAGE,
+                        "corrupt_source",
+                        f"{label}: member {m.name!r} is truncated; refetch the e-print.",
+                        paper_id,
+                    )
                 tree.files[name] = data
             else:
                 tree.skipped.append(name)
     if tree.members == 0:
-        raise StageError(STAGE, "empty_source", f"{label} is an empty archive; the paper has no usable source.", paper_id)
+        raise StageError(
+            STAGE, "empty_source", f"{label} is an empty archive; the paper has no usable source.", paper_id
+        )
     return tree
 
 
-def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optional[str] = None,
-                    limits: Limits = DEFAULT_LIMITS, keep: Callable[[str], bool] = default_keep) -> SourceTree:
+def read_source_dir(
+    path: str,
+    *,
+    label: Optional[str] = None,
+    paper_id: Optional[str] = None,
+    limits: Limits = DEFAULT_LIMITS,
+    keep: Callable[[str], bool] = default_keep,
+) -> SourceTree:
     """An already-extracted source folder (local or fsspec), read with the same limits;
     links, files that resolve outside the folder and anything that is not a regular file
     (FIFOs, devices) are skipped, not followed; link loops end (``input_files.walk_files``)."""
@@ -317,14 +416,29 @@ def read_source_dir(path: str, *, label: Optional[str] = None, paper_id: Optiona
             tree.skipped.append(name)  # changed into a link or a FIFO since it was listed
             continue
         with f:
-            tree.files[name] = read_counted(f, limits.max_member_bytes, lambda n, name=name: _refuse(
-                label, "size_bomb", f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read", paper_id))
+            tree.files[name] = read_counted(
+                f,
+                limits.max_member_bytes,
+                lambda n, name=name: _refuse(
+                    label,
+                    "size_bomb",
+                    f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read",
+                    paper_id,
+                ),
+            )
     tree.total_bytes = total
     return tree
 
 
-def safe_extract(data: bytes, dest: str, *, label: str = "e-print", paper_id: Optional[str] = None,
-                 limits: Limits = DEFAULT_LIMITS, keep: Callable[[str], bool] = lambda p: True) -> SourceTree:
+def safe_extract(
+    data: bytes,
+    dest: str,
+    *,
+    label: str = "e-print",
+    paper_id: Optional[str] = None,
+    limits: Limits = DEFAULT_LIMITS,
+    keep: Callable[[str], bool] = lambda p: True,
+) -> SourceTree:
     """Validate and extract an e-print into ``dest`` (created; replaced atomically).
     The archive is read completely in memory first, so a refused archive writes nothing."""
     tree = read_eprint(data, label=label, paper_id=paper_id, limits=limits, keep=keep)

@@ -12,6 +12,7 @@ to do; the figure stage records them on the figure row, it does not fail the pap
 stopped by a signal or by the timeout is a *transient* error: the paper's result is not
 kept as final, so the next build rasterizes the figure again.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -34,8 +35,12 @@ def _tool(name: str) -> str:
     path = shutil.which(name)
     if not path:
         pkg = "poppler-utils" if name == "pdftoppm" else "ghostscript"
-        raise StageError(STAGE, "tool_missing", f"{name} is not installed, so PDF/EPS figures cannot be rasterized; "
-                         f"install {pkg} (scripts/setup.sh does it).")
+        raise StageError(
+            STAGE,
+            "tool_missing",
+            f"{name} is not installed, so PDF/EPS figures cannot be rasterized; "
+            f"install {pkg} (scripts/setup.sh does it).",
+        )
     return path
 
 
@@ -69,7 +74,9 @@ def check_image(png: bytes, label: str) -> tuple[int, int]:
         with Image.open(io.BytesIO(png)) as im:
             w, h = im.size
             if w * h > MAX_PIXELS:
-                raise StageError(STAGE, "too_many_pixels", f"{label} is {w}x{h} pixels, above the {MAX_PIXELS:,} pixel limit.")
+                raise StageError(
+                    STAGE, "too_many_pixels", f"{label} is {w}x{h} pixels, above the {MAX_PIXELS:,} pixel limit."
+                )
             im.verify()
             return w, h
     except StageError:
@@ -82,40 +89,81 @@ def _run(cmd: list[str], data: bytes, label: str, what: str, timeout: float) -> 
     try:
         proc = subprocess.run(cmd, input=data, capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise StageError(STAGE, "timeout", f"{label}: {what} did not finish within {timeout:.0f} s; the figure was skipped "
-                         "(raise --rasterize-timeout if it is genuine).", transient=True) from None
+        raise StageError(
+            STAGE,
+            "timeout",
+            f"{label}: {what} did not finish within {timeout:.0f} s; the figure was skipped "
+            "(raise --rasterize-timeout if it is genuine).",
+            transient=True,
+        ) from None
     except OSError as e:
         raise StageError(STAGE, "tool_failed", f"{label}: {what} could not be started ({e}).", transient=True) from None
     if proc.returncode < 0:
         # Killed by a signal (Ctrl-C reaches the whole process group, the OOM killer...): not
         # the file's fault, and not a result to keep: the next build rasterizes it again.
-        raise StageError(STAGE, "interrupted", f"{label}: {what} was stopped by signal {-proc.returncode}; the figure "
-                         "has no image in this build and is rasterized again by the next one.", transient=True)
+        raise StageError(
+            STAGE,
+            "interrupted",
+            f"{label}: {what} was stopped by signal {-proc.returncode}; the figure "
+            "has no image in this build and is rasterized again by the next one.",
+            transient=True,
+        )
     if proc.returncode != 0 or not proc.stdout.startswith(b"\x89PNG"):
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         why = next((ln for ln in err if "rror" in ln), err[0] if err else f"exit code {proc.returncode}")
-        raise StageError(STAGE, "rejected", f"{label}: {what} rejected the file ({why[:200]}); the figure has no image "
-                         "from the source.")
+        raise StageError(
+            STAGE,
+            "rejected",
+            f"{label}: {what} rejected the file ({why[:200]}); the figure has no image from the source.",
+        )
     return proc.stdout
 
 
-def pdf_to_png(data: bytes, label: str = "figure.pdf", *, dpi: int = DEFAULT_DPI, max_side: int = DEFAULT_MAX_SIDE,
-               timeout: float = DEFAULT_TIMEOUT) -> bytes:
+def pdf_to_png(
+    data: bytes,
+    label: str = "figure.pdf",
+    *,
+    dpi: int = DEFAULT_DPI,
+    max_side: int = DEFAULT_MAX_SIDE,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> bytes:
     cmd = [_tool("pdftoppm"), "-png", "-singlefile", "-f", "1", "-l", "1", "-r", str(dpi)]
     if max_side:
         cmd += ["-scale-to", str(max_side)]
     return _run(cmd, data, label, "pdftoppm", timeout)
 
 
-def ps_to_png(data: bytes, label: str = "figure.eps", *, dpi: int = DEFAULT_DPI, timeout: float = DEFAULT_TIMEOUT) -> bytes:
-    cmd = [_tool("gs"), "-dSAFER", "-dBATCH", "-dNOPAUSE", "-dQUIET", "-sstdout=%stderr", "-sDEVICE=png16m",
-           f"-r{dpi}", "-dEPSCrop", "-dFirstPage=1", "-dLastPage=1", "-dTextAlphaBits=4", "-dGraphicsAlphaBits=4",
-           "-sOutputFile=-", "-"]
+def ps_to_png(
+    data: bytes, label: str = "figure.eps", *, dpi: int = DEFAULT_DPI, timeout: float = DEFAULT_TIMEOUT
+) -> bytes:
+    cmd = [
+        _tool("gs"),
+        "-dSAFER",
+        "-dBATCH",
+        "-dNOPAUSE",
+        "-dQUIET",
+        "-sstdout=%stderr",
+        "-sDEVICE=png16m",
+        f"-r{dpi}",
+        "-dEPSCrop",
+        "-dFirstPage=1",
+        "-dLastPage=1",
+        "-dTextAlphaBits=4",
+        "-dGraphicsAlphaBits=4",
+        "-sOutputFile=-",
+        "-",
+    ]
     return _run(cmd, data, label, "ghostscript", timeout)
 
 
-def to_png(data: bytes, name: str, *, dpi: int = DEFAULT_DPI, max_side: int = DEFAULT_MAX_SIDE,
-           timeout: float = DEFAULT_TIMEOUT) -> tuple[bytes, Optional[str]]:
+def to_png(
+    data: bytes,
+    name: str,
+    *,
+    dpi: int = DEFAULT_DPI,
+    max_side: int = DEFAULT_MAX_SIDE,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[bytes, Optional[str]]:
     """(image bytes, how) for one figure file: ``how`` is 'pdftoppm', 'ghostscript',
     'pillow' or None (passed through unchanged)."""
     if name.lower().endswith(".gz") and data[:2] == b"\x1f\x8b":
@@ -144,12 +192,22 @@ def to_png(data: bytes, name: str, *, dpi: int = DEFAULT_DPI, max_side: int = DE
             im.convert("RGBA" if im.mode in ("RGBA", "LA", "P") else "RGB").save(out, format="PNG")
             return out.getvalue(), "pillow"
     if kind == "svg":
-        raise StageError(STAGE, "unsupported", f"{name} is SVG, which is not rasterized here; the figure keeps no image from the source.")
+        raise StageError(
+            STAGE,
+            "unsupported",
+            f"{name} is SVG, which is not rasterized here; the figure keeps no image from the source.",
+        )
     raise StageError(STAGE, "unsupported", f"{name} is not a PDF, EPS or raster image this builder can read.")
 
 
-def to_png_many(items: list[tuple[str, bytes]], *, workers: int = 0, dpi: int = DEFAULT_DPI,
-                max_side: int = DEFAULT_MAX_SIDE, timeout: float = DEFAULT_TIMEOUT) -> list[tuple[Optional[bytes], Optional[StageError]]]:
+def to_png_many(
+    items: list[tuple[str, bytes]],
+    *,
+    workers: int = 0,
+    dpi: int = DEFAULT_DPI,
+    max_side: int = DEFAULT_MAX_SIDE,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[tuple[Optional[bytes], Optional[StageError]]]:
     """``to_png`` for several files of one paper; poppler / ghostscript run side by side
     (they are separate processes, so threads are enough). Results keep the input order."""
     import os

@@ -22,6 +22,7 @@ What is understood (enough for arXiv sources, without running TeX):
 Graphics that cannot be found are kept with an error, so the caller can say which figure
 lacks which file.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -33,10 +34,40 @@ from sciga.transforms.eprints.eprint import SourceTree
 from sciga.transforms.metadata.classifications import classes_from_tex
 
 # pdfLaTeX's default search order, then what latex+dvips would use.
-DEFAULT_EXTS = (".pdf", ".png", ".jpg", ".mps", ".jpeg", ".jbig2", ".jb2", ".PDF", ".PNG", ".JPG", ".JPEG",
-                ".eps", ".ps", ".EPS", ".PS", ".eps.gz", ".gif", ".tif", ".tiff", ".svg")
-FIGURE_ENVS = ("figure", "figure*", "teaserfigure", "wrapfigure", "wrapfigure*", "SCfigure", "SCfigure*",
-               "sidewaysfigure", "sidewaysfigure*", "floatingfigure")
+DEFAULT_EXTS = (
+    ".pdf",
+    ".png",
+    ".jpg",
+    ".mps",
+    ".jpeg",
+    ".jbig2",
+    ".jb2",
+    ".PDF",
+    ".PNG",
+    ".JPG",
+    ".JPEG",
+    ".eps",
+    ".ps",
+    ".EPS",
+    ".PS",
+    ".eps.gz",
+    ".gif",
+    ".tif",
+    ".tiff",
+    ".svg",
+)
+FIGURE_ENVS = (
+    "figure",
+    "figure*",
+    "teaserfigure",
+    "wrapfigure",
+    "wrapfigure*",
+    "SCfigure",
+    "SCfigure*",
+    "sidewaysfigure",
+    "sidewaysfigure*",
+    "floatingfigure",
+)
 MAX_DEPTH = 20
 MAX_EXPANDED_CHARS = 40 * 1024 * 1024
 
@@ -111,7 +142,7 @@ def read_group(text: str, i: int, open_ch: str = "{", close_ch: str = "}") -> tu
         elif ch == close_ch:
             depth -= 1
             if depth == 0:
-                return text[j + 1:k], k + 1
+                return text[j + 1 : k], k + 1
         k += 1
     return None, i
 
@@ -127,8 +158,12 @@ def skip_options(text: str, i: int) -> int:
 
 def tex_to_plain(s: str) -> str:
     """A caption in TeX -> plain words (math, refs, cites, labels, footnotes dropped)."""
-    s = re.sub(r"\\(?:label|ref|cref|Cref|autoref|eqref|pageref|cite[a-zA-Z]*|footnote|footnotemark|"
-               r"footnotetext|url|href|hspace|vspace|includegraphics|index)\*?\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}", " ", s)
+    s = re.sub(
+        r"\\(?:label|ref|cref|Cref|autoref|eqref|pageref|cite[a-zA-Z]*|footnote|footnotemark|"
+        r"footnotetext|url|href|hspace|vspace|includegraphics|index)\*?\s*(?:\[[^\]]*\]\s*)*\{[^{}]*\}",
+        " ",
+        s,
+    )
     s = re.sub(r"\$\$.*?\$\$|\$.*?\$|\\\(.*?\\\)|\\\[.*?\\\]", " ", s, flags=re.S)
     s = re.sub(r"\\[`'^\"~=.](?=[A-Za-z{])", "", s)  # accents: \'e -> e
     s = re.sub(r"\\[uvHtcdbk](?=\{)", "", s)  # \v{c} -> c
@@ -163,7 +198,9 @@ def find_main(tree: SourceTree) -> Optional[str]:
     texts = {p: strip_comments(decode_tex(tree.files[p])) for p in texs}
     roots = [p for p in texs if _DOCCLASS_RE.search(texts[p]) and _BEGIN_DOC_RE.search(texts[p])]
     if not roots:
-        roots = [p for p in texs if _BEGIN_DOC_RE.search(texts[p])] or [p for p in texs if _DOCCLASS_RE.search(texts[p])]
+        roots = [p for p in texs if _BEGIN_DOC_RE.search(texts[p])] or [
+            p for p in texs if _DOCCLASS_RE.search(texts[p])
+        ]
     if not roots:
         return texs[0] if len(texs) == 1 else None
     if len(roots) == 1:
@@ -174,8 +211,14 @@ def find_main(tree: SourceTree) -> Optional[str]:
             included.add(posixpath.normpath(inc.group(1).strip()).removesuffix(".tex"))
     top = [p for p in roots if p.removesuffix(".tex") not in included] or roots
     preferred = ("main", "ms", "paper", "article", "manuscript", "root")
-    top.sort(key=lambda p: (p.count("/"), posixpath.basename(p).removesuffix(".tex").lower() not in preferred,
-                            -len(tree.files[p]), p))
+    top.sort(
+        key=lambda p: (
+            p.count("/"),
+            posixpath.basename(p).removesuffix(".tex").lower() not in preferred,
+            -len(tree.files[p]),
+            p,
+        )
+    )
     return top[0]
 
 
@@ -209,7 +252,9 @@ def expand(tree: SourceTree, main: str, problems: list[str]) -> list[_Chunk]:
         text = strip_comments(decode_tex(tree.files[path]))
         total[0] += len(text)
         if total[0] > MAX_EXPANDED_CHARS:
-            problems.append(f"the TeX sources exceed {MAX_EXPANDED_CHARS // (1 << 20)} MiB when inlined; stopped at {path}")
+            problems.append(
+                f"the TeX sources exceed {MAX_EXPANDED_CHARS // (1 << 20)} MiB when inlined; stopped at {path}"
+            )
             return
         pos = 0
         for m in _INPUT_RE.finditer(text):
@@ -235,12 +280,16 @@ def expand(tree: SourceTree, main: str, problems: list[str]) -> list[_Chunk]:
                 # \InputIfFileExists{file}{then}{else}: skip the two branches
                 _, j2 = read_group(text, j)
                 _, j = read_group(text, j2)
-            out.append(_Chunk(text[pos:m.start()], base_dir))
+            out.append(_Chunk(text[pos : m.start()], base_dir))
             pos = j
             arg = arg.strip()
             if dir_arg is not None:
                 if cmd.startswith("sub"):
-                    new_base = posixpath.normpath(posixpath.join(base_dir, dir_arg.strip())) if base_dir else posixpath.normpath(dir_arg.strip())
+                    new_base = (
+                        posixpath.normpath(posixpath.join(base_dir, dir_arg.strip()))
+                        if base_dir
+                        else posixpath.normpath(dir_arg.strip())
+                    )
                 else:
                     new_base = posixpath.normpath(dir_arg.strip())
                 target = _resolve_tex(tree, posixpath.join(new_base, arg), "")
@@ -248,7 +297,9 @@ def expand(tree: SourceTree, main: str, problems: list[str]) -> list[_Chunk]:
                 new_base = base_dir
                 target = _resolve_tex(tree, arg, base_dir)
             if target is None:
-                if not arg.lower().endswith((".bbl", ".sty", ".cls", ".pgf", ".tikz", ".pdf_tex", ".ind", ".toc", ".aux")):
+                if not arg.lower().endswith(
+                    (".bbl", ".sty", ".cls", ".pgf", ".tikz", ".pdf_tex", ".ind", ".toc", ".aux")
+                ):
                     problems.append(f"\\{cmd}{{{arg}}} in {path} names a file that is not in the source")
                 continue
             if target in stack:
@@ -378,8 +429,10 @@ def graphics_in(text: str) -> list[tuple[int, str]]:
 
 # -- figures -----------------------------------------------------------------------------
 _ENV_RE = re.compile(r"\\(begin|end)\s*\{([A-Za-z*]+)\}")
-_CAPTION_RE = re.compile(r"\\(caption|captionof|subcaption|subfloat|subfigure|sidesubfloat|subcaptionbox|"
-                         r"setcounter|addtocounter|ContinuedFloat|label)(?![A-Za-z@])(\*?)")
+_CAPTION_RE = re.compile(
+    r"\\(caption|captionof|subcaption|subfloat|subfigure|sidesubfloat|subcaptionbox|"
+    r"setcounter|addtocounter|ContinuedFloat|label)(?![A-Za-z@])(\*?)"
+)
 
 
 @dataclass
@@ -485,8 +538,12 @@ def parse_document(tree: SourceTree) -> TexDocument:
     text = "".join(c.text for c in chunks)
     doc.graphicspath = _graphicspath(text)
     exts = _declared_exts(text)
-    gctx = GraphicsContext(tree=tree, main_dir=posixpath.dirname(main), dirs=doc.graphicspath,
-                           exts=list(exts) + [e for e in DEFAULT_EXTS if e not in exts] if exts else list(DEFAULT_EXTS))
+    gctx = GraphicsContext(
+        tree=tree,
+        main_dir=posixpath.dirname(main),
+        dirs=doc.graphicspath,
+        exts=list(exts) + [e for e in DEFAULT_EXTS if e not in exts] if exts else list(DEFAULT_EXTS),
+    )
     doc.acm_classes, doc.msc_classes = classes_from_tex(text)
 
     # One pass over the inlined text, chunk by chunk (chunks keep their graphics folder).
@@ -511,7 +568,9 @@ def parse_document(tree: SourceTree) -> TexDocument:
     return doc
 
 
-def _float_regions(text: str, start: int, spans: list[tuple[str, int, int, int]]) -> list[tuple[int, int, Optional[str]]]:
+def _float_regions(
+    text: str, start: int, spans: list[tuple[str, int, int, int]]
+) -> list[tuple[int, int, Optional[str]]]:
     """The body from ``start`` cut into (start, end, figure environment or None) regions: the
     bodies of the outermost figure environments and the text between them."""
     fig_spans = sorted([(b, bs, e, nm) for nm, b, bs, e in spans if nm in FIGURE_ENVS and b >= start])
@@ -531,8 +590,14 @@ def _float_regions(text: str, start: int, spans: list[tuple[str, int, int, int]]
     return regions
 
 
-def _events_between(text: str, a: int, z: int, chunk_spans: list[tuple[int, int, str]],
-                    sub_spans: list[tuple[int, int]], gctx: GraphicsContext) -> list[_Event]:
+def _events_between(
+    text: str,
+    a: int,
+    z: int,
+    chunk_spans: list[tuple[int, int, str]],
+    sub_spans: list[tuple[int, int]],
+    gctx: GraphicsContext,
+) -> list[_Event]:
     """The events of ``text[a:z]``, in order; split by chunk so graphics resolve against the
     right folder."""
     evs = []
@@ -562,8 +627,9 @@ def _figures_outside_floats(evs: list[_Event], counter: int, figures: list[TexFi
             pending.append(ev.ref)
         elif ev.kind == "captionof":
             counter += 1
-            figures.append(TexFigure(number=str(counter), caption=tex_to_plain(ev.text),
-                                     graphics=pending[-4:], env="captionof"))
+            figures.append(
+                TexFigure(number=str(counter), caption=tex_to_plain(ev.text), graphics=pending[-4:], env="captionof")
+            )
             pending = []
         elif ev.kind in ("caption", "subcaption"):
             pending = []

@@ -8,6 +8,7 @@ holding one e-print file such as ``1709.07020v1.tar.gz``) or ``<stem>.tar.gz`` e
 ``locate_source_checked`` also says which places held nothing, so a result can depend on
 them (an e-print added there later recomputes the paper).
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -44,7 +45,9 @@ def _join(base: str, *parts: str) -> str:
     return posixpath.join(base.rstrip("/"), *parts) if base else posixpath.join(*parts)
 
 
-def source_candidates(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()) -> list[tuple[str, str]]:
+def source_candidates(
+    page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()
+) -> list[tuple[str, str]]:
     """Where the paper's TeX source may be, in the order they are tried: (URI, what counts
     there: "file", "dir" or "any")."""
     names = []
@@ -74,8 +77,9 @@ def locate_source(page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Se
     return locate_source_checked(page_uri, paper_id, tex_dirs)[0]
 
 
-def locate_source_checked(page_uri: Optional[str], paper_id: Optional[str],
-                          tex_dirs: Sequence[str] = ()) -> tuple[Optional[str], list[str]]:
+def locate_source_checked(
+    page_uri: Optional[str], paper_id: Optional[str], tex_dirs: Sequence[str] = ()
+) -> tuple[Optional[str], list[str]]:
     """(the source found or None, the candidate places that held nothing before it)."""
     looked: list[str] = []
     for cand, what in source_candidates(page_uri, paper_id, tex_dirs):
@@ -98,10 +102,19 @@ def _with_protocol(fs, path: str, like: str) -> str:
 
 def _refused(uri: str, e: OSError, paper_id: Optional[str]) -> StageError:
     if isinstance(e, input_files.OutsideRootError):
-        return StageError("tex_source", e.kind, f"{uri} is a link that leads outside its folder, so the TeX source was "
-                          "not read; copy the source into the folder instead of linking to it.", paper_id)
-    return StageError("tex_source", e.kind, f"{uri} is {e.what}, not a regular file or folder, so the TeX source was "
-                      "not read.", paper_id)
+        return StageError(
+            "tex_source",
+            e.kind,
+            f"{uri} is a link that leads outside its folder, so the TeX source was "
+            "not read; copy the source into the folder instead of linking to it.",
+            paper_id,
+        )
+    return StageError(
+        "tex_source",
+        e.kind,
+        f"{uri} is {e.what}, not a regular file or folder, so the TeX source was not read.",
+        paper_id,
+    )
 
 
 def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DEFAULT_LIMITS) -> SourceTree:
@@ -122,15 +135,23 @@ def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DE
         entries = [e for e in fs.ls(path, detail=True)]
         files = [e for e in entries if e.get("type") != "directory"]
         # A folder that holds just one e-print file (1709.07020/1709.07020v1.tar.gz).
-        if len(entries) == 1 and len(files) == 1 and files[0]["name"].lower().endswith(
-                (".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src")):
+        if (
+            len(entries) == 1
+            and len(files) == 1
+            and files[0]["name"].lower().endswith((".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src"))
+        ):
             return load_source(_with_protocol(fs, files[0]["name"], uri), paper_id=paper_id, limits=limits)
         return read_source_dir(uri, label=uri, paper_id=paper_id, limits=limits)
     try:
         size = input_files.file_size(uri, root)
         if size is not None and size > limits.max_total_bytes:
-            raise StageError("tex_source", "size_bomb", f"{uri} is {size // (1 << 20)} MiB, above the "
-                             f"{limits.max_total_bytes // (1 << 20)} MiB source limit; it was not read.", paper_id)
+            raise StageError(
+                "tex_source",
+                "size_bomb",
+                f"{uri} is {size // (1 << 20)} MiB, above the "
+                f"{limits.max_total_bytes // (1 << 20)} MiB source limit; it was not read.",
+                paper_id,
+            )
         data = input_files.read_input(uri, root, limits.max_total_bytes)
     except (input_files.OutsideRootError, input_files.NotAFileError) as e:
         raise _refused(uri, e, paper_id) from None

@@ -13,6 +13,7 @@ check (its parser recovers silently from broken XML), the API's error feeds (HTT
 title="doi">`` as well as ``<arxiv:doi>``, a licence when the feed carries one, and the
 per-id bookkeeping (unknown ids, invalid ids, batches split when one id poisons them).
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,11 @@ from sciga.transforms.metadata.comment_venue import parse_comment_venue
 
 log = logging.getLogger(__name__)
 
-NS = {"atom": "http://www.w3.org/2005/Atom", "arxiv": "http://arxiv.org/schemas/atom",
-      "opensearch": "http://a9.com/-/spec/opensearch/1.1/"}
+NS = {
+    "atom": "http://www.w3.org/2005/Atom",
+    "arxiv": "http://arxiv.org/schemas/atom",
+    "opensearch": "http://a9.com/-/spec/opensearch/1.1/",
+}
 _ABS_ID_RE = re.compile(r"/abs/(?P<id>.+?)(?:v(?P<v>\d+))?$")
 MAX_FEED_BYTES = 64 * 1024 * 1024
 
@@ -90,7 +94,9 @@ def _strict_root(body: bytes, url: str):
     try:
         root = etree.fromstring(body, parser=parser)
     except etree.XMLSyntaxError as e:
-        raise ArxivApiError("malformed_feed", f"{url} returned malformed Atom ({e}); the response was damaged, rerun later.", url) from None
+        raise ArxivApiError(
+            "malformed_feed", f"{url} returned malformed Atom ({e}); the response was damaged, rerun later.", url
+        ) from None
     if root is None or etree.QName(root).localname != "feed":
         raise ArxivApiError("malformed_feed", f"{url} did not return an Atom feed; check --arxiv-api-url.", url)
     return root
@@ -129,7 +135,9 @@ class PoliteArxivClient(arxiv.Client):
     """``arxiv.Client`` whose page fetch goes through ``PoliteClient``."""
 
     def __init__(self, http: PoliteClient, api_url: str, page_size: int = 100, num_retries: int = 3):
-        super().__init__(page_size=page_size, delay_seconds=http.interval_for(host_of(api_url)), num_retries=num_retries)
+        super().__init__(
+            page_size=page_size, delay_seconds=http.interval_for(host_of(api_url)), num_retries=num_retries
+        )
         # Instance attribute: the package reads ``self.query_url_format`` for every page.
         self.query_url_format = api_url + ("&" if "?" in api_url else "?") + "{}"
         self.http = http
@@ -151,9 +159,16 @@ class PoliteArxivClient(arxiv.Client):
                 except ArxivApiError:
                     msg = None
             if resp.status == 400:
-                raise ArxivApiError("bad_request", f"the arXiv API rejected the query ({msg or 'HTTP 400'})", url, per_id=True)
-            raise ArxivApiError(f"http_{resp.status}", f"the arXiv API answered HTTP {resp.status} for {url}"
-                                + (f" ({msg})" if msg else "") + "; check --arxiv-api-url.", url)
+                raise ArxivApiError(
+                    "bad_request", f"the arXiv API rejected the query ({msg or 'HTTP 400'})", url, per_id=True
+                )
+            raise ArxivApiError(
+                f"http_{resp.status}",
+                f"the arXiv API answered HTTP {resp.status} for {url}"
+                + (f" ({msg})" if msg else "")
+                + "; check --arxiv-api-url.",
+                url,
+            )
         try:
             root = _strict_root(resp.body, url)
         except ArxivApiError:
@@ -171,15 +186,22 @@ class PoliteArxivClient(arxiv.Client):
             # The API sometimes returns an empty page in the middle of a result set.
             if _try_index < self.num_retries:
                 return self._parse_feed(url, first_page, _try_index + 1)
-            raise ArxivApiError("empty_page", f"the arXiv API returned an empty page for {url} "
-                                f"{_try_index + 1} time(s); rerun later to resume.", url)
+            raise ArxivApiError(
+                "empty_page",
+                f"the arXiv API returned an empty page for {url} {_try_index + 1} time(s); rerun later to resume.",
+                url,
+            )
         return feed
 
 
 def meta_from_result(r: arxiv.Result, extras: Optional[EntryExtras] = None) -> dict:
     """An ``arxiv.Result`` -> the metadata sidecar dict (``PaperMeta.from_dict`` shape)."""
     m = _ABS_ID_RE.search(r.entry_id or "")
-    pid, ver = (m.group("id"), f"v{m.group('v')}") if m and m.group("v") else ((m.group("id"), None) if m else (r.entry_id, None))
+    pid, ver = (
+        (m.group("id"), f"v{m.group('v')}")
+        if m and m.group("v")
+        else ((m.group("id"), None) if m else (r.entry_id, None))
+    )
     extras = extras or EntryExtras()
     dois = list(extras.dois)
     if r.doi:
@@ -192,8 +214,10 @@ def meta_from_result(r: arxiv.Result, extras: Optional[EntryExtras] = None) -> d
         "id": pid,
         "version": ver,
         "title": _clean(r.title),
-        "authors": [{"name": _clean(a.name) or "", "affiliations": [x for x in (_clean(s) for s in (a.affiliation or [])) if x]}
-                    for a in r.authors],
+        "authors": [
+            {"name": _clean(a.name) or "", "affiliations": [x for x in (_clean(s) for s in (a.affiliation or [])) if x]}
+            for a in r.authors
+        ],
         "published": _iso(r.published),
         "updated": _iso(r.updated),
         "categories": list(r.categories),
@@ -235,15 +259,19 @@ class ArxivMetadata:
         for raw in raw_ids:
             pid, ver = normalize_id(raw)
             if pid is None:
-                errors[raw] = StageError("metadata", "bad_id", f"{raw!r} is not an arXiv id (expected e.g. 2401.13641 or "
-                                         "astro-ph/0601001); fix the id list.", raw)
+                errors[raw] = StageError(
+                    "metadata",
+                    "bad_id",
+                    f"{raw!r} is not an arXiv id (expected e.g. 2401.13641 or astro-ph/0601001); fix the id list.",
+                    raw,
+                )
             else:
                 wanted[raw] = (pid, ver)
         batch_ids = list(dict.fromkeys(pid + (ver or "") for pid, ver in wanted.values()))
         results: dict[str, dict] = {}
         failures: dict[str, StageError] = {}
         for start in range(0, len(batch_ids), self.page_size):
-            self._lookup(batch_ids[start:start + self.page_size], results, failures)
+            self._lookup(batch_ids[start : start + self.page_size], results, failures)
         for raw, (pid, ver) in wanted.items():
             key = pid + (ver or "")
             if key in results:
@@ -251,8 +279,12 @@ class ArxivMetadata:
             elif key in failures:
                 errors[raw] = failures[key]
             else:
-                errors[raw] = StageError("metadata", "unknown_id", f"arXiv has no paper {key} (the API returned no entry); "
-                                         "check the id.", pid)
+                errors[raw] = StageError(
+                    "metadata",
+                    "unknown_id",
+                    f"arXiv has no paper {key} (the API returned no entry); check the id.",
+                    pid,
+                )
         return IdLookup(found=found, errors=errors)
 
     def _lookup(self, batch: list[str], results: dict, failures: dict) -> None:
@@ -277,16 +309,19 @@ class ArxivMetadata:
                 if key in batch:
                     results[key] = meta
 
-    def search(self, query: str, max_results: Optional[int] = None, offset: int = 0,
-               on_total=None) -> Iterator[dict]:
+    def search(self, query: str, max_results: Optional[int] = None, offset: int = 0, on_total=None) -> Iterator[dict]:
         """Metadata of every result of an arXiv query, in the API's order, from ``offset``.
         Raises ArxivApiError if a page cannot be fetched (the caller records how far it got).
         ``on_total(n)`` is called once with the API's total result count."""
         page = self.page_size if not max_results else min(self.page_size, max_results)
         client = self._client(page_size=page)
         told = False
-        search = arxiv.Search(query=query, max_results=max_results, sort_by=arxiv.SortCriterion.Relevance,
-                              sort_order=arxiv.SortOrder.Descending)
+        search = arxiv.Search(
+            query=query,
+            max_results=max_results,
+            sort_by=arxiv.SortCriterion.Relevance,
+            sort_order=arxiv.SortOrder.Descending,
+        )
         for r in client.results(search, offset=offset):
             if not told and on_total is not None and client.total_results is not None:
                 on_total(client.total_results)

@@ -1,4 +1,5 @@
 """Beam wrappers of the in-pipeline fetch (`sciga build --ids`): one paper's parts fetched on a worker."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -25,8 +26,12 @@ class _FetchGroupFn(beam.DoFn):
         from sciga.transforms.fetch.cache import FsspecStore
         from sciga.transforms.fetch.http_client import PoliteClient
 
-        self.http = PoliteClient(self.endpoints.rate_limit, max_retries=self.max_retries, read_timeout=self.timeout,
-                                 backoff_base=self.backoff)
+        self.http = PoliteClient(
+            self.endpoints.rate_limit,
+            max_retries=self.max_retries,
+            read_timeout=self.timeout,
+            backoff_base=self.backoff,
+        )
         self.api = ArxivMetadata(self.http, self.endpoints.arxiv_api_url)
         self.store = FsspecStore(self.store_uri)
 
@@ -43,7 +48,7 @@ class _FetchGroupFn(beam.DoFn):
             wanted.append((pid or raw, raw, ver))
         metas = {}
         for start in range(0, len(wanted), self.api.page_size):
-            batch = wanted[start:start + self.api.page_size]
+            batch = wanted[start : start + self.api.page_size]
             for o in fx.fetch_meta_batch(self.store, self.api, [(pid, raw) for pid, raw, _ in batch]):
                 metas[o.paper_id] = o
         for pid, raw, ver in wanted:
@@ -51,17 +56,31 @@ class _FetchGroupFn(beam.DoFn):
             if rec is None or rec.status != "ok":
                 o = metas.get(pid)
                 self.failed.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, DeadLetter(
-                    paper_id=pid, stage="metadata", error_type=(o.error_type if o else None) or "failed",
-                    message=(o.message if o else None) or f"{raw}: no metadata", input_uri=f"arxiv:{raw}"))
+                yield beam.pvalue.TaggedOutput(
+                    DEAD_LETTER_TAG,
+                    DeadLetter(
+                        paper_id=pid,
+                        stage="metadata",
+                        error_type=(o.error_type if o else None) or "failed",
+                        message=(o.message if o else None) or f"{raw}: no metadata",
+                        input_uri=f"arxiv:{raw}",
+                    ),
+                )
                 continue
             had_sidecar = self.store.fs.exists(self.store.path_of(pid, ".meta.json"))
             h = fx.fetch_html_part(self.store, self.http, self.endpoints, pid, ver)
             if h.status == fx.FAILED:
                 self.failed.inc()
-                yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, DeadLetter(
-                    paper_id=pid, stage="fetch_html", error_type=h.error_type or "failed", message=h.message or "",
-                    input_uri=self.endpoints.html_url(pid, ver)))
+                yield beam.pvalue.TaggedOutput(
+                    DEAD_LETTER_TAG,
+                    DeadLetter(
+                        paper_id=pid,
+                        stage="fetch_html",
+                        error_type=h.error_type or "failed",
+                        message=h.message or "",
+                        input_uri=self.endpoints.html_url(pid, ver),
+                    ),
+                )
                 continue
             s = fx.fetch_source_part(self.store, self.http, self.endpoints, pid, ver)
             if not (had_sidecar and h.status == fx.CACHED and s.status == fx.CACHED):
@@ -73,8 +92,15 @@ class _FetchGroupFn(beam.DoFn):
 class FetchPapers(beam.PTransform):
     """arXiv ids -> page URIs in a fetch store (main output ``uris``) + dead letters."""
 
-    def __init__(self, store_uri: str, endpoints, workers: int = 1, max_retries: int = 4, timeout: float = 60.0,
-                 backoff: float = 1.0):
+    def __init__(
+        self,
+        store_uri: str,
+        endpoints,
+        workers: int = 1,
+        max_retries: int = 4,
+        timeout: float = 60.0,
+        backoff: float = 1.0,
+    ):
         super().__init__()
         self.workers = max(1, int(workers))
         self.fn = _FetchGroupFn(store_uri, endpoints, max_retries, timeout, backoff)

@@ -23,6 +23,7 @@ truncated last journal line is ignored. The last line for an (id, part) wins.
 ``FsspecStore`` is the same contract without a journal, for ``sciga build --ids`` on
 Dataflow (the cache on gs://): a part is done when its view file exists.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -273,8 +274,18 @@ class FetchCache:
             os.unlink(tmp)
 
     # -- parts -----------------------------------------------------------------------------
-    def save(self, paper_id: str, part: str, data: bytes, *, suffix: str, url: Optional[str] = None,
-             etag: Optional[str] = None, last_modified: Optional[str] = None, info: Optional[dict] = None) -> PartRecord:
+    def save(
+        self,
+        paper_id: str,
+        part: str,
+        data: bytes,
+        *,
+        suffix: str,
+        url: Optional[str] = None,
+        etag: Optional[str] = None,
+        last_modified: Optional[str] = None,
+        info: Optional[dict] = None,
+    ) -> PartRecord:
         digest = self.put_blob(data)
         view = self.view_path(paper_id, suffix)
         self._link_view(digest, view)
@@ -285,8 +296,18 @@ class FetchCache:
                     os.unlink(old)
                 except OSError:
                     pass
-        rec = PartRecord(id=paper_id, part=part, status="ok", sha256=digest, bytes=len(data),
-                         file=os.path.relpath(view, self.root), url=url, etag=etag, last_modified=last_modified, info=info)
+        rec = PartRecord(
+            id=paper_id,
+            part=part,
+            status="ok",
+            sha256=digest,
+            bytes=len(data),
+            file=os.path.relpath(view, self.root),
+            url=url,
+            etag=etag,
+            last_modified=last_modified,
+            info=info,
+        )
         self._append(rec)
         return rec
 
@@ -295,8 +316,9 @@ class FetchCache:
         self._append(rec)
         return rec
 
-    def fail(self, paper_id: str, part: str, error_type: str, message: str, *, permanent: bool,
-             url: Optional[str] = None) -> PartRecord:
+    def fail(
+        self, paper_id: str, part: str, error_type: str, message: str, *, permanent: bool, url: Optional[str] = None
+    ) -> PartRecord:
         # A failed part has no view file (its blob, if any, stays): so a view file next to a
         # "failed" record can only come from a later success cut short before its journal line.
         for old in self._views_of(paper_id, part):
@@ -304,8 +326,15 @@ class FetchCache:
                 os.unlink(old)
             except OSError:
                 pass
-        rec = PartRecord(id=paper_id, part=part, status="failed", url=url, error_type=error_type,
-                         message=message, permanent=permanent)
+        rec = PartRecord(
+            id=paper_id,
+            part=part,
+            status="failed",
+            url=url,
+            error_type=error_type,
+            message=message,
+            permanent=permanent,
+        )
         self._append(rec)
         return rec
 
@@ -383,8 +412,17 @@ class FetchCache:
                 with open(path, "rb") as f:
                     data = f.read()
                 digest = self.put_blob(data)
-                self._append(PartRecord(id=pid, part=part, status="ok", sha256=digest, bytes=len(data),
-                                        file=os.path.relpath(path, self.root), info={"recovered": True}))
+                self._append(
+                    PartRecord(
+                        id=pid,
+                        part=part,
+                        status="ok",
+                        sha256=digest,
+                        bytes=len(data),
+                        file=os.path.relpath(path, self.root),
+                        info={"recovered": True},
+                    )
+                )
                 n += 1
         return n
 
@@ -456,8 +494,11 @@ class FsspecStore:
     fetcher uses: a part is done when its view file exists. Used by the in-pipeline fetch
     of ``sciga build --ids`` (a retried bundle finds its finished parts and skips them)."""
 
-    _SUFFIX = {"meta": (".api.json",), "html": (".html.gz",),
-               "source": (".src.tar.gz", ".src.gz", ".src.pdf", ".src.tar", ".src.ps", ".src.pdf.gz", ".src")}
+    _SUFFIX = {
+        "meta": (".api.json",),
+        "html": (".html.gz",),
+        "source": (".src.tar.gz", ".src.gz", ".src.pdf", ".src.tar", ".src.ps", ".src.pdf.gz", ".src"),
+    }
 
     def __init__(self, root: str):
         import fsspec
@@ -513,22 +554,50 @@ class FsspecStore:
             self._write(p, data)
         return digest
 
-    def save(self, paper_id: str, part: str, data: bytes, *, suffix: str, url: Optional[str] = None,
-             etag: Optional[str] = None, last_modified: Optional[str] = None, info: Optional[dict] = None) -> PartRecord:
+    def save(
+        self,
+        paper_id: str,
+        part: str,
+        data: bytes,
+        *,
+        suffix: str,
+        url: Optional[str] = None,
+        etag: Optional[str] = None,
+        last_modified: Optional[str] = None,
+        info: Optional[dict] = None,
+    ) -> PartRecord:
         p = self.path_of(paper_id, suffix)
         self._write(p, data)
         failed = self.path_of(paper_id, f".{part}.failed.json")
         if self.fs.exists(failed):
             self.fs.rm(failed)
-        rec = PartRecord(id=paper_id, part=part, status="ok", sha256=sha256(data), bytes=len(data), file=p, url=url,
-                         etag=etag, last_modified=last_modified, info=info)
+        rec = PartRecord(
+            id=paper_id,
+            part=part,
+            status="ok",
+            sha256=sha256(data),
+            bytes=len(data),
+            file=p,
+            url=url,
+            etag=etag,
+            last_modified=last_modified,
+            info=info,
+        )
         self._records[(paper_id, part)] = rec
         return rec
 
-    def fail(self, paper_id: str, part: str, error_type: str, message: str, *, permanent: bool,
-             url: Optional[str] = None) -> PartRecord:
-        rec = PartRecord(id=paper_id, part=part, status="failed", url=url, error_type=error_type, message=message,
-                         permanent=permanent)
+    def fail(
+        self, paper_id: str, part: str, error_type: str, message: str, *, permanent: bool, url: Optional[str] = None
+    ) -> PartRecord:
+        rec = PartRecord(
+            id=paper_id,
+            part=part,
+            status="failed",
+            url=url,
+            error_type=error_type,
+            message=message,
+            permanent=permanent,
+        )
         self._records[(paper_id, part)] = rec
         if permanent:
             # Remembered so a rerun does not ask again (transient failures are retried).

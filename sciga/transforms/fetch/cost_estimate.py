@@ -21,6 +21,7 @@ Nothing is sent: local files are read (the snapshot, dump indexes, a local manif
 cache's journal), remote ones are not and the plan says what it could not count. Sizes
 that cannot be read are estimated and listed under "assumed".
 """
+
 from __future__ import annotations
 
 import json
@@ -104,8 +105,12 @@ class FetchPlan:
             table.append((r.part, r.source, _num(r.papers), _num(r.requests), _bytes(r.bytes), _dur(r.seconds)))
         widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
         for k, row in enumerate(table):
-            out.append("  " + "  ".join(str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i])
-                                        for i, c in enumerate(row)).rstrip())
+            out.append(
+                "  "
+                + "  ".join(
+                    str(c).ljust(widths[i]) if i < 2 else str(c).rjust(widths[i]) for i, c in enumerate(row)
+                ).rstrip()
+            )
             if k == 0:
                 out.append("  " + "  ".join("-" * w for w in widths))
         out.append("")
@@ -120,8 +125,14 @@ class FetchPlan:
         return "\n".join(out)
 
     def to_json(self) -> dict:
-        return {"corpus": self.corpus, "papers": self.papers, "wall_seconds": self.wall_seconds, "notes": self.notes,
-                "assumptions": self.assumptions, "rows": [r.__dict__ for r in self.rows]}
+        return {
+            "corpus": self.corpus,
+            "papers": self.papers,
+            "wall_seconds": self.wall_seconds,
+            "notes": self.notes,
+            "assumptions": self.assumptions,
+            "rows": [r.__dict__ for r in self.rows],
+        }
 
 
 def _num(v) -> str:
@@ -183,9 +194,11 @@ class _Planner:
             return None
         src = o.eprints_manifest or o.eprints_bulk
         if is_remote(src):
-            self.plan.notes.append(f"--eprints-bulk {o.eprints_bulk} is remote and --plan sends nothing: its manifest was "
-                                   "not read, so no paper is counted as served by the bulk tars; pass a local copy with "
-                                   "--eprints-manifest arXiv_src_manifest.xml")
+            self.plan.notes.append(
+                f"--eprints-bulk {o.eprints_bulk} is remote and --plan sends nothing: its manifest was "
+                "not read, so no paper is counted as served by the bulk tars; pass a local copy with "
+                "--eprints-manifest arXiv_src_manifest.xml"
+            )
             return None
         return bulk_eprint_coverage(src)
 
@@ -203,7 +216,7 @@ class _Planner:
         return r
 
     def _cached(self, pid: str, part: str) -> Optional[str]:
-        """"ok" / "failed" (permanently, not retried) / None (to fetch) for a cached part."""
+        """ "ok" / "failed" (permanently, not retried) / None (to fetch) for a cached part."""
         rec = self.journal.get((pid, part))
         if rec is None:
             return None
@@ -279,19 +292,25 @@ class _Planner:
             elif r.host == "bulk":
                 r.seconds = r.bytes / bw
                 cost = r.bytes / 1e9 * S3_USD_PER_GB
-                r.note = (f"{r.requests:,} tars streamed once each; the requester pays about ${cost:,.2f} at "
-                          f"${S3_USD_PER_GB}/GB (internet egress; transfers inside AWS us-east-1 are free)")
+                r.note = (
+                    f"{r.requests:,} tars streamed once each; the requester pays about ${cost:,.2f} at "
+                    f"${S3_USD_PER_GB}/GB (internet egress; transfers inside AWS us-east-1 are free)"
+                )
             else:
                 r.seconds = r.requests * _interval(r.host, o.endpoints.rate_limit) + r.bytes / bw
         http_html = any(r.part == "html" and r.source.startswith("HTTP") for r in self.rows.values())
         http_eprint = any(r.part == "e-print" and r.source.startswith("HTTP") for r in self.rows.values())
         if http_html and not self.html_measured:
-            self.plan.assumptions.append(f"{_bytes(DEFAULT_HTML_BYTES)} per HTML page (fewer than {MIN_SAMPLES} pages in "
-                                         "the cache to measure; real ar5iv pages are 97-197 KiB gzipped)")
+            self.plan.assumptions.append(
+                f"{_bytes(DEFAULT_HTML_BYTES)} per HTML page (fewer than {MIN_SAMPLES} pages in "
+                "the cache to measure; real ar5iv pages are 97-197 KiB gzipped)"
+            )
         if http_eprint and self.eprint_default_used:
-            self.plan.assumptions.append(f"{_bytes(DEFAULT_EPRINT_BYTES)} per e-print where the bulk manifest has no "
-                                         f"tars of the paper's month and the cache has fewer than {MIN_SAMPLES} e-prints "
-                                         "to measure")
+            self.plan.assumptions.append(
+                f"{_bytes(DEFAULT_EPRINT_BYTES)} per e-print where the bulk manifest has no "
+                f"tars of the paper's month and the cache has fewer than {MIN_SAMPLES} e-prints "
+                "to measure"
+            )
         elif http_eprint and self.coverage is not None:
             self.plan.assumptions.append("e-prints over HTTP: the mean item size of the bulk tars of their month")
         order = ("metadata", "html", "e-print")
@@ -307,12 +326,16 @@ class _Planner:
         if unknown:
             self.plan.notes.append("the wall time leaves out what cannot be counted without asking (the rows with ?)")
         if self.tars and self.coverage is not None:
-            self.plan.notes.append(f"bulk e-prints: {len(self.tars):,} of the manifest's {len(self.coverage.tars):,} tars "
-                                   f"are needed ({_bytes(sum(self.tars.values()))})")
+            self.plan.notes.append(
+                f"bulk e-prints: {len(self.tars):,} of the manifest's {len(self.coverage.tars):,} tars "
+                f"are needed ({_bytes(sum(self.tars.values()))})"
+            )
         conv = self.rows.get(("html", "LaTeXML from the e-print"))
         if conv:
-            self.plan.notes.append(f"{conv.papers:,} pages are to be converted with LaTeXML during the build "
-                                   "(CPU time: see the LaTeXML benchmark in docs/explanation/benchmarks.md)")
+            self.plan.notes.append(
+                f"{conv.papers:,} pages are to be converted with LaTeXML during the build "
+                "(CPU time: see the LaTeXML benchmark in docs/explanation/benchmarks.md)"
+            )
         self.plan.papers = None if self.unknown else self.papers
 
 
@@ -353,11 +376,14 @@ def _plan_snapshot(o: PlanOptions, pl: _Planner) -> str:
     if is_remote(o.snapshot):
         pl.unknown = True
         _meta_row(pl, "snapshot").papers = None
-        pl.plan.notes.append(f"--metadata-snapshot {o.snapshot} is remote: not read with --plan; copy it locally to count")
+        pl.plan.notes.append(
+            f"--metadata-snapshot {o.snapshot} is remote: not read with --plan; copy it locally to count"
+        )
         return label
     ids: list[str] = []
-    read, selected, bad = count_selected(SnapshotOptions(uri=o.snapshot, selection=o.selection, max_line_bytes=16 << 20),
-                                         ids_out=ids)
+    read, selected, bad = count_selected(
+        SnapshotOptions(uri=o.snapshot, selection=o.selection, max_line_bytes=16 << 20), ids_out=ids
+    )
     _meta_row(pl, "snapshot (local file)").papers += selected
     for pid in ids:
         pl.add(pid)
@@ -381,16 +407,22 @@ def _plan_oai(o: PlanOptions, pl: _Planner) -> str:
     if state is None:
         row.papers = row.requests = row.bytes = None
         pl.unknown = True
-        row.note = (f"not harvested yet: the record count is only known by harvesting ({OAI_RECORDS_PER_REQUEST:,} records "
-                    f"per request, {_interval(host, o.endpoints.rate_limit):g} s apart: about "
-                    f"{_dur(1000 * _interval(host, o.endpoints.rate_limit))} per million records read)")
-        pl.plan.notes.append("HTML and e-print rows cover no papers until the metadata is harvested; run the harvest, "
-                             "then --plan again (it then counts the harvested papers)")
+        row.note = (
+            f"not harvested yet: the record count is only known by harvesting ({OAI_RECORDS_PER_REQUEST:,} records "
+            f"per request, {_interval(host, o.endpoints.rate_limit):g} s apart: about "
+            f"{_dur(1000 * _interval(host, o.endpoints.rate_limit))} per million records read)"
+        )
+        pl.plan.notes.append(
+            "HTML and e-print rows cover no papers until the metadata is harvested; run the harvest, "
+            "then --plan again (it then counts the harvested papers)"
+        )
         return label
     if state.get("complete"):
         row.requests = 1
-        row.note = f"harvested before ({state.get('pages', 0):,} pages); the next run asks only for changes since " \
-                   f"{state.get('harvested_through')}: 1 request or more"
+        row.note = (
+            f"harvested before ({state.get('pages', 0):,} pages); the next run asks only for changes since "
+            f"{state.get('harvested_through')}: 1 request or more"
+        )
     else:
         row.requests = None
         row.note = f"a harvest stopped at page {state.get('pages', 0):,}; the rest is unknown until it resumes"
@@ -453,8 +485,10 @@ def _plan_query(o: PlanOptions, pl: _Planner) -> str:
         r.papers += rest
         r.requests += math.ceil(rest / max(1, min(o.page_size, o.max_results)))
         r.bytes += rest * API_ENTRY_BYTES
-        pl.plan.notes.append(f"the query's {rest:,} remaining results (at most --max-results) are counted for metadata "
-                             "only: which papers they are is known once the API answers")
+        pl.plan.notes.append(
+            f"the query's {rest:,} remaining results (at most --max-results) are counted for metadata "
+            "only: which papers they are is known once the API answers"
+        )
     else:
         r.papers = r.requests = r.bytes = None
         pl.unknown = True
@@ -465,8 +499,9 @@ def _plan_query(o: PlanOptions, pl: _Planner) -> str:
 def _plan_cache(o: PlanOptions, pl: _Planner) -> str:
     row = _meta_row(pl, "cache")
     _cached_corpus(o, pl, row)
-    return f"the papers whose metadata is in {o.cache}" + ("" if not (o.selection.categories or o.selection.dated)
-                                                           else f", {o.selection.describe()}")
+    return f"the papers whose metadata is in {o.cache}" + (
+        "" if not (o.selection.categories or o.selection.dated) else f", {o.selection.describe()}"
+    )
 
 
 def _cached_corpus(o: PlanOptions, pl: _Planner, row: PlanRow) -> None:
@@ -491,7 +526,9 @@ def _cached_corpus(o: PlanOptions, pl: _Planner, row: PlanRow) -> None:
                     meta = json.loads(f.read())
             except (OSError, ValueError):
                 continue
-            if not isinstance(meta, dict) or not o.selection.matches(meta.get("categories") or [], first_version_day(meta)):
+            if not isinstance(meta, dict) or not o.selection.matches(
+                meta.get("categories") or [], first_version_day(meta)
+            ):
                 continue
         elif not os.path.exists(path):
             continue

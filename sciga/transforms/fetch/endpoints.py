@@ -1,5 +1,6 @@
 """Where papers come from: every endpoint is an option and an environment variable, so
 users can point at mirrors and tests at 127.0.0.1."""
+
 from __future__ import annotations
 
 import os
@@ -36,13 +37,21 @@ def _join(base: str, tail: str) -> str:
     return base if not tail else (base if base.endswith("/") else base + "/") + tail
 
 
-def resolve_endpoints(arxiv_api_url: str | None = None, html_base_url: str | None = None,
-                      eprint_base_url: str | None = None, rate_limit: float | str | None = None,
-                      environ: dict | None = None) -> Endpoints:
+def resolve_endpoints(
+    arxiv_api_url: str | None = None,
+    html_base_url: str | None = None,
+    eprint_base_url: str | None = None,
+    rate_limit: float | str | None = None,
+    environ: dict | None = None,
+) -> Endpoints:
     """Each endpoint: the value given, else its environment variable, else the default."""
     env = os.environ if environ is None else environ
-    given = {"arxiv_api_url": arxiv_api_url, "html_base_url": html_base_url, "eprint_base_url": eprint_base_url,
-             "rate_limit": rate_limit}
+    given = {
+        "arxiv_api_url": arxiv_api_url,
+        "html_base_url": html_base_url,
+        "eprint_base_url": eprint_base_url,
+        "rate_limit": rate_limit,
+    }
 
     def pick(name: str, default):
         v = given[name]
@@ -76,5 +85,10 @@ class HttpOptions:
     def client(self, endpoints: Endpoints):
         from sciga.transforms.fetch.http_client import PoliteClient
 
-        return PoliteClient(endpoints.rate_limit, max_retries=self.max_retries, read_timeout=self.timeout,
-                            total_timeout=max(self.timeout * 10, 60.0), backoff_base=self.backoff)
+        return PoliteClient(
+            endpoints.rate_limit,
+            max_retries=self.max_retries,
+            read_timeout=self.timeout,
+            total_timeout=max(self.timeout * 10, 60.0),
+            backoff_base=self.backoff,
+        )

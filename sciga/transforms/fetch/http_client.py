@@ -17,6 +17,7 @@ Politeness and robustness rules, all in one place:
 Other statuses (``400``, ``404`` ...) are returned to the caller, which knows what they mean
 for its endpoint; only exhausted retries and transport failures raise ``FetchError``.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -46,7 +47,9 @@ def _default_user_agent() -> str:
         from sciga import __version__
     except Exception:  # noqa: BLE001 - the UA must never break a fetch
         __version__ = "0"
-    return f"sciga-builder/{__version__} (+https://github.com/sciga-builder; dataset builder; polite: 1 req/3 s per host)"
+    return (
+        f"sciga-builder/{__version__} (+https://github.com/sciga-builder; dataset builder; polite: 1 req/3 s per host)"
+    )
 
 
 @dataclass
@@ -72,8 +75,15 @@ class FetchError(Exception):
     ``connection``, ``truncated``, ``http_<status>``, ``too_large``, ``redirects``);
     ``permanent`` says whether retrying later can help."""
 
-    def __init__(self, kind: str, message: str, url: str, status: Optional[int] = None,
-                 attempts: int = 0, permanent: bool = False):
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        url: str,
+        status: Optional[int] = None,
+        attempts: int = 0,
+        permanent: bool = False,
+    ):
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -225,14 +235,21 @@ class PoliteClient:
                     setattr(self.stats, k, getattr(self.stats, k) + v)
 
     def backoff(self, attempt: int) -> float:
-        base = min(self.backoff_max, self.backoff_base * (2 ** attempt))
+        base = min(self.backoff_max, self.backoff_base * (2**attempt))
         with self._stats_lock:
             jitter = self._rng.uniform(0.5, 1.0)
         return base * jitter
 
     # -- one request -----------------------------------------------------------------
-    def get(self, url: str, *, etag: Optional[str] = None, last_modified: Optional[str] = None,
-            max_bytes: Optional[int] = None, headers: Optional[dict] = None) -> HttpResponse:
+    def get(
+        self,
+        url: str,
+        *,
+        etag: Optional[str] = None,
+        last_modified: Optional[str] = None,
+        max_bytes: Optional[int] = None,
+        headers: Optional[dict] = None,
+    ) -> HttpResponse:
         """GET with retries. Returns the final response for any non-retryable status;
         raises FetchError when retries are exhausted or the body is unusable."""
         limit = self.max_bytes if max_bytes is None else max_bytes
@@ -316,15 +333,22 @@ class PoliteClient:
                 headers = {k.lower(): v for k, v in r.headers.items()}
                 declared = headers.get("content-length")
                 if declared and declared.isdigit() and int(declared) > limit:
-                    raise FetchError("too_large", f"{url} is {int(declared) // (1 << 20)} MiB, above the "
-                                     f"{limit // (1 << 20)} MiB limit", url, status=r.status_code, permanent=True)
+                    raise FetchError(
+                        "too_large",
+                        f"{url} is {int(declared) // (1 << 20)} MiB, above the {limit // (1 << 20)} MiB limit",
+                        url,
+                        status=r.status_code,
+                        permanent=True,
+                    )
                 if r.status_code in (301, 302, 303, 304, 307, 308) or r.status_code in RETRY_STATUSES:
                     body = b""  # not read: nothing useful, and the connection is closed below
                 else:
                     body = self._read_body(r, url, limit, t0)
                     encoded = headers.get("content-encoding", "identity").lower() not in ("", "identity")
                     if declared and declared.isdigit() and not encoded and len(body) != int(declared):
-                        raise FetchError("truncated", f"{url} sent {len(body)} of {declared} bytes", url, status=r.status_code)
+                        raise FetchError(
+                            "truncated", f"{url} sent {len(body)} of {declared} bytes", url, status=r.status_code
+                        )
                 self._count(bytes=len(body))
                 return HttpResponse(url=url, status=r.status_code, headers=headers, body=body)
             finally:
@@ -353,7 +377,9 @@ class PoliteClient:
             return self._read_chunks(r, url, limit, fired)
         except FetchError:
             if fired.is_set():
-                raise FetchError("timeout", f"{url} took longer than {self.total_timeout:.0f} s to download", url) from None
+                raise FetchError(
+                    "timeout", f"{url} took longer than {self.total_timeout:.0f} s to download", url
+                ) from None
             raise
         finally:
             dog.cancel()
@@ -364,13 +390,20 @@ class PoliteClient:
             for chunk in r.iter_content(64 * 1024):
                 n += len(chunk)
                 if n > limit:
-                    raise FetchError("too_large", f"{url} is larger than the {limit // (1 << 20)} MiB limit",
-                                     url, status=r.status_code, permanent=True)
+                    raise FetchError(
+                        "too_large",
+                        f"{url} is larger than the {limit // (1 << 20)} MiB limit",
+                        url,
+                        status=r.status_code,
+                        permanent=True,
+                    )
                 chunks.append(chunk)
         except requests.exceptions.ConnectionError as e:
             if "Read timed out" in str(e) or "timed out" in str(e):
                 raise FetchError("timeout", f"{url} stalled while sending its body", url) from None
-            raise FetchError("connection", f"{url}: connection dropped while reading ({type(e).__name__})", url) from None
+            raise FetchError(
+                "connection", f"{url}: connection dropped while reading ({type(e).__name__})", url
+            ) from None
         except requests.exceptions.ChunkedEncodingError:
             raise FetchError("truncated", f"{url} ended before its declared length", url) from None
         except requests.exceptions.ContentDecodingError:

@@ -15,6 +15,7 @@ Ctrl-C stops after the requests in flight; every finished part is already journa
 rerunning the same job resumes with nothing fetched twice. The per-part logic is
 ``fetcher.py``; a query's paging state is kept in the cache (``FetchCache.load_query``).
 """
+
 from __future__ import annotations
 
 import json
@@ -101,16 +102,21 @@ class FetchSummary:
             f"  network {mib:.2f} MiB downloaded in {self.requests} requests ({self.retries} retries)",
         ]
         if self.dump_pages:
-            lines.append(f"  dumps   {self.dump_pages} pages ({self.dump_bytes / (1 << 20):.2f} MiB) read from local "
-                         "ar5iv dumps, no request")
+            lines.append(
+                f"  dumps   {self.dump_pages} pages ({self.dump_bytes / (1 << 20):.2f} MiB) read from local "
+                "ar5iv dumps, no request"
+            )
         for pid, part, et, msg in self.failures[:20]:
             lines.append(f"  failed  {pid} {part} [{et}]: {msg}")
         if len(self.failures) > 20:
             lines.append(f"  ... and {len(self.failures) - 20} more failures (see report.json)")
         if self.failures:
             ids = self.failed_ids
-            lines.append(f"  failed ids ({len(ids)}): {' '.join(ids[:50])}" + (" ..." if len(ids) > 50 else "")
-                         + f"; details in {self.cache}/report.json; `--retry-failed` tries permanent failures again")
+            lines.append(
+                f"  failed ids ({len(ids)}): {' '.join(ids[:50])}"
+                + (" ..." if len(ids) > 50 else "")
+                + f"; details in {self.cache}/report.json; `--retry-failed` tries permanent failures again"
+            )
         if self.interrupted:
             lines.append("  rerun the same command to resume: finished parts are kept and not fetched again.")
         lines.append(f"  build   sciga build --input {self.cache} --output OUT")
@@ -129,8 +135,14 @@ class FetchProgress:
         if enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=0, unit="part", dynamic_ncols=True, file=sys.stderr, smoothing=0.1,
-                            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]")
+            self.bar = tqdm(
+                total=0,
+                unit="part",
+                dynamic_ncols=True,
+                file=sys.stderr,
+                smoothing=0.1,
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]",
+            )
 
     def grow(self, n: int) -> None:
         """``n`` more parts are known to be coming."""
@@ -206,8 +218,9 @@ class _FetchJob:
 
     def run(self) -> FetchSummary:
         threads = [threading.Thread(target=self.meta_worker, name="fetch-meta", daemon=True)]
-        threads += [threading.Thread(target=self.part_worker, args=(p,), name=f"fetch-{p}", daemon=True)
-                    for p in self.work]
+        threads += [
+            threading.Thread(target=self.part_worker, args=(p,), name=f"fetch-{p}", daemon=True) for p in self.work
+        ]
         self._wait_for(threads)
         if self.errors and not self.summary.interrupted:
             e = self.errors[0]
@@ -327,9 +340,14 @@ class _FetchJob:
         for start in range(0, len(wanted), page_size):
             if self.stop.is_set():
                 return
-            batch = wanted[start:start + page_size]
-            outs = fx.fetch_meta_batch(self.cache, self.api, [(pid, raw) for pid, raw, _ in batch],
-                                       refresh=self.opts.refresh, retry_failed=self.opts.retry_failed)
+            batch = wanted[start : start + page_size]
+            outs = fx.fetch_meta_batch(
+                self.cache,
+                self.api,
+                [(pid, raw) for pid, raw, _ in batch],
+                refresh=self.opts.refresh,
+                retry_failed=self.opts.retry_failed,
+            )
             by_pid = {o.paper_id: o for o in outs}
             for pid, _raw, ver in batch:
                 o = by_pid.get(pid)
@@ -381,6 +399,7 @@ class _FetchJob:
         offset = len(state["ids"]) - len(state["ids"]) % page
         known = set(state["ids"])
         try:
+
             def on_total(n: int) -> None:
                 progress.expect(min(n, opts.max_results or n) * (1 + len(self.work)))
 
@@ -407,8 +426,14 @@ class _FetchJob:
         except ArxivApiError as e:
             with self.lock:
                 self.summary.failed += 1
-                self.summary.failures.append((f"query {query!r}", "meta", e.error_type,
-                                              f"paging stopped after {len(state['ids'])} results: {e.message}"))
+                self.summary.failures.append(
+                    (
+                        f"query {query!r}",
+                        "meta",
+                        e.error_type,
+                        f"paging stopped after {len(state['ids'])} results: {e.message}",
+                    )
+                )
         finally:
             cache.save_query(state)
 
@@ -428,22 +453,45 @@ class _FetchJob:
         from sciga.transforms.fetch import paper_parts as fx
 
         opts, cache = self.opts, self.cache
-        if part == "source" and self.bulk is not None and pid in self.bulk \
-                and not (cache.record(pid, "source") or _NoRec).status:
+        if (
+            part == "source"
+            and self.bulk is not None
+            and pid in self.bulk
+            and not (cache.record(pid, "source") or _NoRec).status
+        ):
             return fx.Outcome(pid, part, IN_BULK)  # the build reads it from the bulk tars
         try:
             refresh = opts.refresh or pid in opts.refresh_ids
             if part == "html":
-                return fx.fetch_html_part(cache, self.http, self.endpoints, pid, self.versions.get(pid),
-                                          refresh=refresh, retry_failed=opts.retry_failed,
-                                          dump_index=self.dump_index)
-            return fx.fetch_source_part(cache, self.http, self.endpoints, pid, self.versions.get(pid),
-                                        refresh=refresh, retry_failed=opts.retry_failed,
-                                        max_bytes=opts.max_eprint_bytes)
+                return fx.fetch_html_part(
+                    cache,
+                    self.http,
+                    self.endpoints,
+                    pid,
+                    self.versions.get(pid),
+                    refresh=refresh,
+                    retry_failed=opts.retry_failed,
+                    dump_index=self.dump_index,
+                )
+            return fx.fetch_source_part(
+                cache,
+                self.http,
+                self.endpoints,
+                pid,
+                self.versions.get(pid),
+                refresh=refresh,
+                retry_failed=opts.retry_failed,
+                max_bytes=opts.max_eprint_bytes,
+            )
         except Exception as e:  # noqa: BLE001 - one paper never stops the run
             log.warning("unexpected error fetching %s %s: %r", part, pid, e)
-            cache.fail(pid, part, "internal", f"{pid}: unexpected {type(e).__name__} ({e}); please report this id.",
-                       permanent=False)
+            cache.fail(
+                pid,
+                part,
+                "internal",
+                f"{pid}: unexpected {type(e).__name__} ({e}); please report this id.",
+                permanent=False,
+            )
             return fx.Outcome(pid, part, fx.FAILED, 0, f"unexpected {type(e).__name__}: {e}", "internal")
 
 
@@ -467,8 +515,12 @@ def write_fetch_report(cache, summary: FetchSummary, endpoints) -> None:
         "dump_bytes": summary.dump_bytes,
         "seconds": round(summary.seconds, 3),
         "finished_unix": int(time.time()),
-        "endpoints": {"arxiv_api_url": endpoints.arxiv_api_url, "html_base_url": endpoints.html_base_url,
-                      "eprint_base_url": endpoints.eprint_base_url, "rate_limit": endpoints.rate_limit},
+        "endpoints": {
+            "arxiv_api_url": endpoints.arxiv_api_url,
+            "html_base_url": endpoints.html_base_url,
+            "eprint_base_url": endpoints.eprint_base_url,
+            "rate_limit": endpoints.rate_limit,
+        },
         "failures": [{"id": a, "part": b, "error_type": c, "message": d} for a, b, c, d in summary.failures],
     }
     path = os.path.join(cache.root, "report.json")

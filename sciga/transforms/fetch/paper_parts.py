@@ -5,6 +5,7 @@ The functions here decide, per part, whether to skip (already in the cache), ref
 the build reads. ``pipelines/fetch.py`` runs them for many papers with a progress bar; the
 in-pipeline fetch of ``sciga build --ids`` runs them on Dataflow workers.
 """
+
 from __future__ import annotations
 
 import json
@@ -77,9 +78,18 @@ def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[
     return resp, None
 
 
-def fetch_html_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints, paper_id: str, version: Optional[str],
-                    *, refresh: bool = False, retry_failed: bool = False,
-                    dump_index: Optional[dict] = None, max_bytes: int = 256 * 1024 * 1024) -> Outcome:
+def fetch_html_part(
+    cache: FetchCache,
+    http: PoliteClient,
+    endpoints: Endpoints,
+    paper_id: str,
+    version: Optional[str],
+    *,
+    refresh: bool = False,
+    retry_failed: bool = False,
+    dump_index: Optional[dict] = None,
+    max_bytes: int = 256 * 1024 * 1024,
+) -> Outcome:
     rec = cache.record(paper_id, "html")
     if not needs_fetch(rec, refresh=refresh, retry_failed=retry_failed):
         return Outcome(paper_id, "html", CACHED if rec.status == "ok" else FAILED, 0, rec.message, rec.error_type)
@@ -96,27 +106,61 @@ def fetch_html_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints,
             cache.fail(paper_id, "html", problem[0], msg, permanent=True, url=f"zip://{member}::{dump}")
             return Outcome(paper_id, "html", FAILED, 0, msg, problem[0])
         stored = gzip_deterministic(body)
-        cache.save(paper_id, "html", stored, suffix=".html.gz", url=f"zip://{member}::{dump}",
-                   info={"source": "ar5iv_dump", "generator": generator_of(body)})
+        cache.save(
+            paper_id,
+            "html",
+            stored,
+            suffix=".html.gz",
+            url=f"zip://{member}::{dump}",
+            info={"source": "ar5iv_dump", "generator": generator_of(body)},
+        )
         return Outcome(paper_id, "html", FETCHED, len(body), source="dump")
-    page, done = _conditional_get(cache, paper_id, "html", rec, endpoints.html_url(paper_id, version),
-                                  lambda **kw: fetch_html(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw))
+    page, done = _conditional_get(
+        cache,
+        paper_id,
+        "html",
+        rec,
+        endpoints.html_url(paper_id, version),
+        lambda **kw: fetch_html(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw),
+    )
     if done is not None:
         return done
     stored = gzip_deterministic(page.body)
-    cache.save(paper_id, "html", stored, suffix=".html.gz", url=page.url, etag=page.etag, last_modified=page.last_modified,
-               info={"source": page.source, "generator": page.generator, "fatal_marked": page.fatal_marked or None})
+    cache.save(
+        paper_id,
+        "html",
+        stored,
+        suffix=".html.gz",
+        url=page.url,
+        etag=page.etag,
+        last_modified=page.last_modified,
+        info={"source": page.source, "generator": page.generator, "fatal_marked": page.fatal_marked or None},
+    )
     return Outcome(paper_id, "html", FETCHED, len(page.body))
 
 
-def fetch_source_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoints, paper_id: str, version: Optional[str],
-                      *, refresh: bool = False, retry_failed: bool = False,
-                      max_bytes: int = 512 * 1024 * 1024) -> Outcome:
+def fetch_source_part(
+    cache: FetchCache,
+    http: PoliteClient,
+    endpoints: Endpoints,
+    paper_id: str,
+    version: Optional[str],
+    *,
+    refresh: bool = False,
+    retry_failed: bool = False,
+    max_bytes: int = 512 * 1024 * 1024,
+) -> Outcome:
     rec = cache.record(paper_id, "source")
     if not needs_fetch(rec, refresh=refresh, retry_failed=retry_failed):
         return Outcome(paper_id, "source", CACHED if rec.status == "ok" else FAILED, 0, rec.message, rec.error_type)
-    resp, done = _conditional_get(cache, paper_id, "source", rec, endpoints.eprint_url(paper_id, version),
-                                  lambda **kw: fetch_eprint(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw))
+    resp, done = _conditional_get(
+        cache,
+        paper_id,
+        "source",
+        rec,
+        endpoints.eprint_url(paper_id, version),
+        lambda **kw: fetch_eprint(http, endpoints, paper_id, version, max_bytes=max_bytes, **kw),
+    )
     if done is not None:
         return done
     # Validate before the e-print becomes visible to the build: an unsafe or corrupt
@@ -126,11 +170,25 @@ def fetch_source_part(cache: FetchCache, http: PoliteClient, endpoints: Endpoint
     except StageError as e:
         digest = cache.put_blob(resp.body)
         permanent = e.error_type not in ("corrupt_source", "empty_source")
-        rec = cache.fail(paper_id, "source", e.error_type, e.message + f" (kept as blob {digest[:12]})",
-                         permanent=permanent, url=resp.url)
+        rec = cache.fail(
+            paper_id,
+            "source",
+            e.error_type,
+            e.message + f" (kept as blob {digest[:12]})",
+            permanent=permanent,
+            url=resp.url,
+        )
         return Outcome(paper_id, "source", FAILED, len(resp.body), rec.message, e.error_type)
-    cache.save(paper_id, "source", resp.body, suffix=eprint_suffix(resp.body), url=resp.url, etag=resp.etag,
-               last_modified=resp.last_modified, info={"kind": tree.kind, "files": len(tree.files)})
+    cache.save(
+        paper_id,
+        "source",
+        resp.body,
+        suffix=eprint_suffix(resp.body),
+        url=resp.url,
+        etag=resp.etag,
+        last_modified=resp.last_modified,
+        info={"kind": tree.kind, "files": len(tree.files)},
+    )
     return Outcome(paper_id, "source", FETCHED, len(resp.body))
 
 
@@ -138,18 +196,35 @@ def save_meta(cache: FetchCache, meta: dict) -> PartRecord:
     return cache.save(meta["id"], "meta", canonical_json(meta), suffix=".api.json", url=meta.get("abs_url"))
 
 
-def fetch_meta_batch(cache: FetchCache, api: ArxivMetadata, wanted: list[tuple[str, str]], *,
-                     refresh: bool = False, retry_failed: bool = False) -> list[Outcome]:
+def fetch_meta_batch(
+    cache: FetchCache,
+    api: ArxivMetadata,
+    wanted: list[tuple[str, str]],
+    *,
+    refresh: bool = False,
+    retry_failed: bool = False,
+) -> list[Outcome]:
     """``wanted``: (paper id, id as requested). One API call per 100 ids."""
-    todo = [(pid, raw) for pid, raw in wanted
-            if needs_fetch(cache.record(pid, "meta"), refresh=refresh, retry_failed=retry_failed)]
+    todo = [
+        (pid, raw)
+        for pid, raw in wanted
+        if needs_fetch(cache.record(pid, "meta"), refresh=refresh, retry_failed=retry_failed)
+    ]
     out = []
     for pid, raw in wanted:
         if (pid, raw) in todo:
             continue
         rec = cache.record(pid, "meta")
-        out.append(Outcome(pid, "meta", CACHED if rec.status == "ok" else FAILED, 0,
-                           None if rec.status == "ok" else rec.message, None if rec.status == "ok" else rec.error_type))
+        out.append(
+            Outcome(
+                pid,
+                "meta",
+                CACHED if rec.status == "ok" else FAILED,
+                0,
+                None if rec.status == "ok" else rec.message,
+                None if rec.status == "ok" else rec.error_type,
+            )
+        )
     if not todo:
         return out
     look = api.by_ids([raw for _, raw in todo])
@@ -194,8 +269,9 @@ def compose_sidecar(cache: FetchCache, paper_id: str, meta: Optional[dict] = Non
             acm_tex, msc_tex = doc.acm_classes, doc.msc_classes
         except StageError:
             pass
-    meta["acm_classes"] = merge_classes(acm_from_metadata("; ".join(meta.get("acm_classes") or [])) or meta.get("acm_classes"),
-                                        acm_html, acm_tex)
+    meta["acm_classes"] = merge_classes(
+        acm_from_metadata("; ".join(meta.get("acm_classes") or [])) or meta.get("acm_classes"), acm_html, acm_tex
+    )
     meta["msc_classes"] = merge_classes(msc_from_metadata(", ".join(meta.get("msc_classes") or [])), msc_html, msc_tex)
     if not meta.get("conference"):
         conf = parse_comment_venue(meta.get("comment"))

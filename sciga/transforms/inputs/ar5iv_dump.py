@@ -7,6 +7,7 @@ Pages inside a dump are addressed with fsspec's chained URLs,
 ``zip://2401/2401.13641.html::/data/ar5iv-2024-04.zip``, so ``sciga build --input
 dump.zip`` reads them through the same code as local files.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -91,10 +92,16 @@ def read_member(dump_uri: str, member: str, max_bytes: int) -> bytes:
                         break
                     out += chunk
                     if len(out) > max_bytes:
-                        raise StageError("read", "too_large", f"{member} in {dump_uri} is larger than "
-                                         f"{max_bytes // (1 << 20)} MiB; raise --max-page-mb if it is genuine.")
+                        raise StageError(
+                            "read",
+                            "too_large",
+                            f"{member} in {dump_uri} is larger than "
+                            f"{max_bytes // (1 << 20)} MiB; raise --max-page-mb if it is genuine.",
+                        )
                 return bytes(out)
     except KeyError:
         raise StageError("read", "missing", f"{member} is not in {dump_uri}; the dump index is stale.") from None
     except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise StageError("read", "unreadable", f"{member} in {dump_uri} could not be read ({e}); check the dump file.") from None
+        raise StageError(
+            "read", "unreadable", f"{member} in {dump_uri} could not be read ({e}); check the dump file."
+        ) from None

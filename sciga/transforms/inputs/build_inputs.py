@@ -9,6 +9,7 @@ bytes (``ResultRef``) go straight to the writer. Everything else goes on to be p
 ``--rebuild`` turns the lookup off. The shard layout does not depend on the plan: it is
 fixed from the number of inputs before the pipeline starts.
 """
+
 from __future__ import annotations
 
 import json
@@ -50,15 +51,24 @@ class PlanOptions:
 def ref_from_header(header: ResultHeader, reused: bool) -> ResultRef:
     """The ``ResultRef`` a stored result stands for."""
     return ResultRef(
-        uri=header.uri, key=header.key, paper_id=header.paper_id, is_paper=header.is_paper, reused=reused,
-        version=header.version, n_figures=header.n_figures, n_paragraphs=header.n_paragraphs,
-        content_sha256=header.content_sha256, dead=list(header.dead), stats=dict(header.stats),
+        uri=header.uri,
+        key=header.key,
+        paper_id=header.paper_id,
+        is_paper=header.is_paper,
+        reused=reused,
+        version=header.version,
+        n_figures=header.n_figures,
+        n_paragraphs=header.n_paragraphs,
+        content_sha256=header.content_sha256,
+        dead=list(header.dead),
+        stats=dict(header.stats),
         sizes={k: list(v) for k, v in header.sizes.items()},
     )
 
 
-def reusable(header: Optional[ResultHeader],
-             checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None) -> bool:
+def reusable(
+    header: Optional[ResultHeader], checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None
+) -> bool:
     """A stored result that can stand for the input as it is now (complete, final: not made
     while a tool was interrupted or an I/O error struck, and its dependencies unchanged)."""
     if header is None or not header.complete or not header.final:
@@ -95,8 +105,13 @@ class PlanInput(beam.DoFn):
             if reusable(header, self.checkers):
                 ref = ref_from_header(header, reused=True)
                 self.reused.inc()
-                self.progress.add(inputs=1, reused=1, papers=int(ref.is_paper), dead=int(not ref.is_paper),
-                                  images=int(ref.stats.get("images_read", 0)))
+                self.progress.add(
+                    inputs=1,
+                    reused=1,
+                    papers=int(ref.is_paper),
+                    dead=int(not ref.is_paper),
+                    images=int(ref.stats.get("images_read", 0)),
+                )
                 yield beam.pvalue.TaggedOutput(REUSED, ref)
                 return
         self.planned.inc()
@@ -115,10 +130,13 @@ class PlanInputs(beam.PTransform):
         self.checkers = checkers
 
     def expand(self, uris):
-        return uris | "PlanInput" >> beam.ParDo(PlanInput(self.options, self.checkers)).with_outputs(REUSED, main="planned")
+        return uris | "PlanInput" >> beam.ParDo(PlanInput(self.options, self.checkers)).with_outputs(
+            REUSED, main="planned"
+        )
 
 
 # ------------------------------------------------------------------ listing (before the pipeline)
+
 
 def input_list_lines(inputs: Sequence[str]) -> list[str]:
     """The lines of a build's input-list file: one JSON string each, ASCII (newlines,
@@ -144,22 +162,31 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
     if html_from == "ar5iv":
         without_page = [m for m in metas if m not in beside]
         if without_page:
-            log.warning("%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
-                        "their e-prints with LaTeXML", len(without_page), without_page[0])
+            log.warning(
+                "%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
+                "their e-prints with LaTeXML",
+                len(without_page),
+                without_page[0],
+            )
         return pages
     # A paper is known by its id: a sidecar or TeX folder elsewhere than the paper's page still has that page.
     keys = page_keys(pages)
     metas_by_id = {m: _meta_id(m) for m in metas if m not in beside or html_from == "latexml"}
     meta_keys = {_meta_key(k) for k in metas_by_id.values()}
-    sources = [t for t in tex_sources(specs, skip=keys if html_from == "auto" else ())
-               if not (id_keys(source_paper_id(t)[0]) & meta_keys)]
+    sources = [
+        t
+        for t in tex_sources(specs, skip=keys if html_from == "auto" else ())
+        if not (id_keys(source_paper_id(t)[0]) & meta_keys)
+    ]
     if html_from == "auto":
         convert = [m for m in metas if m not in beside and not (id_keys(metas_by_id[m]) & keys)]
         convert += [t for t in sources if not (id_keys(source_paper_id(t)[0]) & keys)]
         return sorted(pages + [convert_request(m) for m in convert])
     # latexml: every paper with metadata or a TeX source gets its page from its e-print; other pages stay.
     replaced = {c for m in metas for c in page_candidates(m)}
-    converted = set().union(*(id_keys(i) for i in metas_by_id.values()), *(id_keys(source_paper_id(t)[0]) for t in sources))
+    converted = set().union(
+        *(id_keys(i) for i in metas_by_id.values()), *(id_keys(source_paper_id(t)[0]) for t in sources)
+    )
     kept = [p for p in pages if p not in replaced and not (page_keys([p]) & converted)]
     return sorted(kept + [convert_request(m) for m in metas] + [convert_request(t) for t in sources])
 
@@ -197,7 +224,7 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
     out = set()
     for line in inputs:
         if line.startswith(CONVERT_PREFIX):
-            uri = line[len(CONVERT_PREFIX):]
+            uri = line[len(CONVERT_PREFIX) :]
             if not uri.endswith(META_SUFFIX):  # a TeX source given as an input: its name is the id
                 from sciga.transforms.inputs.tex_inputs import source_paper_id
 

@@ -5,6 +5,7 @@ an ar5iv page saved with its assets keeps them under ``assets/``. Only files ins
 page's folder are read: a path that climbs out of it is refused, and so is a link whose
 target lies outside it (``outside_input``), a FIFO or a device (``not_a_file``).
 """
+
 from __future__ import annotations
 
 import os
@@ -42,14 +43,17 @@ def candidate_paths(page_uri: str, image_path: str) -> list[str]:
     return [c + f"::{chain}" for c in cands] if chain else cands
 
 
-def read_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES) -> tuple[Optional[bytes], Optional[str], Optional[str]]:
+def read_asset(
+    page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+) -> tuple[Optional[bytes], Optional[str], Optional[str]]:
     """(bytes, path read, error). Errors are reasons for the figure row, not the paper."""
     data, path, err, _ = read_asset_checked(page_uri, image_path, max_bytes)
     return data, path, err
 
 
-def read_asset_checked(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES
-                       ) -> tuple[Optional[bytes], Optional[str], Optional[str], list[str]]:
+def read_asset_checked(
+    page_uri: str, image_path: Optional[str], max_bytes: int = DEFAULT_MAX_IMAGE_BYTES
+) -> tuple[Optional[bytes], Optional[str], Optional[str], list[str]]:
     """``read_asset`` plus the candidate places that held no file (for the result's
     dependencies: an image added there later must recompute the paper)."""
     got = find_asset(page_uri, image_path, max_bytes)
@@ -116,11 +120,20 @@ def find_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAUL
                 return _fail(TOO_LARGE, cand, _too_large(image_path, size, max_bytes), looked)
             return AssetRead(read_input(cand, root), cand, None, EMBEDDED, looked)
         except OutsideRootError:
-            return _fail(OUTSIDE_INPUT, cand, f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads "
-                                              "outside the page's folder; it was not read", looked)
+            return _fail(
+                OUTSIDE_INPUT,
+                cand,
+                f"{OUTSIDE_INPUT}: image file {image_path} is a link that leads "
+                "outside the page's folder; it was not read",
+                looked,
+            )
         except NotAFileError as e:
-            return _fail(NOT_A_FILE, cand, f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular "
-                                           "file; it was not read", looked)
+            return _fail(
+                NOT_A_FILE,
+                cand,
+                f"{NOT_A_FILE}: image file {image_path} is {e.what}, not a regular file; it was not read",
+                looked,
+            )
         except OSError as e:
             return _fail(UNREADABLE, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked)
     return _fail(NOT_FOUND, None, f"image file {image_path} not found next to the page", looked)

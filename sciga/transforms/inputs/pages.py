@@ -6,6 +6,7 @@ place through chained URLs ``zip://member::dump.zip``). A page may have a metada
 next to it, ``<stem>.meta.json`` (written by ``sciga fetch`` and shipped with the samples);
 a sidecar whose comment names an accepted venue gets ``conference`` filled in from it.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -96,8 +97,12 @@ def _utf8_names(paths: Iterable[str]) -> list[str]:
         except UnicodeEncodeError:
             bad.append(p.encode("utf-8", "backslashreplace").decode("ascii", "replace"))
     if bad:
-        log.warning("%d input files have names that are not valid UTF-8 (e.g. %s); they are not built: rename them "
-                    "(e.g. with convmv)", len(bad), sorted(bad)[0])
+        log.warning(
+            "%d input files have names that are not valid UTF-8 (e.g. %s); they are not built: rename them "
+            "(e.g. with convmv)",
+            len(bad),
+            sorted(bad)[0],
+        )
     return good
 
 
@@ -107,8 +112,7 @@ def _once_per_file(paths: Iterable[str]) -> list[str]:
     links to one file outside the input are two dead letters, never one lost input."""
     paths = sorted(set(_utf8_names(paths)))
     names = set(paths)
-    return [p for p in paths
-            if not (input_files.is_local(p) and os.path.islink(p) and os.path.realpath(p) in names)]
+    return [p for p in paths if not (input_files.is_local(p) and os.path.islink(p) and os.path.realpath(p) in names)]
 
 
 def list_inputs(specs: Iterable[str]) -> list[str]:
@@ -198,10 +202,17 @@ def refused(uri: str, e: OSError, what: str = "") -> StageError:
     """The dead letter of a file the build may not read: a link out of its folder, or not a
     regular file (the link's target is not named: the row may be published)."""
     if isinstance(e, OutsideRootError):
-        return StageError("read", OutsideRootError.kind, f"{uri}{what} is a link that leads outside its folder, so it "
-                          "was not read; copy the file into the input folder instead of linking to it.")
-    return StageError("read", NotAFileError.kind, f"{uri}{what} is {e.what}, not a regular file, so it was not read; "
-                      "give a regular file.")
+        return StageError(
+            "read",
+            OutsideRootError.kind,
+            f"{uri}{what} is a link that leads outside its folder, so it "
+            "was not read; copy the file into the input folder instead of linking to it.",
+        )
+    return StageError(
+        "read",
+        NotAFileError.kind,
+        f"{uri}{what} is {e.what}, not a regular file, so it was not read; give a regular file.",
+    )
 
 
 def read_bytes(uri: str, max_bytes: int) -> bytes:
@@ -212,16 +223,18 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
         if size is None:
             raise FileNotFoundError(uri)
     except FileNotFoundError:
-        raise StageError("read", "missing", f"{uri} disappeared before it could be read; check the input folder.") from None
+        raise StageError(
+            "read", "missing", f"{uri} disappeared before it could be read; check the input folder."
+        ) from None
     except (OutsideRootError, NotAFileError) as e:
         raise refused(uri, e) from None
     except OSError as e:
         raise StageError("read", "unreadable", f"{uri} could not be read ({e}); check permissions and retry.") from None
     if size is not None and size > max_bytes:
         raise StageError(
-            "read", "too_large",
-            f"{uri} is {mib(size)}, above the {mib(max_bytes)} page limit; "
-            "raise --max-page-mb if the page is genuine.",
+            "read",
+            "too_large",
+            f"{uri} is {mib(size)}, above the {mib(max_bytes)} page limit; raise --max-page-mb if the page is genuine.",
         )
     try:
         data = input_files.read_input(uri, root, max_bytes)
@@ -233,8 +246,11 @@ def read_bytes(uri: str, max_bytes: int) -> bytes:
 
     why = failed_conversion(data, max_bytes)
     if why:
-        raise StageError("read", "conversion_failed", f"{uri}: {why}; there is no paper text in it "
-                         "(its TeX source may still be fetched with `sciga fetch`).")
+        raise StageError(
+            "read",
+            "conversion_failed",
+            f"{uri}: {why}; there is no paper text in it (its TeX source may still be fetched with `sciga fetch`).",
+        )
     return data
 
 
@@ -274,12 +290,19 @@ def read_sidecar_bytes(found: str) -> bytes:
     except (OutsideRootError, NotAFileError) as e:
         raise refused(found, e, " (metadata sidecar)") from None
     except FileNotFoundError:
-        raise StageError("read", "missing", f"{found} disappeared before it could be read; check the input folder.") from None
+        raise StageError(
+            "read", "missing", f"{found} disappeared before it could be read; check the input folder."
+        ) from None
     except OSError as e:
-        raise StageError("read", "unreadable", f"{found} could not be read ({e}); check permissions and retry.") from None
+        raise StageError(
+            "read", "unreadable", f"{found} could not be read ({e}); check permissions and retry."
+        ) from None
     if len(data) > MAX_SIDECAR_BYTES:
-        raise StageError("read", "bad_metadata", f"{found} is larger than {MAX_SIDECAR_BYTES >> 20} MiB, which no "
-                         "metadata sidecar is; fix or delete it.")
+        raise StageError(
+            "read",
+            "bad_metadata",
+            f"{found} is larger than {MAX_SIDECAR_BYTES >> 20} MiB, which no metadata sidecar is; fix or delete it.",
+        )
     return data
 
 
@@ -303,7 +326,9 @@ def sidecar_meta(uri: str, found: Optional[str], data: Optional[bytes]) -> Optio
     except MetaFieldError as e:
         raise StageError("read", "bad_metadata", f"{found}: {e}; fix the field or delete the sidecar.") from None
     except (ValueError, TypeError, UnicodeDecodeError, AttributeError, RecursionError) as e:
-        raise StageError("read", "bad_metadata", f"{found} is not valid metadata JSON ({e}); fix or delete it.") from None
+        raise StageError(
+            "read", "bad_metadata", f"{found} is not valid metadata JSON ({e}); fix or delete it."
+        ) from None
     return enrich_meta(meta)
 
 

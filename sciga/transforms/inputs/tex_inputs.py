@@ -12,6 +12,7 @@ Whether a paper "has a page" is decided by id, not by file name: a page's id is 
 file name says (``2401.13641v2.html`` -> ``2401.13641``), so a metadata sidecar or TeX folder
 in one place and the paper's page in another never give the same paper twice.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -105,8 +106,11 @@ def tex_sources(specs: Sequence[str], skip: Iterable[str] = ()) -> list[str]:
                 continue
             if e.get("type") == "directory":
                 try:
-                    inner = [posixpath.basename(x["name"]) for x in fs.ls(e["name"], detail=True)
-                             if x.get("type") != "directory"]
+                    inner = [
+                        posixpath.basename(x["name"])
+                        for x in fs.ls(e["name"], detail=True)
+                        if x.get("type") != "directory"
+                    ]
                 except OSError:
                     continue
                 if any(f.lower().endswith(HTML_SUFFIXES) for f in inner):

@@ -22,6 +22,7 @@ threaded Beam workers). Failures are StageErrors of stage ``latexml``:
 Same input, same bytes out: ``SOURCE_DATE_EPOCH`` fixes the "Generated on" stamp and
 ``\\today``, and the timestamps ImageMagick writes into PNG chunks are removed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -147,8 +148,13 @@ def find_main_file(files: Mapping[str, bytes], *, paper_id: Optional[str] = None
         stem = low.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         cands.append((pulled, stem in COMMON_MAIN_NAMES, -name.count("/"), len(data), name))
     if not cands:
-        raise StageError(STAGE, "no_main_file", f"{label} has no main TeX file (no file with \\documentclass and "
-                         "\\begin{document}), so LaTeXML cannot convert it.", paper_id)
+        raise StageError(
+            STAGE,
+            "no_main_file",
+            f"{label} has no main TeX file (no file with \\documentclass and "
+            "\\begin{document}), so LaTeXML cannot convert it.",
+            paper_id,
+        )
     return max(cands)[-1]
 
 
@@ -158,8 +164,12 @@ def latexml_version(latexmlc: str = "latexmlc") -> str:
     """``0.8.7`` for the installed latexmlc (for provenance); raises ``latexml_missing``."""
     exe = shutil.which(latexmlc)
     if exe is None:
-        raise StageError(STAGE, "latexml_missing", f"{latexmlc} is not installed; install LaTeXML "
-                         "(apt-get install latexml, or run scripts/setup.sh) to convert e-prints.")
+        raise StageError(
+            STAGE,
+            "latexml_missing",
+            f"{latexmlc} is not installed; install LaTeXML "
+            "(apt-get install latexml, or run scripts/setup.sh) to convert e-prints.",
+        )
     out = subprocess.run([exe, "--VERSION"], capture_output=True, text=True, timeout=60)
     m = re.search(r"LaTeXML version ([\w.\-]+)", out.stdout + out.stderr)
     return m.group(1) if m else "unknown"
@@ -172,11 +182,11 @@ def _strip_png_times(data: bytes) -> bytes:
         return data
     out, i = [data[:8]], 8
     while i + 8 <= len(data):
-        n, kind = struct.unpack(">I4s", data[i:i + 8])
+        n, kind = struct.unpack(">I4s", data[i : i + 8])
         end = i + 12 + n
         if end > len(data):
             return data  # not a PNG we understand: leave it as it is
-        body = data[i + 8:i + 8 + n]
+        body = data[i + 8 : i + 8 + n]
         drop = kind == b"tIME" or (kind in (b"tEXt", b"zTXt", b"iTXt") and body.split(b"\0", 1)[0].startswith(b"date:"))
         if not drop:
             out.append(data[i:end])
@@ -192,8 +202,12 @@ def _materialize(files: Mapping[str, bytes], dest: str, label: str, paper_id: Op
         safe = safe_member_name(name)
         target = os.path.abspath(os.path.join(root, *(safe or "").split("/")))
         if not safe or not target.startswith(root + os.sep):
-            raise StageError(STAGE, "unsafe_archive", f"{label}: {name!r} would be written outside the conversion "
-                             "folder; nothing was converted.", paper_id)
+            raise StageError(
+                STAGE,
+                "unsafe_archive",
+                f"{label}: {name!r} would be written outside the conversion folder; nothing was converted.",
+                paper_id,
+            )
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as f:
             f.write(data)
@@ -213,18 +227,26 @@ def _files_of(source: Union[SourceTree, bytes, str], paper_id: Optional[str], la
     elif isinstance(source, str):
         source = read_source_dir(source, label=label, paper_id=paper_id, keep=lambda _: True)
     if source.kind in ("pdf", "ps"):
-        raise StageError(STAGE, "pdf_only", f"{label} is a {source.kind.upper()} only: there is no TeX to convert.",
-                         paper_id)
+        raise StageError(
+            STAGE, "pdf_only", f"{label} is a {source.kind.upper()} only: there is no TeX to convert.", paper_id
+        )
     if source.skipped:
         # A tree read with the figure stage's filter lacks .bib, .bst, .tikz, data files...
         # LaTeXML may need them; say so rather than convert a partial tree silently.
-        raise ValueError(f"{label}: the SourceTree was read with a file filter ({len(source.skipped)} files "
-                         "skipped); read it with keep=lambda p: True for a conversion.")
+        raise ValueError(
+            f"{label}: the SourceTree was read with a file filter ({len(source.skipped)} files "
+            "skipped); read it with keep=lambda p: True for a conversion."
+        )
     return dict(source.files)
 
 
-def convert_eprint(source: Union[SourceTree, bytes, str], *, paper_id: str, label: Optional[str] = None,
-                   options: LatexmlOptions = LatexmlOptions()) -> LatexmlResult:
+def convert_eprint(
+    source: Union[SourceTree, bytes, str],
+    *,
+    paper_id: str,
+    label: Optional[str] = None,
+    options: LatexmlOptions = LatexmlOptions(),
+) -> LatexmlResult:
     """One e-print -> LaTeXML HTML5 with its images, or a StageError (stage ``latexml``)."""
     label = label or f"{paper_id} e-print"
     version = latexml_version(options.latexmlc)
@@ -243,22 +265,42 @@ def convert_eprint(source: Union[SourceTree, bytes, str], *, paper_id: str, labe
                 f.write(IMAGE_POLICY)
             env["XDG_CONFIG_HOME"] = cfg  # read after /etc's policy, so its rules win for this run
         stem = "page"
-        cmd = ["/bin/sh", "-c", 'ulimit -v "$0" 2>/dev/null || exit 125; exec "$@"',
-               str(max(1, options.max_memory_bytes // 1024)), shutil.which(options.latexmlc) or options.latexmlc,
-               "--format=html5", f"--dest={os.path.join(out, stem + '.html')}", *options.extra_args, main]
+        cmd = [
+            "/bin/sh",
+            "-c",
+            'ulimit -v "$0" 2>/dev/null || exit 125; exec "$@"',
+            str(max(1, options.max_memory_bytes // 1024)),
+            shutil.which(options.latexmlc) or options.latexmlc,
+            "--format=html5",
+            f"--dest={os.path.join(out, stem + '.html')}",
+            *options.extra_args,
+            main,
+        ]
         log_path = os.path.join(work, "latexmlc.log")
         t0 = time.monotonic()
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(cmd, cwd=src, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=src,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
             try:
                 rc = proc.wait(timeout=options.timeout_s)
             except subprocess.TimeoutExpired:
                 _kill_group(proc)
                 proc.wait()
-                raise StageError(STAGE, "latexml_timeout", f"{label}: LaTeXML did not finish {main} within "
-                                 f"{options.timeout_s:g} s and was stopped; the paper has no converted page "
-                                 "(raise --latexml-timeout for very long papers).", paper_id) from None
+                raise StageError(
+                    STAGE,
+                    "latexml_timeout",
+                    f"{label}: LaTeXML did not finish {main} within "
+                    f"{options.timeout_s:g} s and was stopped; the paper has no converted page "
+                    "(raise --latexml-timeout for very long papers).",
+                    paper_id,
+                ) from None
             finally:
                 _kill_group(proc)  # no child (ghostscript, ImageMagick) outlives the paper
         seconds = time.monotonic() - t0
@@ -269,16 +311,28 @@ def convert_eprint(source: Union[SourceTree, bytes, str], *, paper_id: str, labe
         status = int(status_m[-1]) if status_m else None
         page = os.path.join(out, stem + ".html")
         if "Out of memory" in log_text or (rc < 0 and status is None and -rc in (signal.SIGSEGV, signal.SIGABRT)):
-            raise StageError(STAGE, "latexml_memory", f"{label}: LaTeXML ran out of its "
-                             f"{options.max_memory_bytes >> 20} MiB memory limit converting {main}; the paper has "
-                             "no converted page.", paper_id)
+            raise StageError(
+                STAGE,
+                "latexml_memory",
+                f"{label}: LaTeXML ran out of its "
+                f"{options.max_memory_bytes >> 20} MiB memory limit converting {main}; the paper has "
+                "no converted page.",
+                paper_id,
+            )
         if rc == 125:
-            raise StageError(STAGE, "latexml_memory", f"{label}: the memory limit could not be set for LaTeXML.", paper_id)
+            raise StageError(
+                STAGE, "latexml_memory", f"{label}: the memory limit could not be set for LaTeXML.", paper_id
+            )
         if status == 3 or status is None or not os.path.exists(page):
             fatal = re.search(r"^Fatal:[^\n]*", log_text, re.M)
             why = fatal.group(0) if fatal else f"exit status {rc}, no page written"
-            raise StageError(STAGE, "latexml_fatal", f"{label}: LaTeXML stopped on a fatal error converting {main} "
-                             f"({why[:300]}); the paper has no converted page.", paper_id)
+            raise StageError(
+                STAGE,
+                "latexml_fatal",
+                f"{label}: LaTeXML stopped on a fatal error converting {main} "
+                f"({why[:300]}); the paper has no converted page.",
+                paper_id,
+            )
         with open(page, "rb") as f:
             html = f.read()
         assets = {}
@@ -292,10 +346,16 @@ def convert_eprint(source: Union[SourceTree, bytes, str], *, paper_id: str, labe
                     data = f.read()
                 assets[rel] = _strip_png_times(data) if rel.lower().endswith(".png") else data
         return LatexmlResult(
-            paper_id=paper_id, html=html, assets=dict(sorted(assets.items())), main_file=main,
-            latexml_version=version, status=status, seconds=round(seconds, 3),
-            warnings=len(re.findall(r"^Warning:", log_text, re.M)), errors=len(re.findall(r"^Error:", log_text, re.M)),
-            log=log_text if options.keep_log else tail)
+            paper_id=paper_id,
+            html=html,
+            assets=dict(sorted(assets.items())),
+            main_file=main,
+            latexml_version=version,
+            status=status,
+            seconds=round(seconds, 3),
+            warnings=len(re.findall(r"^Warning:", log_text, re.M)),
+            errors=len(re.findall(r"^Error:", log_text, re.M)),
+            log=log_text if options.keep_log else tail,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-

@@ -13,6 +13,7 @@ the e-print's SHA-256, the LaTeXML version and options, so a rerun converts only
 whose e-print or converter changed. A conversion that fails is a dead letter of stage
 ``latexml`` (timeout, fatal TeX error, no main file ...).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,7 +42,9 @@ HTML_FROM = ("ar5iv", "latexml", "auto")
 
 @dataclass(frozen=True)
 class PageSourceOptions:
-    html_from: str = "ar5iv"  # ar5iv: pages only; latexml: convert every paper with metadata; auto: convert when no page
+    html_from: str = (
+        "ar5iv"  # ar5iv: pages only; latexml: convert every paper with metadata; auto: convert when no page
+    )
     converted_root: str = ""  # <out>/.sciga/latexml
     latexml: LatexmlOptions = field(default_factory=LatexmlOptions)
     tex_dirs: tuple[str, ...] = ()
@@ -107,7 +110,7 @@ class PageFromEprint(beam.DoFn):
         if not line.startswith(CONVERT_PREFIX):
             yield line
             return
-        meta_uri = line[len(CONVERT_PREFIX):]
+        meta_uri = line[len(CONVERT_PREFIX) :]
         pid = None
         try:
             if meta_uri.endswith(META_SUFFIX):
@@ -119,8 +122,9 @@ class PageFromEprint(beam.DoFn):
         except Exception as e:  # noqa: BLE001 - every failure becomes a dead letter
             self.failed.inc()
             dl = dead_letter_from(e, STAGE, meta_uri, pid)
-            yield beam.pvalue.TaggedOutput(DEAD_LETTER_TAG, ResultRef(uri=meta_uri, key=None, paper_id=pid,
-                                                                      is_paper=False, dead=[dl]))
+            yield beam.pvalue.TaggedOutput(
+                DEAD_LETTER_TAG, ResultRef(uri=meta_uri, key=None, paper_id=pid, is_paper=False, dead=[dl])
+            )
 
     def _eprint(self, pid: str, meta_uri: str, source: Optional[str] = None) -> tuple[bytes, str]:
         """(e-print bytes, where they came from): the source given, beside the metadata (also
@@ -134,8 +138,13 @@ class PageFromEprint(beam.DoFn):
             return _read_eprint_source(src, pid), src
         if self.options.bulk is not None:
             return self.options.bulk.source(pid), self.options.bulk.label(pid)
-        raise StageError(STAGE, "no_eprint", f"{meta_uri}: paper {pid} has no page and no e-print to convert; fetch its "
-                         "e-print (`sciga fetch --parts eprint`) or give --eprints-bulk / --tex-input.", pid)
+        raise StageError(
+            STAGE,
+            "no_eprint",
+            f"{meta_uri}: paper {pid} has no page and no e-print to convert; fetch its "
+            "e-print (`sciga fetch --parts eprint`) or give --eprints-bulk / --tex-input.",
+            pid,
+        )
 
     def _page(self, pid: str, meta_uri: str, meta: bytes, source: Optional[str] = None) -> str:
         from sciga.transforms.latexml.convert import convert_eprint
@@ -145,9 +154,16 @@ class PageFromEprint(beam.DoFn):
         folder = posixpath.join(o.converted_root, stem)
         page = posixpath.join(folder, stem + ".html")
         data, where = self._eprint(pid, meta_uri, source)
-        stamp = json.dumps({"eprint_sha256": hashlib.sha256(data).hexdigest(), "latexml": self.version,
-                            "options": asdict(o.latexml), "meta_sha256": hashlib.sha256(meta).hexdigest()},
-                           sort_keys=True, default=str)
+        stamp = json.dumps(
+            {
+                "eprint_sha256": hashlib.sha256(data).hexdigest(),
+                "latexml": self.version,
+                "options": asdict(o.latexml),
+                "meta_sha256": hashlib.sha256(meta).hexdigest(),
+            },
+            sort_keys=True,
+            default=str,
+        )
         fs, _ = fsspec.core.url_to_fs(folder)
         stamp_uri = posixpath.join(folder, "stamp.json")
         try:
@@ -186,8 +202,12 @@ def _read_eprint_source(src: str, pid: str) -> bytes:
     except (input_files.OutsideRootError, input_files.NotAFileError) as e:
         raise StageError(STAGE, e.kind, f"{src}: {e.strerror}; the e-print was not read.", pid) from None
     if len(data) > DEFAULT_LIMITS.max_total_bytes:
-        raise StageError(STAGE, "size_bomb", f"{src} is larger than {DEFAULT_LIMITS.max_total_bytes >> 20} MiB; "
-                         "the e-print was not read.", pid)
+        raise StageError(
+            STAGE,
+            "size_bomb",
+            f"{src} is larger than {DEFAULT_LIMITS.max_total_bytes >> 20} MiB; the e-print was not read.",
+            pid,
+        )
     return data
 
 
@@ -216,4 +236,5 @@ class PagesFromEprints(beam.PTransform):
 
     def expand(self, lines):
         return lines | "PageFromEprint" >> beam.ParDo(PageFromEprint(self.options)).with_outputs(
-            DEAD_LETTER_TAG, main="pages")
+            DEAD_LETTER_TAG, main="pages"
+        )

@@ -33,6 +33,7 @@ Guards against false positives, each from a real pattern:
 - "Extended Data Fig. 2" / "Supplementary Figure 3" are marked ``qualified`` (their numbers
   are a separate sequence; the resolver only accepts them as S-numbers).
 """
+
 from __future__ import annotations
 
 import re
@@ -54,7 +55,9 @@ _POS_TAIL = r"(?:\s+(?:panels?|columns?|rows?|side|plots?|images?|parts?))?"
 _DASHES = "-\u2013\u2014"
 
 # Panels attached to a number.
-_BARE_RE = re.compile(r"(?P<a>[a-zA-Z])(?![A-Za-z0-9])(?:\s*[" + _DASHES + r"]\s*(?:\d+)?(?P<b>[a-zA-Z])(?![A-Za-z0-9]))?")
+_BARE_RE = re.compile(
+    r"(?P<a>[a-zA-Z])(?![A-Za-z0-9])(?:\s*[" + _DASHES + r"]\s*(?:\d+)?(?P<b>[a-zA-Z])(?![A-Za-z0-9]))?"
+)
 _PAREN_LETTERS_RE = re.compile(
     r"[ ]?\(\s*(?P<inner>[a-zA-Z](?:\s*(?:,|[" + _DASHES + r"]|and|&)\s*[a-zA-Z])*)\s*\)"
     r"(?:\s*[" + _DASHES + r"]\s*\(\s*(?P<b>[a-zA-Z])\s*\))?"
@@ -92,9 +95,11 @@ _OWN_PART_RE = re.compile(
 # with a year inside ("Zhu2022CVPR", "kimNeuralFieldsSurvey2021", "author-title-2019",
 # "Wagner2009-CVPR"; not "mid-2020"). "Figure 3 in March 2020" is a date, not an author
 # and a year.
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-          r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec|Spring|Summer|Fall|Autumn|Winter)\.?\s+"
-          r"(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d")
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec|Spring|Summer|Fall|Autumn|Winter)\.?\s+"
+    r"(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(?:19|20)\d\d"
+)
 _CITATION_LIKE_RE = re.compile(
     r"(?:\]|\(|\[|[Rr]efs?\b|[Rr]eference|the\s+(?:original|cited)\b|their\b|"
     r"(?:an)?other\s+(?:paper|work|article|study)|a\s+(?:different|previous|prior)\s+(?:paper|work|study)|"
@@ -269,8 +274,9 @@ def is_foreign(text: str, start: int, end: int, citations: Sequence[tuple[int, i
     return bool(m) and _names_other_work(text, m.end(), citations)
 
 
-def find_expressions(text: str, foreign: bool = False,
-                     citations: Sequence[tuple[int, int]] = ()) -> Iterator[Expression]:
+def find_expressions(
+    text: str, foreign: bool = False, citations: Sequence[tuple[int, int]] = ()
+) -> Iterator[Expression]:
     """Every typed figure-mention expression in ``text`` (tokens must be masked by the
     caller when the text holds <MATH>/<TAG> blocks: see ``mask_tokens``). Mentions of
     another work's figures are left out, or with ``foreign=True`` returned marked
@@ -328,7 +334,9 @@ def _expression_at(text: str, m: re.Match) -> Optional[Expression]:
                     continue
         # A panel range over a repeated number: "Fig. 4a-4c".
         if panels and len(panels) == 1 and len(panels[0]) == 1:
-            rm2 = re.compile(r"\s*[" + _DASHES + r"]\s*" + re.escape(number) + r"(?P<b>[a-zA-Z])(?![A-Za-z0-9])").match(text, end)
+            rm2 = re.compile(r"\s*[" + _DASHES + r"]\s*" + re.escape(number) + r"(?P<b>[a-zA-Z])(?![A-Za-z0-9])").match(
+                text, end
+            )
             if rm2:
                 rng = _letters_between(panels[0], rm2.group("b"))
                 if rng:

@@ -20,6 +20,7 @@ of thousands of characters without a sentence boundary; see ``sentences.MAX_SENT
 The mentions config is then a plain projection of the linked paper (``mentions.py``), so a
 paper that a later stage dead-letters leaves no mention rows behind.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,9 @@ def _texts(paper: Paper):
             yield tab, "caption", "caption_ref_spans", tab.id, "caption", tab.caption_citation_spans
 
 
-def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
-               sentencizer: Optional[Sentencizer] = None) -> Paper:
+def link_paper(
+    paper: Paper, figure_labels: Optional[Mapping[str, str]] = None, sentencizer: Optional[Sentencizer] = None
+) -> Paper:
     """Link every figure reference of ``paper`` in place and return it. ``figure_labels``
     (TeX ``\\label`` -> printed number) defaults to ``paper.figure_labels``; without a
     ``sentencizer`` no sentence bounds are set. Nothing here is expected to fail on a real
@@ -91,8 +93,9 @@ def link_paper(paper: Paper, figure_labels: Optional[Mapping[str, str]] = None,
         to_segment.append((text, fig_spans))
     paper.rejected_mentions = rejected  # recomputed on every run: linking twice counts once
     if sentencizer is not None and to_segment:
-        bounds = sentencizer.sentences([t for t, _ in to_segment],
-                                       [[(s.start, s.end) for s in fs] for _, fs in to_segment])
+        bounds = sentencizer.sentences(
+            [t for t, _ in to_segment], [[(s.start, s.end) for s in fs] for _, fs in to_segment]
+        )
         if sentencizer.cut:  # sentences cut to a bounded window (no boundary for thousands of characters)
             rejected[SENTENCE_CUT] = rejected.get(SENTENCE_CUT, 0) + sentencizer.cut
         for (_, fig_spans), sents in zip(to_segment, bounds):

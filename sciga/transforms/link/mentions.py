@@ -7,6 +7,7 @@ index that text. A span naming several panels ("Fig. 4a-c") gives one row per pa
 element, all with the same offsets; panels a figure has no element for are one row of the
 figure with their names in ``panels``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -16,14 +17,21 @@ from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import MentionRow, Paper, RefSpan
 
 
-def _rows(paper: Paper, text: str, spans: list[RefSpan], section_id: Optional[str], paragraph_index: Optional[int],
-          context: str, context_id: Optional[str]) -> Iterator[MentionRow]:
+def _rows(
+    paper: Paper,
+    text: str,
+    spans: list[RefSpan],
+    section_id: Optional[str],
+    paragraph_index: Optional[int],
+    context: str,
+    context_id: Optional[str],
+) -> Iterator[MentionRow]:
     for span in spans:
         if not FIGURE_ID_RE.match(span.ref_id):
             continue  # tables are ref spans too, but not figure mentions
         sentence = None
         if span.sentence_start is not None and span.sentence_end is not None:
-            sentence = text[span.sentence_start:span.sentence_end]
+            sentence = text[span.sentence_start : span.sentence_end]
         yield MentionRow(
             paper_id=paper.id,
             figure_id=span.ref_id,

@@ -11,6 +11,7 @@ themselves (with their brackets: "Figure 2(a)" is otherwise read as an enumerate
 and in scientific abbreviations becomes "_". Offsets are unchanged, so the
 boundaries found on the copy cut the original text.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -202,8 +203,9 @@ class Sentencizer:
             out.append(spans or [(0, len(text))])
         return out
 
-    def sentences(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
-                  ) -> list[list[tuple[int, int]]]:
+    def sentences(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+    ) -> list[list[tuple[int, int]]]:
         """For each text, the (start, end) of the sentence holding each of its spans.
 
         Time and memory are linear in the text length (``bounded``): no window handed to
@@ -239,7 +241,7 @@ class Sentencizer:
         while jobs:
             todo = sorted({(ti, lo, hi) for ti, _, lo, hi in jobs if (ti, lo, hi) not in cache})
             if todo:
-                windows = [prepared[ti][cuts[ti][lo]:cuts[ti][hi]] for ti, lo, hi in todo]
+                windows = [prepared[ti][cuts[ti][lo] : cuts[ti][hi]] for ti, lo, hi in todo]
                 for key, sents in zip(todo, self._segment(windows)):
                     base = cuts[key[0]][key[1]]
                     cache[key] = [(base + a, base + b) for a, b in sents]

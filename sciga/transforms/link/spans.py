@@ -27,6 +27,7 @@ mentions of another work's figure ("Figure 1 of [12]", "their Figure 4", a menti
 a citation element, whose spans the parser kept in ``citations``) are never spans; those
 that name one of this paper's figure numbers are counted in ``stats["other_work"]``.
 """
+
 from __future__ import annotations
 
 import re
@@ -114,14 +115,19 @@ def _range_between(index: FigureIndex, a: str, b: str) -> list[str]:
             return []
         ids = [sf.id for sf in parent.subfigures]
         if a in ids and b in ids and ids.index(a) < ids.index(b):
-            return ids[ids.index(a) + 1:ids.index(b)]
+            return ids[ids.index(a) + 1 : ids.index(b)]
     return []
 
 
-def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
-              figure_labels: Optional[Mapping[str, str]] = None, self_id: Optional[str] = None,
-              stats: Optional[MutableMapping[str, int]] = None,
-              citations: Sequence[tuple[int, int]] = ()) -> list[RefSpan]:
+def link_text(
+    text: str,
+    anchor_spans: Iterable[RefSpan],
+    index: FigureIndex,
+    figure_labels: Optional[Mapping[str, str]] = None,
+    self_id: Optional[str] = None,
+    stats: Optional[MutableMapping[str, int]] = None,
+    citations: Sequence[tuple[int, int]] = (),
+) -> list[RefSpan]:
     masked = mask_tokens(text)
     out: list[RefSpan] = []
     taken = _Taken()
@@ -148,8 +154,11 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
         for ref, panels in refs:
             if own(ref):
                 continue
-            out.append(RefSpan(start=start, end=end, text=text[start:end], ref_id=ref, resolution="anchor",
-                               panels=list(panels)))
+            out.append(
+                RefSpan(
+                    start=start, end=end, text=text[start:end], ref_id=ref, resolution="anchor", panels=list(panels)
+                )
+            )
         if not taken.overlaps(start, end):
             taken.add(start, end)
 
@@ -175,8 +184,16 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
             kw = keyword_before(masked, m.start())
             start = m.start() if kw is None else kw
             for ref, panels in refs:
-                out.append(RefSpan(start=start, end=m.end(), text=text[start:m.end()], ref_id=ref, resolution="label",
-                                   panels=list(panels)))
+                out.append(
+                    RefSpan(
+                        start=start,
+                        end=m.end(),
+                        text=text[start : m.end()],
+                        ref_id=ref,
+                        resolution="label",
+                        panels=list(panels),
+                    )
+                )
             taken.add(start, m.end())
 
     # 3. typed mentions not already covered.
@@ -209,7 +226,9 @@ def link_text(text: str, anchor_spans: Iterable[RefSpan], index: FigureIndex,
                 for ref, panels in refs:
                     if own(ref):
                         continue
-                    out.append(RefSpan(start=a, end=b, text=text[a:b], ref_id=ref, resolution="text", panels=list(panels)))
+                    out.append(
+                        RefSpan(start=a, end=b, text=text[a:b], ref_id=ref, resolution="text", panels=list(panels))
+                    )
                 claimed.append((a, b))
         for a, b in dict.fromkeys(claimed):
             if not taken.overlaps(a, b):

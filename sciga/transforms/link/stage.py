@@ -1,4 +1,5 @@
 """Beam wrapper of the linking stage: a thin per-paper step around ``link_paper.link_paper``."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -24,6 +24,7 @@ with ``label`` "(a)" and ``caption_source`` "split_parent"; panels left without 
 ``caption_source`` "none". The last subcaption ends with its sentence: the sentences after
 it usually describe the whole figure.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,15 @@ _POS_WORD = r"(?:top|bottom|upper|lower|middle|center|centre|left|right)"
 _POS = _POS_WORD + r"(?:[ \-]+" + _POS_WORD + r")?"
 _POS_TAIL = r"(?:\s+(?:panels?|columns?|rows?|side|plots?|images?|parts?))?"
 _LEAD_POS_RE = re.compile(
-    r"(?:^|(?<=[.;:,]\s)|(?<=\sand\s))(?:\((?P<p1>" + _POS + r")" + _POS_TAIL + r"\)|(?P<p2>" + _POS + r")" + _POS_TAIL + r"\s*:)\s*",
+    r"(?:^|(?<=[.;:,]\s)|(?<=\sand\s))(?:\((?P<p1>"
+    + _POS
+    + r")"
+    + _POS_TAIL
+    + r"\)|(?P<p2>"
+    + _POS
+    + r")"
+    + _POS_TAIL
+    + r"\s*:)\s*",
     re.I,
 )
 _TRAIL_POS_RE = re.compile(r"\s*\((?P<pos>" + _POS + r")" + _POS_TAIL + r"\)", re.I)
@@ -140,8 +149,13 @@ def split_by_letters(body: str, masked: str) -> Optional[list[Subcaption]]:
     for (s, e, letters), text in zip(best, texts):
         if not text:
             return None
-        out.append(Subcaption(label=body[s:e].strip().rstrip(",|:").strip(), text=text,
-                              panels=tuple(ord(c) - ord("a") for c in letters)))
+        out.append(
+            Subcaption(
+                label=body[s:e].strip().rstrip(",|:").strip(),
+                text=text,
+                panels=tuple(ord(c) - ord("a") for c in letters),
+            )
+        )
     return out
 
 
@@ -201,7 +215,7 @@ def split_by_positions(body: str, masked: str) -> Optional[list[Subcaption]]:
         items = []
         for m, text in zip(lead, texts):
             pos = m.group("p1") or m.group("p2")
-            label = body[m.start():m.end()].strip().strip("():").strip()  # "Left", "Top row", "left"
+            label = body[m.start() : m.end()].strip().strip("():").strip()  # "Left", "Top row", "left"
             items.append((label, text, _norm_pos(pos)))
         got = _order_positions(items)
         if got:
@@ -212,14 +226,14 @@ def split_by_positions(body: str, masked: str) -> Optional[list[Subcaption]]:
         prev_end = 0
         for m in trail:
             chunk_start = prev_end
-            seg = masked[chunk_start:m.start()]
+            seg = masked[chunk_start : m.start()]
             seps = list(_ITEM_SEP_RE.finditer(seg))
             if seps and prev_end > 0:
                 chunk_start += seps[0].end()
             elif seps:
                 chunk_start += seps[-1].end()
-            label = body[m.start():m.end()].strip().strip("()").strip()  # "top left", "top row"
-            items.append((label, _clean(body[chunk_start:m.start()]), _norm_pos(m.group("pos"))))
+            label = body[m.start() : m.end()].strip().strip("()").strip()  # "top left", "top row"
+            items.append((label, _clean(body[chunk_start : m.start()]), _norm_pos(m.group("pos"))))
             prev_end = m.end()
         return _order_positions(items)
     return None
@@ -252,7 +266,7 @@ def split_caption(caption: str, n_panels: int) -> Optional[list[Optional[Subcapt
     if n_panels < 2 or not caption:
         return None
     m = _LEAD_TAG_RE.match(caption)
-    body = caption[m.end():] if m else caption
+    body = caption[m.end() :] if m else caption
     masked = mask_tokens(body)
     for splitter in (split_by_letters, split_by_positions):
         subs = splitter(body, masked)

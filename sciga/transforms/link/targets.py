@@ -11,6 +11,7 @@ reading order ("b" = 2nd panel). A position ("left", "top right") picks the subf
 label says so (split captions), else the obvious panel of a two-panel figure
 (left/top = 1st, right/bottom = 2nd). Anything else stays on the whole figure.
 """
+
 from __future__ import annotations
 
 import re

@@ -21,6 +21,7 @@ on whitespace, ACM / MSC classes parsed as the fetcher parses the API's, the ven
 comment by the shared comment parser. Author names written in TeX (``Bal\\'azs``) become
 Unicode (``Balázs``) with pylatexenc, as the API shows them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,12 @@ from sciga.transforms.fetch.arxiv_api import normalize_id
 from sciga.transforms.metadata.classifications import acm_from_metadata, msc_from_metadata
 from sciga.transforms.metadata.comment_venue import parse_comment_venue
 
-_MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
-_RFC_RE = re.compile(r"^(?:\w{3},\s*)?(\d{1,2})\s+(\w{3})\s+(\d{4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:GMT|UT|UTC|\+0000)?$")
+_MONTHS = {
+    m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)
+}
+_RFC_RE = re.compile(
+    r"^(?:\w{3},\s*)?(\d{1,2})\s+(\w{3})\s+(\d{4})\s+(\d{1,2}):(\d{2})(?::(\d{2}))?\s*(?:GMT|UT|UTC|\+0000)?$"
+)
 _VERSION_RE = re.compile(r"^v(\d+)$")
 
 
@@ -58,8 +63,17 @@ def rfc_to_iso(value: str) -> str:
     v = (value or "").strip()
     parts = v.split()
     # Fast path for arXiv's own form, "Mon, 2 Apr 2007 19:18:42 GMT".
-    if len(parts) == 6 and parts[5] == "GMT" and parts[2] in _MONTHS and len(parts[4]) == 8 and parts[3].isdigit() \
-            and parts[1].isdigit() and len(parts[3]) == 4 and parts[4][2] == ":" and parts[4][5] == ":":
+    if (
+        len(parts) == 6
+        and parts[5] == "GMT"
+        and parts[2] in _MONTHS
+        and len(parts[4]) == 8
+        and parts[3].isdigit()
+        and parts[1].isdigit()
+        and len(parts[3]) == 4
+        and parts[4][2] == ":"
+        and parts[4][5] == ":"
+    ):
         return f"{parts[3]}-{_MONTHS[parts[2]]:02d}-{int(parts[1]):02d}T{parts[4]}Z"
     m = _RFC_RE.match(v)
     if m and m.group(2) in _MONTHS:
@@ -106,14 +120,43 @@ def tex_to_unicode(s: str) -> str:
     return clean(out.replace("\u00a0", " ")) or s
 
 
-_COMBINING = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304", ".": "\u0307",
-              "u": "\u0306", "v": "\u030c", "H": "\u030b", "c": "\u0327", "k": "\u0328", "r": "\u030a", "d": "\u0323",
-              "b": "\u0331"}
+_COMBINING = {
+    "'": "\u0301",
+    "`": "\u0300",
+    "^": "\u0302",
+    '"': "\u0308",
+    "~": "\u0303",
+    "=": "\u0304",
+    ".": "\u0307",
+    "u": "\u0306",
+    "v": "\u030c",
+    "H": "\u030b",
+    "c": "\u0327",
+    "k": "\u0328",
+    "r": "\u030a",
+    "d": "\u0323",
+    "b": "\u0331",
+}
 _BASE = r"(?:\{\s*(\\[ij](?![A-Za-z])|[A-Za-z])\s*\}|(\\[ij])(?![A-Za-z])\s*|([A-Za-z]))"
 _SYMBOL_ACCENT_RE = re.compile(r"\{?\\([`'^\"~=.])\s*" + _BASE + r"\}?")
-_LETTER_ACCENT_RE = re.compile(r"\{?\\([uvHckrdb])(?:\s*\{\s*(\\[ij](?![A-Za-z])|[A-Za-z])\s*\}|\s+(\\[ij])(?![A-Za-z])\s*|\s+([A-Za-z]))\}?")
-_SPECIAL_LETTERS = {"ss": "ß", "ae": "æ", "AE": "Æ", "oe": "œ", "OE": "Œ", "aa": "å", "AA": "Å", "o": "ø", "O": "Ø",
-                    "l": "ł", "L": "Ł", "i": "ı", "j": "ȷ"}
+_LETTER_ACCENT_RE = re.compile(
+    r"\{?\\([uvHckrdb])(?:\s*\{\s*(\\[ij](?![A-Za-z])|[A-Za-z])\s*\}|\s+(\\[ij])(?![A-Za-z])\s*|\s+([A-Za-z]))\}?"
+)
+_SPECIAL_LETTERS = {
+    "ss": "ß",
+    "ae": "æ",
+    "AE": "Æ",
+    "oe": "œ",
+    "OE": "Œ",
+    "aa": "å",
+    "AA": "Å",
+    "o": "ø",
+    "O": "Ø",
+    "l": "ł",
+    "L": "Ł",
+    "i": "ı",
+    "j": "ȷ",
+}
 _SPECIAL_LETTER_RE = re.compile(r"\\(ss|ae|AE|oe|OE|aa|AA|o|O|l|L|i|j)(?![A-Za-z])\s*")
 
 
@@ -145,7 +188,10 @@ _MARKS_RE = re.compile(r"^\s*\d+(?:\s*[,;]\s*\d+)*\s*$")
 
 def _author(name: str, affiliations: list[str]) -> dict:
     """Name and affiliations from whitespace-normalized text (TeX letters -> Unicode)."""
-    return {"name": tex_to_unicode(name.strip()), "affiliations": [tex_to_unicode(a) for a in (x.strip() for x in affiliations) if a]}
+    return {
+        "name": tex_to_unicode(name.strip()),
+        "affiliations": [tex_to_unicode(a) for a in (x.strip() for x in affiliations) if a],
+    }
 
 
 def split_author_string(s: str) -> list[dict]:
@@ -168,7 +214,7 @@ def split_author_string(s: str) -> list[dict]:
                 n = piece.count("\x00")
                 name = piece.replace("\x00", "").strip()
                 if name:
-                    out.append(_author(name, groups[k:k + n]))
+                    out.append(_author(name, groups[k : k + n]))
                 k += n
             return out
     entries: list[tuple[str, list[str]]] = []  # (name text, parenthesized groups after it)
@@ -274,9 +320,23 @@ def paper_id_of(raw: Any) -> str:
     return pid
 
 
-def build_meta(*, pid: str, version: Optional[str], published: Optional[str], updated: Optional[str],
-               title: Any, authors: list[dict], categories: Any, comment: Any, journal_ref: Any, doi: Any,
-               license: Any, abstract: Any, acm_class: Any = None, msc_class: Any = None) -> dict:
+def build_meta(
+    *,
+    pid: str,
+    version: Optional[str],
+    published: Optional[str],
+    updated: Optional[str],
+    title: Any,
+    authors: list[dict],
+    categories: Any,
+    comment: Any,
+    journal_ref: Any,
+    doi: Any,
+    license: Any,
+    abstract: Any,
+    acm_class: Any = None,
+    msc_class: Any = None,
+) -> dict:
     """The sidecar dict (``arxiv_api.meta_from_result``'s keys and shapes)."""
     if categories is None:
         cats: list[str] = []
@@ -328,10 +388,22 @@ def meta_from_snapshot(obj: Any) -> dict:
         if raw is not None and not isinstance(raw, str):
             raise RecordError("authors is not a string")
         authors = split_author_string(raw or "")
-    return build_meta(pid=pid, version=version, published=published, updated=updated, title=obj.get("title"),
-                      authors=authors, categories=obj.get("categories"), comment=obj.get("comments"),
-                      journal_ref=obj.get("journal-ref"), doi=obj.get("doi"), license=obj.get("license"),
-                      abstract=obj.get("abstract"), acm_class=obj.get("acm-class"), msc_class=obj.get("msc-class"))
+    return build_meta(
+        pid=pid,
+        version=version,
+        published=published,
+        updated=updated,
+        title=obj.get("title"),
+        authors=authors,
+        categories=obj.get("categories"),
+        comment=obj.get("comments"),
+        journal_ref=obj.get("journal-ref"),
+        doi=obj.get("doi"),
+        license=obj.get("license"),
+        abstract=obj.get("abstract"),
+        acm_class=obj.get("acm-class"),
+        msc_class=obj.get("msc-class"),
+    )
 
 
 def meta_from_arxiv_raw(fields: dict) -> dict:
@@ -339,11 +411,22 @@ def meta_from_arxiv_raw(fields: dict) -> dict:
     date)]) -> metadata."""
     pid = paper_id_of(fields.get("id"))
     version, published, updated = versions_of(fields.get("versions") or [])
-    return build_meta(pid=pid, version=version, published=published, updated=updated, title=fields.get("title"),
-                      authors=split_author_string(fields.get("authors") or ""), categories=fields.get("categories"),
-                      comment=fields.get("comments"), journal_ref=fields.get("journal-ref"), doi=fields.get("doi"),
-                      license=fields.get("license"), abstract=fields.get("abstract"),
-                      acm_class=fields.get("acm-class"), msc_class=fields.get("msc-class"))
+    return build_meta(
+        pid=pid,
+        version=version,
+        published=published,
+        updated=updated,
+        title=fields.get("title"),
+        authors=split_author_string(fields.get("authors") or ""),
+        categories=fields.get("categories"),
+        comment=fields.get("comments"),
+        journal_ref=fields.get("journal-ref"),
+        doi=fields.get("doi"),
+        license=fields.get("license"),
+        abstract=fields.get("abstract"),
+        acm_class=fields.get("acm-class"),
+        msc_class=fields.get("msc-class"),
+    )
 
 
 def meta_from_arxiv_format(fields: dict) -> dict:
@@ -357,10 +440,22 @@ def meta_from_arxiv_format(fields: dict) -> dict:
     for keyname, forenames, suffix, affs in fields.get("authors") or []:
         name = " ".join(x.strip() for x in (forenames, keyname, suffix) if x and x.strip())
         authors.append(_author(name, affs))
-    return build_meta(pid=pid, version=None, published=created, updated=updated, title=fields.get("title"),
-                      authors=authors, categories=fields.get("categories"), comment=fields.get("comments"),
-                      journal_ref=fields.get("journal-ref"), doi=fields.get("doi"), license=fields.get("license"),
-                      abstract=fields.get("abstract"), acm_class=fields.get("acm-class"), msc_class=fields.get("msc-class"))
+    return build_meta(
+        pid=pid,
+        version=None,
+        published=created,
+        updated=updated,
+        title=fields.get("title"),
+        authors=authors,
+        categories=fields.get("categories"),
+        comment=fields.get("comments"),
+        journal_ref=fields.get("journal-ref"),
+        doi=fields.get("doi"),
+        license=fields.get("license"),
+        abstract=fields.get("abstract"),
+        acm_class=fields.get("acm-class"),
+        msc_class=fields.get("msc-class"),
+    )
 
 
 def first_version_day(meta: dict) -> Optional[str]:

@@ -13,6 +13,7 @@ record) and ``checkpoint()`` makes everything written since the last checkpoint 
 records progress (an OAI-PMH resumption token, say). A kill between checkpoints loses nothing: the
 operating system has every byte, and what was not yet checkpointed is simply redone.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,8 +61,14 @@ class MetadataSink:
         if ok and (rec.sha256 == sha256(data) if rec.sha256 else self.cache.read_part(pid, "meta") == data):
             status = UNCHANGED
         else:
-            saved = self.cache.save(pid, "meta", data, suffix=".api.json", url=meta.get("abs_url"),
-                                    info={"source": self.source, **(info or {})})
+            saved = self.cache.save(
+                pid,
+                "meta",
+                data,
+                suffix=".api.json",
+                url=meta.get("abs_url"),
+                info={"source": self.source, **(info or {})},
+            )
             self._dirty.add(self.cache.blob_path(saved.sha256))
             self._dirty.add(os.path.join(self.cache.root, saved.file))
             status = UPDATED if ok else NEW
@@ -173,7 +180,9 @@ class ImportReport:
             f"  cache   {self.new:,} new, {self.updated:,} updated, {self.unchanged:,} unchanged <id>.meta.json",
         ]
         if self.mode == "oai-pmh":
-            lines.append(f"  network {self.requests:,} requests ({self.retries} retries, {self.restarts} restarts after an expired token)")
+            lines.append(
+                f"  network {self.requests:,} requests ({self.retries} retries, {self.restarts} restarts after an expired token)"
+            )
         if self.problem_count:
             unit = "line" if self.mode == "metadata-snapshot" else "record"
             lines.append(f"  skipped {self.problem_count:,} malformed {unit}(s) (listed in report.json):")
@@ -187,7 +196,9 @@ class ImportReport:
             lines.append(f"  stopped {self.stopped}")
         if self.interrupted or self.stopped:
             lines.append("  rerun the same command to resume: what is in the cache is kept and not written twice.")
-        lines.append(f"  next    sciga fetch --cached-metadata --output {self.cache}   (HTML and e-prints of these papers)")
+        lines.append(
+            f"  next    sciga fetch --cached-metadata --output {self.cache}   (HTML and e-prints of these papers)"
+        )
         return "\n".join(lines)
 
     def selection_text(self) -> str:

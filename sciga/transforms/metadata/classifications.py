@@ -14,6 +14,7 @@ within the paper itself". They come from three places, merged in this order:
 
 A 2012 CCS concept path is written with " → " between levels, the way the ACM prints it.
 """
+
 from __future__ import annotations
 
 import re
@@ -77,7 +78,7 @@ def _balanced(text: str, start: int) -> tuple[Optional[str], int]:
         elif ch == "}" and text[i - 1] != "\\":
             depth -= 1
             if depth == 0:
-                return text[start + 1:i], i + 1
+                return text[start + 1 : i], i + 1
     return None, start
 
 

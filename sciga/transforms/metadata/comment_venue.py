@@ -15,6 +15,7 @@ mention preceded by "submitted to", "under review", "rejected" is not an accepta
 first accepted mention wins. The track is "workshop" when the mention says workshop (or
 uses the ``W`` suffix, ``CVPRW``), else "main".
 """
+
 from __future__ import annotations
 
 import functools
@@ -91,7 +92,9 @@ _NEGATIVE_RE = re.compile(
     re.I,
 )
 _WORKSHOP_RE = re.compile(r"workshop|\bWS\b|\bwkshp\b", re.I)
-_CLAUSE_SPLIT = re.compile(r"[;.\n]|\)\s*,|,\s*(?=(?:and\s+)?(?:accepted|published|appear|presented|extended|submitted|under)\b)", re.I)
+_CLAUSE_SPLIT = re.compile(
+    r"[;.\n]|\)\s*,|,\s*(?=(?:and\s+)?(?:accepted|published|appear|presented|extended|submitted|under)\b)", re.I
+)
 
 
 @functools.lru_cache(maxsize=4096)  # the same few spellings recur in every comment
@@ -130,7 +133,12 @@ def parse_comment_venue(comment: Optional[str]) -> Optional[Conference]:
             if name is None:
                 continue
             # Short all-caps acronyms must be written in capitals ("chi" or "Chi" is a word).
-            if spelled.isalpha() and len(spelled) <= 4 and spelled != spelled.upper() and name not in ("NeurIPS", "CoRL", "CoNLL", "RecSys"):
+            if (
+                spelled.isalpha()
+                and len(spelled) <= 4
+                and spelled != spelled.upper()
+                and name not in ("NeurIPS", "CoRL", "CoNLL", "RecSys")
+            ):
                 continue
             before = clause[: m.start()]
             if _NEGATIVE_RE.search(before):

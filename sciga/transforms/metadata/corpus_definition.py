@@ -14,6 +14,7 @@ holds, a selected paper is *new* (not in the build, nor one of its dead letters)
 *revised* (its version or last-version date differs from the built row): a new version
 means a new page and e-print, which the fetch re-checks.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,13 @@ class CorpusDefinition:
             "cache": self.cache,
             "selection": {**self.selection.to_json(), "venues": list(self.venues)},
             "harvest": {"oai_url": self.oai_url, "format": self.oai_format, "set": self.oai_set},
-            "fetch": {"parts": list(self.parts), "arxiv_api_url": self.arxiv_api_url, "html_base_url": self.html_base_url,
-                      "eprint_base_url": self.eprint_base_url, "rate_limit": self.rate_limit},
+            "fetch": {
+                "parts": list(self.parts),
+                "arxiv_api_url": self.arxiv_api_url,
+                "html_base_url": self.html_base_url,
+                "eprint_base_url": self.eprint_base_url,
+                "rate_limit": self.rate_limit,
+            },
             "build": {"args": list(self.build_args)},
             "publish": {"repo_id": self.repo_id, "endpoint": self.hub_endpoint, "private": self.private},
         }
@@ -77,14 +83,25 @@ class CorpusDefinition:
         try:
             return cls(
                 cache=str(d["cache"]),
-                selection=Selection(categories=tuple(sel.get("categories") or ()), date_from=sel.get("from"),
-                                    date_until=sel.get("until")),
-                venues=tuple(sel.get("venues") or ()), oai_url=harvest.get("oai_url"),
-                oai_format=harvest.get("format") or "arXivRaw", oai_set=harvest.get("set"),
-                parts=tuple(fetch.get("parts") or PARTS), arxiv_api_url=fetch.get("arxiv_api_url"),
-                html_base_url=fetch.get("html_base_url"), eprint_base_url=fetch.get("eprint_base_url"),
-                rate_limit=fetch.get("rate_limit"), build_args=tuple((d.get("build") or {}).get("args") or ()),
-                repo_id=pub.get("repo_id"), hub_endpoint=pub.get("endpoint"), private=bool(pub.get("private")))
+                selection=Selection(
+                    categories=tuple(sel.get("categories") or ()),
+                    date_from=sel.get("from"),
+                    date_until=sel.get("until"),
+                ),
+                venues=tuple(sel.get("venues") or ()),
+                oai_url=harvest.get("oai_url"),
+                oai_format=harvest.get("format") or "arXivRaw",
+                oai_set=harvest.get("set"),
+                parts=tuple(fetch.get("parts") or PARTS),
+                arxiv_api_url=fetch.get("arxiv_api_url"),
+                html_base_url=fetch.get("html_base_url"),
+                eprint_base_url=fetch.get("eprint_base_url"),
+                rate_limit=fetch.get("rate_limit"),
+                build_args=tuple((d.get("build") or {}).get("args") or ()),
+                repo_id=pub.get("repo_id"),
+                hub_endpoint=pub.get("endpoint"),
+                private=bool(pub.get("private")),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise DefinitionError(f"a field is missing or malformed ({e})") from None
 
@@ -123,6 +140,7 @@ def save_definition(out_dir: str, definition: CorpusDefinition) -> str:
 
 
 # ------------------------------------------------------------------ selection from the cache
+
 
 def venue_of(meta: Mapping) -> Optional[str]:
     """The accepted venue of a paper's metadata: the sidecar's ``conference``, else parsed

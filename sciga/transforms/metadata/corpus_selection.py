@@ -14,6 +14,7 @@ is fetched, so HTML and e-prints are only ever asked for papers that belong to t
   has reset in bulk several times), so a corpus defined by it is the same whenever it is
   built. It is also what the arXiv API's ``published`` and the id's YYMM follow.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -54,7 +55,9 @@ def parse_categories(values: Iterable[str]) -> tuple[str, ...]:
             if not c:
                 continue
             if not _CATEGORY_RE.match(c):
-                raise SelectionError(f"--category {c!r} is not an arXiv archive or category (e.g. cs, cs.CV, astro-ph.IM).")
+                raise SelectionError(
+                    f"--category {c!r} is not an arXiv archive or category (e.g. cs, cs.CV, astro-ph.IM)."
+                )
             out.add(c)
     return tuple(sorted(out))
 

@@ -39,6 +39,7 @@ window), saved after each page's records are durable: a killed harvest resumes a
 page it was on. A complete harvest is incremental on the next run: it asks only for
 records changed since the day its last pass started.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -77,7 +78,13 @@ MAX_PAGE_BYTES = 256 << 20
 
 _O = "{" + OAI_NS + "}"
 _RECORD, _HEADER, _METADATA, _TOKEN, _ERROR, _RESPONSE_DATE = (
-    _O + "record", _O + "header", _O + "metadata", _O + "resumptionToken", _O + "error", _O + "responseDate")
+    _O + "record",
+    _O + "header",
+    _O + "metadata",
+    _O + "resumptionToken",
+    _O + "error",
+    _O + "responseDate",
+)
 _IDENTIFIER, _DATESTAMP = _O + "identifier", _O + "datestamp"
 
 
@@ -102,8 +109,14 @@ class OaiHarvestOptions:
             raise ValueError(f"--oai-format {self.metadata_prefix!r}: use one of {', '.join(FORMAT_NS)}.")
 
     def key(self) -> str:
-        d = {"url": self.url, "prefix": self.metadata_prefix, "set": self.set_spec, "selection": self.selection.to_json(),
-             "datestamp_from": self.datestamp_from, "datestamp_until": self.datestamp_until}
+        d = {
+            "url": self.url,
+            "prefix": self.metadata_prefix,
+            "set": self.set_spec,
+            "selection": self.selection.to_json(),
+            "datestamp_from": self.datestamp_from,
+            "datestamp_until": self.datestamp_until,
+        }
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
     def first_from(self) -> Optional[str]:
@@ -147,9 +160,15 @@ class ListRecordsPage:
         self.root_seen = False
 
     def items(self) -> Iterator[OaiItem]:
-        ctx = etree.iterparse(io.BytesIO(self.body), events=("end",),
-                              tag=(_RECORD, _TOKEN, _ERROR, _RESPONSE_DATE),
-                              resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False)
+        ctx = etree.iterparse(
+            io.BytesIO(self.body),
+            events=("end",),
+            tag=(_RECORD, _TOKEN, _ERROR, _RESPONSE_DATE),
+            resolve_entities=False,
+            no_network=True,
+            huge_tree=False,
+            load_dtd=False,
+        )
         for _, el in ctx:
             tag = el.tag
             if tag == _RECORD:
@@ -256,8 +275,14 @@ def _arxiv_fields(body, ns: str) -> dict:
         if local == "authors":
             authors = []
             for a in child:
-                authors.append((a.findtext(ns + "keyname") or "", a.findtext(ns + "forenames") or "",
-                                a.findtext(ns + "suffix") or "", [x.text or "" for x in a.iterfind(ns + "affiliation")]))
+                authors.append(
+                    (
+                        a.findtext(ns + "keyname") or "",
+                        a.findtext(ns + "forenames") or "",
+                        a.findtext(ns + "suffix") or "",
+                        [x.text or "" for x in a.iterfind(ns + "affiliation")],
+                    )
+                )
             fields["authors"] = authors
         else:
             fields[local] = child.text
@@ -313,15 +338,31 @@ class OaiHarvester:
                 return st
         except (OSError, ValueError):
             pass
-        return {"key": self.o.key(), "options": self._options_json(), "pass_from": self.o.first_from(),
-                "pass_until": self.o.datestamp_until, "token": None, "last_datestamp": None, "monotonic": True,
-                "pass_started": None, "complete": False, "harvested_through": None, "passes": 0,
-                "pages": 0, "restarts_here": 0}
+        return {
+            "key": self.o.key(),
+            "options": self._options_json(),
+            "pass_from": self.o.first_from(),
+            "pass_until": self.o.datestamp_until,
+            "token": None,
+            "last_datestamp": None,
+            "monotonic": True,
+            "pass_started": None,
+            "complete": False,
+            "harvested_through": None,
+            "passes": 0,
+            "pages": 0,
+            "restarts_here": 0,
+        }
 
     def _options_json(self) -> dict:
-        return {"url": self.o.url, "metadata_prefix": self.o.metadata_prefix, "set": self.o.set_spec,
-                "selection": self.o.selection.to_json(), "datestamp_from": self.o.datestamp_from,
-                "datestamp_until": self.o.datestamp_until}
+        return {
+            "url": self.o.url,
+            "metadata_prefix": self.o.metadata_prefix,
+            "set": self.o.set_spec,
+            "selection": self.o.selection.to_json(),
+            "datestamp_from": self.o.datestamp_from,
+            "datestamp_until": self.o.datestamp_until,
+        }
 
     def save_state(self, st: dict) -> None:
         os.makedirs(os.path.dirname(self.state_path), exist_ok=True)
@@ -344,8 +385,12 @@ class OaiHarvester:
         return self.o.url + ("&" if "?" in self.o.url else "?") + urlencode(q)
 
     # -- run ---------------------------------------------------------------------------------
-    def run(self, *, should_stop: Callable[[], bool] = lambda: False,
-            on_page: Optional[Callable[[ImportReport, Optional[int]], None]] = None) -> ImportReport:
+    def run(
+        self,
+        *,
+        should_stop: Callable[[], bool] = lambda: False,
+        on_page: Optional[Callable[[ImportReport, Optional[int]], None]] = None,
+    ) -> ImportReport:
         t0 = time.time()
         o = self.o
         report = ImportReport(mode="oai-pmh", source=o.url, cache=self.cache.root, selection=o.selection.to_json())
@@ -354,17 +399,28 @@ class OaiHarvester:
         req0, retry0 = self.http.stats.requests, self.http.stats.retries
         if st["complete"]:
             if o.datestamp_until:
-                report.notes.append(f"the window up to {o.datestamp_until} was harvested completely before; nothing to ask.")
+                report.notes.append(
+                    f"the window up to {o.datestamp_until} was harvested completely before; nothing to ask."
+                )
                 return self._finish(report, sink, t0, req0, retry0)
             # Incremental: only what changed since the day the last complete pass started.
-            st.update(pass_from=st["harvested_through"] or st["pass_from"], token=None, last_datestamp=None,
-                      monotonic=True, pass_started=None, complete=False, restarts_here=0)
+            st.update(
+                pass_from=st["harvested_through"] or st["pass_from"],
+                token=None,
+                last_datestamp=None,
+                monotonic=True,
+                pass_started=None,
+                complete=False,
+                restarts_here=0,
+            )
             report.notes.append(f"incremental harvest: records changed since {st['pass_from']}")
         elif st.get("token"):
             report.notes.append(f"resumed a harvest at page {st['pages'] + 1}")
         if o.set_spec:
-            report.notes.append(f"OAI-PMH set {o.set_spec}, format {o.metadata_prefix}"
-                                + (f", datestamps from {st['pass_from']}" if st.get("pass_from") else ""))
+            report.notes.append(
+                f"OAI-PMH set {o.set_spec}, format {o.metadata_prefix}"
+                + (f", datestamps from {st['pass_from']}" if st.get("pass_from") else "")
+            )
         bad_pages = 0
         try:
             while True:
@@ -373,10 +429,14 @@ class OaiHarvester:
                     break
                 url = self.request_url(st)
                 try:
-                    resp = self.http.get(url, max_bytes=o.max_page_bytes, headers={"Accept": "text/xml, application/xml"})
+                    resp = self.http.get(
+                        url, max_bytes=o.max_page_bytes, headers={"Accept": "text/xml, application/xml"}
+                    )
                 except FetchError as e:
-                    report.stopped = (f"the OAI-PMH endpoint {o.url} could not be reached ({e.message}); "
-                                      "progress is saved, rerun later to resume.")
+                    report.stopped = (
+                        f"the OAI-PMH endpoint {o.url} could not be reached ({e.message}); "
+                        "progress is saved, rerun later to resume."
+                    )
                     break
                 page = self.page_reader(resp.body, o.metadata_prefix)
                 prev = st.get("last_datestamp")
@@ -394,13 +454,17 @@ class OaiHarvester:
                     break
                 except etree.XMLSyntaxError as e:
                     if resp.status != 200:
-                        report.stopped = (f"the OAI-PMH endpoint {o.url} answered HTTP {resp.status} without an OAI-PMH "
-                                          "response; check --oai-url.")
+                        report.stopped = (
+                            f"the OAI-PMH endpoint {o.url} answered HTTP {resp.status} without an OAI-PMH "
+                            "response; check --oai-url."
+                        )
                         break
                     bad_pages += 1
                     if bad_pages >= o.max_bad_pages:
-                        report.stopped = (f"{o.url} sent a malformed page {bad_pages} times in a row ({e}); "
-                                          "progress is saved, rerun later to resume.")
+                        report.stopped = (
+                            f"{o.url} sent a malformed page {bad_pages} times in a row ({e}); "
+                            "progress is saved, rerun later to resume."
+                        )
                         break
                     log.warning("malformed OAI-PMH page from %s (%s); asking again", url, e)
                     continue
@@ -440,7 +504,9 @@ class OaiHarvester:
         try:
             meta = select_item(item, self.o.metadata_prefix, self.o.selection)
         except RecordError as e:
-            report.problem(f"record {item.identifier or '(no identifier)'} ({item.datestamp or 'no datestamp'})", str(e))
+            report.problem(
+                f"record {item.identifier or '(no identifier)'} ({item.datestamp or 'no datestamp'})", str(e)
+            )
             return
         if meta is None:
             return
@@ -465,17 +531,23 @@ class OaiHarvester:
         if code == "badResumptionToken" and st.get("token"):
             st["restarts_here"] = st.get("restarts_here", 0) + 1
             if st["restarts_here"] > self.o.max_restarts:
-                report.stopped = (f"{self.o.url} rejected {st['restarts_here']} resumption tokens in a row without the "
-                                  "harvest getting further (they expire too fast); progress is saved, rerun later.")
+                report.stopped = (
+                    f"{self.o.url} rejected {st['restarts_here']} resumption tokens in a row without the "
+                    "harvest getting further (they expire too fast); progress is saved, rerun later."
+                )
                 st["token"] = None
                 self.save_state(st)
                 return True
             report.restarts += 1
-            restart_from = _utc_day(st["last_datestamp"]) if st["monotonic"] and st.get("last_datestamp") else st["pass_from"]
+            restart_from = (
+                _utc_day(st["last_datestamp"]) if st["monotonic"] and st.get("last_datestamp") else st["pass_from"]
+            )
             if st["pass_from"] and restart_from and restart_from < st["pass_from"]:
                 restart_from = st["pass_from"]
-            report.notes.append(f"resumption token expired ({msg or code}); restarted the list from datestamp "
-                                f"{restart_from or 'the beginning'}")
+            report.notes.append(
+                f"resumption token expired ({msg or code}); restarted the list from datestamp "
+                f"{restart_from or 'the beginning'}"
+            )
             # pass_started stays: the restarted list is still part of this pass.
             st.update(token=None, pass_from=restart_from)
             self.save_state(st)
@@ -487,8 +559,11 @@ class OaiHarvester:
             "badVerb": "check --oai-url (it must be the OAI-PMH base URL)",
             "badResumptionToken": "rerun to start the list again",
         }
-        report.stopped = (f"the OAI-PMH endpoint {self.o.url} answered error {code}"
-                          + (f" ({msg})" if msg else "") + f"; {hints.get(code, 'check the options')}.")
+        report.stopped = (
+            f"the OAI-PMH endpoint {self.o.url} answered error {code}"
+            + (f" ({msg})" if msg else "")
+            + f"; {hints.get(code, 'check the options')}."
+        )
         return True
 
     def _finish(self, report: ImportReport, sink: MetadataSink, t0: float, req0: int, retry0: int) -> ImportReport:

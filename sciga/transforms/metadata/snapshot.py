@@ -12,6 +12,7 @@ line that fails (not JSON, not an object, a bad id, no versions, a line longer t
 number. Rerunning the same import is cheap and changes nothing (``MetadataSink``), so a
 killed import is resumed by running it again.
 """
+
 from __future__ import annotations
 
 import json
@@ -129,9 +130,13 @@ def select_line(line: bytes, selection: Selection) -> Optional[dict]:
     return meta if selection.date_matches(first_version_day(meta)) else None
 
 
-def import_snapshot(options: SnapshotOptions, cache: FetchCache, *,
-                    progress: Optional[Callable[[int], None]] = None,
-                    should_stop: Callable[[], bool] = lambda: False) -> ImportReport:
+def import_snapshot(
+    options: SnapshotOptions,
+    cache: FetchCache,
+    *,
+    progress: Optional[Callable[[int], None]] = None,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> ImportReport:
     """Read the snapshot, write the selected papers' metadata into ``cache``.
     ``progress(bytes_read)`` is called now and then; Ctrl-C (KeyboardInterrupt) or
     ``should_stop()`` ends it early with everything written so far kept."""

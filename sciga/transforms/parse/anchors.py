@@ -5,6 +5,7 @@ arxiv.org pages may use absolute URLs (``https://arxiv.org/html/2401.13641v1#S3.
 One LaTeXML element can hold two numbered figures (two minipages, one ``figure``); the
 printed number in the anchor's title or text then picks the right one.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,13 +29,19 @@ def anchor_target(href: str, paper_id: Optional[str]) -> Optional[str]:
     if url:
         path = urlsplit(url).path
         # Links into another paper are citations of it, not references to our figures.
-        if paper_id and paper_id not in path and "/html/submission" not in path and not path.endswith((".html", "/view")):
+        if (
+            paper_id
+            and paper_id not in path
+            and "/html/submission" not in path
+            and not path.endswith((".html", "/view"))
+        ):
             return None
     return frag
 
 
-def resolve_anchor(href: str, title: Optional[str], text: str, by_html_id: dict, numbers: dict,
-                   paper_id: Optional[str]) -> Optional[str]:
+def resolve_anchor(
+    href: str, title: Optional[str], text: str, by_html_id: dict, numbers: dict, paper_id: Optional[str]
+) -> Optional[str]:
     target = anchor_target(href, paper_id)
     if not target:
         return None
@@ -57,8 +64,9 @@ def resolve_anchor(href: str, title: Optional[str], text: str, by_html_id: dict,
     return cands[0]
 
 
-def ref_spans(paragraph_text: str, anchors: Iterable, by_html_id: dict, numbers: dict,
-              paper_id: Optional[str]) -> list[RefSpan]:
+def ref_spans(
+    paragraph_text: str, anchors: Iterable, by_html_id: dict, numbers: dict, paper_id: Optional[str]
+) -> list[RefSpan]:
     spans = []
     n = len(paragraph_text)
     for a in anchors:
@@ -80,8 +88,13 @@ def same_float(a: str, b: str) -> bool:
     return bool(ma and mb and ma.group("paper") == mb.group("paper") and ma.group("fig") == mb.group("fig"))
 
 
-def caption_ref_spans(record, anchors: Iterable, by_html_id: dict, numbers: dict, paper_id: Optional[str]) -> list[RefSpan]:
+def caption_ref_spans(
+    record, anchors: Iterable, by_html_id: dict, numbers: dict, paper_id: Optional[str]
+) -> list[RefSpan]:
     """Ref spans of a figure / subfigure / table caption. A caption naming its own float
     ("Figure 3: ... (a) ... of Figure 3") is not a reference to it and is left out."""
-    return [s for s in ref_spans(record.caption, anchors, by_html_id, numbers, paper_id)
-            if not same_float(s.ref_id, record.id)]
+    return [
+        s
+        for s in ref_spans(record.caption, anchors, by_html_id, numbers, paper_id)
+        if not same_float(s.ref_id, record.id)
+    ]

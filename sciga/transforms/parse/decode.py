@@ -4,6 +4,7 @@ Every check here exists because the input really happens: empty files from inter
 downloads, PDFs saved as .html, error pages that are not LaTeXML, truncated transfers,
 pages in a legacy encoding, and gzip-compressed dumps.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -42,7 +43,11 @@ def gunzip_limited(data: bytes, max_bytes: int, uri: str) -> bytes:
 
 def sniff_encoding(data: bytes) -> tuple[str, int]:
     """(encoding, bytes to skip) from a BOM or a <meta charset>, default UTF-8."""
-    for bom, enc in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+    for bom, enc in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
         if data.startswith(bom):
             return enc, len(bom)
     m = _CHARSET_RE.search(data[:4096])
@@ -62,7 +67,9 @@ def _decode_replacing(body: bytes, enc: str, uri: str) -> tuple[bytes, int]:
     already = body.count(b"\xef\xbf\xbd") if enc == "utf-8" else 0  # U+FFFD present in the source
     bad = max(1, text.count("\ufffd") - already)
     if bad > max(16, _MAX_BAD_FRACTION * len(text)):
-        raise ParseError("bad_encoding", f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8.")
+        raise ParseError(
+            "bad_encoding", f"{uri} is not valid {enc} ({bad} undecodable bytes); refetch it or convert it to UTF-8."
+        )
     return text.encode("utf-8"), bad
 
 

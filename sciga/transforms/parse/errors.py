@@ -1,4 +1,5 @@
 """Errors of the parse stage."""
+
 from __future__ import annotations
 
 from sciga.transforms.common.errors import StageError

@@ -20,6 +20,7 @@ Constructs handled (all seen in LaTeXML 0.8.x and oxide output):
 - tables (``ltx_table``) become Table records, never figures; algorithm / listing floats
   are neither.
 """
+
 from __future__ import annotations
 
 import re
@@ -180,7 +181,7 @@ def _group_by_caption(fig_el, caps: list, units: list) -> list[list]:
             # Deal in order: each caption gets an equal run, the last takes the remainder.
             per = max(1, len(rest) // len(empty))
             for k, ci in enumerate(empty):
-                chunk = rest[k * per:(k + 1) * per] if k < len(empty) - 1 else rest[k * per:]
+                chunk = rest[k * per : (k + 1) * per] if k < len(empty) - 1 else rest[k * per :]
                 groups[ci].extend(chunk)
     elif rest:
         groups[-1].extend(rest)
@@ -289,18 +290,28 @@ def _graphic_panel(graphic, label: Optional[PanelLabel], fig_id: str, k: int, ct
     a label alone is only the label, as for a tag-only subcaption)."""
     img = image_from_element(graphic, ctx.base_url)
     own_text = bool(label and label.text)
-    return Subfigure(id=ids.subfigure_id(fig_id, k), html_id=graphic.get("id"), label=label.label if label else None,
-                     caption=f"<TAG> {label.label} </TAG> {label.text}" if own_text else "", images=[img],
-                     caption_source="html" if own_text else "none")
+    return Subfigure(
+        id=ids.subfigure_id(fig_id, k),
+        html_id=graphic.get("id"),
+        label=label.label if label else None,
+        caption=f"<TAG> {label.label} </TAG> {label.text}" if own_text else "",
+        images=[img],
+        caption_source="html" if own_text else "none",
+    )
 
 
 def _captioned_panel(graphic, cap: Caption, fig_id: str, k: int, ctx: FloatContext) -> Subfigure:
     """One graphic of a captioned row as a panel with its caption."""
     own_text = has_caption_text(cap.text)
-    sub = Subfigure(id=ids.subfigure_id(fig_id, k), html_id=graphic.get("id"), label=cap.label,
-                    caption=cap.text if own_text else "", images=[image_from_element(graphic, ctx.base_url)],
-                    caption_source="html" if own_text else "none",
-                    caption_citation_spans=cap.citations if own_text else [])
+    sub = Subfigure(
+        id=ids.subfigure_id(fig_id, k),
+        html_id=graphic.get("id"),
+        label=cap.label,
+        caption=cap.text if own_text else "",
+        images=[image_from_element(graphic, ctx.base_url)],
+        caption_source="html" if own_text else "none",
+        caption_citation_spans=cap.citations if own_text else [],
+    )
     if own_text and cap.anchors:
         ctx.caption_anchors.append((sub, cap.anchors))
     return sub
@@ -327,9 +338,11 @@ def _panels(fig_el, group: list, fig_id: str, ctx: FloatContext) -> tuple[list[S
     labels = dict(zip(graphics, printed_labels(fig_el, graphics)))
     rows = list(dict.fromkeys(row for _, _, row, _ in entries if row is not None))
     labelled_in_rows = sum(
-        1 for el, kind, row, _ in entries
-        if row is not None and (kind == "captioned" or (kind == "graphic" and labels[el])
-                                or (kind == "subfigure" and _direct(el)[0])))
+        1
+        for el, kind, row, _ in entries
+        if row is not None
+        and (kind == "captioned" or (kind == "graphic" and labels[el]) or (kind == "subfigure" and _direct(el)[0]))
+    )
     lone_row = len(rows) == 1 and all(row is not None for _, _, row, _ in entries)
     subfigures: list[Subfigure] = []
     images: list[Image] = []
@@ -400,9 +413,15 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
         tid = ids.table_id(ctx.paper_id, idx)
         if fig_el.get("id"):
             ctx.by_html_id.setdefault(fig_el.get("id"), []).append(tid)
-        table = Table(id=tid, html_id=fig_el.get("id"), index=idx, number=cap.number if cap else None,
-                      caption=cap.text if cap else "", section_id=section_id,
-                      caption_citation_spans=cap.citations if cap else [])
+        table = Table(
+            id=tid,
+            html_id=fig_el.get("id"),
+            index=idx,
+            number=cap.number if cap else None,
+            caption=cap.text if cap else "",
+            section_id=section_id,
+            caption_citation_spans=cap.citations if cap else [],
+        )
         ctx.tables.append(table)
         if cap and cap.anchors:
             ctx.caption_anchors.append((table, cap.anchors))
@@ -431,9 +450,7 @@ def add_float(fig_el, ctx: FloatContext, section_id: Optional[str], before_first
     html_id = fig_el.get("id")
     cls = css_classes(fig_el)
     teaser = (
-        "ltx_teaserfigure" in cls
-        or bool(html_id and re.match(r"^(?:.*\.)?S0\.F\d+$", html_id))
-        or before_first_section
+        "ltx_teaserfigure" in cls or bool(html_id and re.match(r"^(?:.*\.)?S0\.F\d+$", html_id)) or before_first_section
     )
     for cap, group in zip(captions, groups):
         idx = len(ctx.figures) + 1

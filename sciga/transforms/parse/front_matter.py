@@ -1,4 +1,5 @@
 """Title, authors, abstract, page identity and generator of a LaTeXML page."""
+
 from __future__ import annotations
 
 import re
@@ -14,9 +15,7 @@ _GENERATOR_RE = re.compile(
     r"Generated\s+(?:on\s+[^<>]*?\s+)?by\s+(LaTeXML(?:\s*oxide)?|latexml[-_ ]oxide)\s*\(?\s*(?:version\s*)?v?(\d+(?:\.\d+)*(?:-[A-Za-z0-9]+)?)?",
     re.I,
 )
-_ID_IN_URL_RE = re.compile(
-    r"/(?:html|abs|pdf)/((?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)"
-)
+_ID_IN_URL_RE = re.compile(r"/(?:html|abs|pdf)/((?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)")
 _TITLE_ID_RE = re.compile(r"^\s*\[((?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)\]\s*")
 _EMAIL_RE = re.compile(r"\S+@\S+")
 
@@ -35,7 +34,7 @@ def generator_of(text) -> tuple[Optional[str], Optional[str]]:
     The stamp sits in the head (and the footer): only the two ends are searched."""
     if isinstance(text, bytes):
         n = len(text)
-        text = (text[:200_000] + b"\n" + text[max(200_000, n - 200_000):]).decode("utf-8", "replace")
+        text = (text[:200_000] + b"\n" + text[max(200_000, n - 200_000) :]).decode("utf-8", "replace")
     m = _GENERATOR_RE.search(text, 0, 200_000) or _GENERATOR_RE.search(text, max(0, len(text) - 200_000))
     if not m:
         return None, None

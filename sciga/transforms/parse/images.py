@@ -9,6 +9,7 @@ or inline ``<svg class="ltx_picture">``; a graphic LaTeXML could not find is an
 ``img.ltx_missing_image`` with an empty ``src``; a picture it could not render leaves raw
 TeX in a ``span.ltx_picture``.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,9 +19,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 from sciga.schemas.records import Image
 from sciga.transforms.parse.text import css_classes
 
-_PAPER_PREFIX = re.compile(
-    r"^(?:/?html/[^/]+/|(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?/)"
-)
+_PAPER_PREFIX = re.compile(r"^(?:/?html/[^/]+/|(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?/)")
 
 
 def normalize_asset_path(src: str) -> Optional[str]:

@@ -3,6 +3,7 @@
 Knows nothing of Beam, files or HTTP. Bytes in, one Paper out, or a ParseError whose
 message says what was wrong with the page.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,7 +30,9 @@ def _parser():
     if _PARSER is None:
         # huge_tree: real pages reach 50 MB and deep MathML; comments are not needed
         # (the generator stamp is read from the text).
-        _PARSER = etree.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True, no_network=True)
+        _PARSER = etree.HTMLParser(
+            encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True, no_network=True
+        )
     return _PARSER
 
 
@@ -48,8 +51,13 @@ def _document_root(root):
     return body if body is not None else root
 
 
-def _identity(meta: PaperMeta, ident: front_matter.PageIdentity, fallback_id: Optional[str], fallback_id_source: str,
-              input_uri: str) -> tuple[str, Optional[str], str]:
+def _identity(
+    meta: PaperMeta,
+    ident: front_matter.PageIdentity,
+    fallback_id: Optional[str],
+    fallback_id_source: str,
+    input_uri: str,
+) -> tuple[str, Optional[str], str]:
     """(paper id, version, where the id came from): the metadata's id wins over the page's, the
     page's over ``fallback_id``; ParseError when none names the paper."""
     paper_id: Optional[str]
@@ -112,14 +120,18 @@ def parse_latexml_html(
     paper_id, version, id_source = _identity(meta, ident, fallback_id, fallback_id_source, input_uri)
     doc = _document_root(root)
     if "ltx_document" not in css_classes(doc) and not doc.xpath(".//*[starts-with(@class, 'ltx_')]"):
-        raise ParseError("not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported.")
+        raise ParseError(
+            "not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported."
+        )
 
     floats = FloatContext(paper_id=paper_id, base_url=ident.base_url)
     walker = DocumentWalker(paper_id, floats)
     try:
         walker.walk(doc, None)
     except RecursionError:
-        raise ParseError("too_deep", f"{input_uri} nests elements too deeply to be a real paper page; check the file.") from None
+        raise ParseError(
+            "too_deep", f"{input_uri} nests elements too deeply to be a real paper page; check the file."
+        ) from None
     sections, paragraphs = walker.finish()
 
     _link_references(walker, floats, paragraphs, paper_id)
@@ -128,8 +140,10 @@ def parse_latexml_html(
     abstract = front_matter.abstract_of(doc)
     authors = meta.authors or front_matter.authors_of(doc)
     if not title and not meta.title and not sections and not floats.figures:
-        raise ParseError("empty_document", f"{input_uri} is a LaTeXML page with no title, text or figures; "
-                         "the conversion probably failed upstream.")
+        raise ParseError(
+            "empty_document",
+            f"{input_uri} is a LaTeXML page with no title, text or figures; the conversion probably failed upstream.",
+        )
     provenance = Provenance(
         source=source or meta.source or ident.source,
         url=meta.url or ident.page_url,

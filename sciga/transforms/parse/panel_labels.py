@@ -18,6 +18,7 @@ The labels of one figure must run in increasing letter order in reading order (a
 ... or d, e, f for later rows); anything else ("(1)", repeated letters, letters out of
 order) is not a panel labelling and yields no labels at all.
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,9 @@ from sciga.transforms.parse.text import RenderOptions, TextBuilder, css_classes,
 _LABEL_RE = re.compile(r"^\s*(?P<label>\(\s*(?P<l1>[A-Za-z])\s*\)|(?P<l2>[A-Za-z])\))(?=\s|$)\s*(?P<rest>.*)$", re.S)
 # A second label inside the same text: a cell that lists several labels is not one label.
 _MORE_LABEL_RE = re.compile(r"(?:^|\s)\(\s*[A-Za-z]\s*\)(?=\s|$)")
-_CELL_CLASSES = frozenset({"ltx_td", "ltx_minipage", "ltx_flex_cell", "ltx_p", "ltx_para", "ltx_inline-block",
-                           "ltx_inline-para", "ltx_block"})
+_CELL_CLASSES = frozenset(
+    {"ltx_td", "ltx_minipage", "ltx_flex_cell", "ltx_p", "ltx_para", "ltx_inline-block", "ltx_inline-para", "ltx_block"}
+)
 _CELL_TAGS = frozenset({"td", "th", "p", "div"})
 
 
@@ -102,7 +104,9 @@ def _label_cells(container, counts: dict) -> list:
         for child in el:
             if not isinstance(child.tag, str) or _is_skipped(child):
                 continue
-            if counts.get(child, 0) == 0 and (child.tag in _CELL_TAGS or not _CELL_CLASSES.isdisjoint(css_classes(child))):
+            if counts.get(child, 0) == 0 and (
+                child.tag in _CELL_TAGS or not _CELL_CLASSES.isdisjoint(css_classes(child))
+            ):
                 lab = parse_label(_text_of(child))
                 if lab is not None:
                     out.append(lab)

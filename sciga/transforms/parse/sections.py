@@ -5,6 +5,7 @@ paragraph (an ``ltx_para``, a theorem, a list, a display equation), S2ORC-style.
 written without sections goes to a synthetic section ``S0`` (LaTeXML's own prefix for "no
 section"); in a sectioned paper, blocks before the first section are front matter.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,15 +17,40 @@ from sciga.transforms.parse.figures import FloatContext, add_float, float_kind, 
 from sciga.transforms.parse.text import RenderOptions, TextBuilder, css_classes, plain_text, render_into
 
 _SECTION_CLASSES = frozenset(
-    {"ltx_section", "ltx_subsection", "ltx_subsubsection", "ltx_paragraph", "ltx_subparagraph",
-     "ltx_appendix", "ltx_chapter", "ltx_part", "ltx_slide"}
+    {
+        "ltx_section",
+        "ltx_subsection",
+        "ltx_subsubsection",
+        "ltx_paragraph",
+        "ltx_subparagraph",
+        "ltx_appendix",
+        "ltx_chapter",
+        "ltx_part",
+        "ltx_slide",
+    }
 )
 _NOT_SECTIONS = frozenset({"ltx_bibliography", "ltx_index", "ltx_glossary", "ltx_TOC"})
 # Front matter and page furniture: never body text.
 _SKIP_BLOCKS = frozenset(
-    {"ltx_authors", "ltx_abstract", "ltx_title_document", "ltx_dates", "ltx_keywords", "ltx_classification",
-     "ltx_titlepage", "ltx_page_header", "ltx_page_footer", "ltx_page_navbar", "ltx_page_logo", "ltx_TOC",
-     "ltx_bibliography", "ltx_index", "ltx_glossary", "ltx_pagination", "ltx_role_pagination"}
+    {
+        "ltx_authors",
+        "ltx_abstract",
+        "ltx_title_document",
+        "ltx_dates",
+        "ltx_keywords",
+        "ltx_classification",
+        "ltx_titlepage",
+        "ltx_page_header",
+        "ltx_page_footer",
+        "ltx_page_navbar",
+        "ltx_page_logo",
+        "ltx_TOC",
+        "ltx_bibliography",
+        "ltx_index",
+        "ltx_glossary",
+        "ltx_pagination",
+        "ltx_role_pagination",
+    }
 )
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
@@ -101,8 +127,15 @@ class DocumentWalker:
         if self._front is None:
             local = "S0"
             self._used_ids.add(local)
-            self._front = Section(id=ids.section_id(self.paper_id, local), parent_id=None, level=1, number=None,
-                                  title="", body="", html_id=None)
+            self._front = Section(
+                id=ids.section_id(self.paper_id, local),
+                parent_id=None,
+                level=1,
+                number=None,
+                title="",
+                body="",
+                html_id=None,
+            )
             self.result.sections.insert(0, self._front)
         return self._front
 
@@ -159,7 +192,6 @@ class DocumentWalker:
             return
         para = Paragraph(text=text, html_id=el.get("id"), citation_spans=[(a, min(b, len(text))) for a, b in citations])
         self.result.pending.append(_Pending(el, sec, para, anchors))
-
 
     def title_anchors(self) -> list:
         """(Section, anchors) for every title that holds cross-references."""

@@ -4,6 +4,7 @@ Reads the page and its metadata sidecar (recording both as dependencies of the r
 then ``parse_latexml_html``. A page that cannot be read or parsed becomes a dead-lettered
 work item (stage ``read`` or ``parse``) on the ``dead_letter`` output.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,8 +63,15 @@ class ParsePage(PaperStageFn):
             work.deps.append(file_dep(found, side))
         meta = sidecar_meta(work.uri, found, side)
         fid, how = fallback_paper_id(work.uri)
-        work.paper = parse_latexml_html(data, meta, input_uri=work.uri, fallback_id=fid, fallback_id_source=how,
-                                        source=self.options.source, max_bytes=self.options.max_page_bytes)
+        work.paper = parse_latexml_html(
+            data,
+            meta,
+            input_uri=work.uri,
+            fallback_id=fid,
+            fallback_id_source=how,
+            source=self.options.source,
+            max_bytes=self.options.max_page_bytes,
+        )
         return [work]
 
 
@@ -77,4 +85,5 @@ class ParsePapers(beam.PTransform):
 
     def expand(self, planned):
         return planned | "ParsePage" >> beam.ParDo(ParsePage(self.options, self.fingerprint)).with_outputs(
-            DEAD_LETTER_TAG, main="papers")
+            DEAD_LETTER_TAG, main="papers"
+        )

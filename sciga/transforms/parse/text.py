@@ -7,6 +7,7 @@ MATH may sit inside NOTE; nothing else nests.
 Normalizing while appending (instead of once at the end) keeps every character offset
 valid the moment it is taken, so figure-reference anchors get exact spans in one pass.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,11 +19,44 @@ NOTE_OPEN, NOTE_CLOSE = "<NOTE>", "</NOTE>"
 TAG_OPEN, TAG_CLOSE = "<TAG>", "</TAG>"
 
 # Elements whose content is never text of the document.
-_SKIP_TAGS = frozenset({"script", "style", "head", "nav", "button", "noscript", "template", "svg", "img", "object", "iframe", "input"})
+_SKIP_TAGS = frozenset(
+    {"script", "style", "head", "nav", "button", "noscript", "template", "svg", "img", "object", "iframe", "input"}
+)
 # Block-level elements: their edges are word boundaries.
 _BLOCK_TAGS = frozenset(
-    {"p", "div", "li", "ul", "ol", "td", "th", "tr", "table", "tbody", "thead", "tfoot", "h1", "h2", "h3", "h4", "h5", "h6",
-     "blockquote", "section", "figcaption", "dd", "dt", "dl", "br", "hr", "article", "pre", "caption", "header", "footer"}
+    {
+        "p",
+        "div",
+        "li",
+        "ul",
+        "ol",
+        "td",
+        "th",
+        "tr",
+        "table",
+        "tbody",
+        "thead",
+        "tfoot",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "blockquote",
+        "section",
+        "figcaption",
+        "dd",
+        "dt",
+        "dl",
+        "br",
+        "hr",
+        "article",
+        "pre",
+        "caption",
+        "header",
+        "footer",
+    }
 )
 _FLOAT_CLASSES = frozenset({"ltx_figure", "ltx_table", "ltx_float", "ltx_figure_panel", "ltx_teaserfigure"})
 _NOTE_ROLES = ("ltx_role_footnote", "ltx_role_endnote", "ltx_role_thanks", "ltx_role_footnotetext")

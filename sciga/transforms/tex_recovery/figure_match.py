@@ -10,6 +10,7 @@ reference tags and bare numbers removed from both sides (numbers come from ``\\r
 only the HTML resolves). Assignment is greedy, one-to-one, best pair first, ties broken by
 document order, so the result is deterministic.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,9 +60,12 @@ class Match:
     jaccard: float
 
 
-def match_figures(html: Sequence[tuple[Optional[str], frozenset]], tex: Sequence[tuple[Optional[str], frozenset]],
-                  threshold: float = DEFAULT_THRESHOLD,
-                  number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD) -> list[Match]:
+def match_figures(
+    html: Sequence[tuple[Optional[str], frozenset]],
+    tex: Sequence[tuple[Optional[str], frozenset]],
+    threshold: float = DEFAULT_THRESHOLD,
+    number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD,
+) -> list[Match]:
     """``html`` / ``tex``: (printed number, caption tokens) per figure, in document order."""
     cands = []
     for i, (hn, ht) in enumerate(html):

@@ -7,6 +7,7 @@ no image at all), absent (not beside the page, e.g. a page fetched without its a
 blank (one flat colour) is pointed at the source file instead:
 ``Image(source="tex", path=<file in the e-print>)``. The TeX stage then makes the PNG.
 """
+
 from __future__ import annotations
 
 import io
@@ -28,6 +29,7 @@ from sciga.transforms.tex_recovery.figure_match import (
 )
 
 BLANK_CHECK_MAX_BYTES = 32 * 1024 * 1024
+
 
 # -- state of the HTML images ---------------------------------------------------------------
 def is_blank(data: bytes) -> bool:
@@ -106,9 +108,14 @@ def _point_at_source(img: Image, graphic) -> bool:
     return True
 
 
-def recover_figures(paper: Paper, doc: TexDocument, problem_of: Callable[[Image], Optional[str]], *,
-                    threshold: float = DEFAULT_THRESHOLD,
-                    number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD) -> RecoveryReport:
+def recover_figures(
+    paper: Paper,
+    doc: TexDocument,
+    problem_of: Callable[[Image], Optional[str]],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD,
+) -> RecoveryReport:
     """Mutates ``paper``: lost/absent/blank images of matched figures now point at the source."""
     rep = RecoveryReport(tex_figures=len(doc.figures), problems=list(doc.problems))
     if not paper.subjects.acm and doc.acm_classes:
@@ -146,9 +153,16 @@ def recover_figures(paper: Paper, doc: TexDocument, problem_of: Callable[[Image]
                 for k, g in enumerate(found, 1):
                     img = _tex_image(g.path)
                     fig.images.append(img)
-                    fig.subfigures.append(Subfigure(id=ids.subfigure_id(fig.id, k), html_id=None, label=None,
-                                                    caption=g.subcaption or "", images=[img],
-                                                    caption_source="tex" if g.subcaption else "none"))
+                    fig.subfigures.append(
+                        Subfigure(
+                            id=ids.subfigure_id(fig.id, k),
+                            html_id=None,
+                            label=None,
+                            caption=g.subcaption or "",
+                            images=[img],
+                            caption_source="tex" if g.subcaption else "none",
+                        )
+                    )
                     rep.recovered += 1
             continue
         problems = [problem_of(img) for img in slots]

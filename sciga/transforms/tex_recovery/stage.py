@@ -11,6 +11,7 @@ recovery and the e-print gets a dead-letter row of its own (``scope = "part"``).
 the build looked for a source, and what it found, are recorded as dependencies, so adding
 an e-print later recomputes exactly that paper.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -114,8 +115,13 @@ class RecoverFromTex(PaperStageFn):
 
         o, uri = self.options, work.uri
         doc = parse_document(tree)
-        rep = recover_figures(work.live_paper(), doc, lambda img: image_problem(img, uri, o.check_blank),
-                              threshold=o.threshold, number_min_jaccard=o.number_min_jaccard)
+        rep = recover_figures(
+            work.live_paper(),
+            doc,
+            lambda img: image_problem(img, uri, o.check_blank),
+            threshold=o.threshold,
+            number_min_jaccard=o.number_min_jaccard,
+        )
         work.count("tex_figures_matched", rep.matched)
         work.count("tex_images_recovered", rep.recovered)
         self.recovered.inc(rep.recovered)
@@ -130,8 +136,11 @@ class RecoverFromTex(PaperStageFn):
                 names.append(path)
             else:
                 work.made_image_errors[path] = f"{path} is not in the e-print."
-        results = to_png_many([(n, tree.files[n]) for n in names], dpi=o.dpi, max_side=o.max_side,
-                              timeout=o.timeout) if names else []
+        results = (
+            to_png_many([(n, tree.files[n]) for n in names], dpi=o.dpi, max_side=o.max_side, timeout=o.timeout)
+            if names
+            else []
+        )
         for name, (png, err) in zip(names, results):
             if png is not None:
                 work.made_images[name] = png
@@ -152,4 +161,5 @@ class RecoverFiguresFromTex(beam.PTransform):
         if not self.options.enabled:
             return {"papers": works, DEAD_LETTER_TAG: works | "NoDead" >> beam.Filter(lambda _: False)}
         return works | "RecoverFromTex" >> beam.ParDo(RecoverFromTex(self.options)).with_outputs(
-            DEAD_LETTER_TAG, main="papers")
+            DEAD_LETTER_TAG, main="papers"
+        )

@@ -25,6 +25,7 @@ Colour handling, so that every consumer sees 8-bit RGB:
 SVG and PDF are vector formats: they are recognised by their first bytes and reported as
 not decodable here (a figure that only has an SVG is recorded as such, not guessed).
 """
+
 from __future__ import annotations
 
 import io
@@ -70,7 +71,11 @@ def sniff_vector(data: bytes) -> Optional[str]:
     if head.startswith(b"\x1f\x8b"):  # gzip: .svgz is the only figure format that is gzip
         return "svg"
     low = head.lower()
-    if low.startswith(b"<svg") or (low.startswith(b"<?xml") or low.startswith(b"<!doctype svg")) and b"<svg" in data[:4096].lower():
+    if (
+        low.startswith(b"<svg")
+        or (low.startswith(b"<?xml") or low.startswith(b"<!doctype svg"))
+        and b"<svg" in data[:4096].lower()
+    ):
         return "svg"
     return None
 
@@ -119,8 +124,10 @@ def _open(data: bytes) -> Image.Image:
     try:
         return open_image(data)
     except Image.DecompressionBombError as e:  # a plugin that checks Pillow's limit itself
-        raise ImageDecodeError("decompression_bomb", f"the header claims more pixels than Pillow's {_plugin_limit()} "
-                                                     f"allows for this format ({e})") from None
+        raise ImageDecodeError(
+            "decompression_bomb",
+            f"the header claims more pixels than Pillow's {_plugin_limit()} allows for this format ({e})",
+        ) from None
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as e:
         raise ImageDecodeError("corrupt", f"not a readable image ({type(e).__name__}: {e})") from None
 
@@ -140,7 +147,9 @@ def check_pixels(width: int, height: int, max_pixels: int) -> None:
         )
 
 
-def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: Optional[tuple[int, int]] = None) -> DecodedImage:
+def decode_image(
+    data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: Optional[tuple[int, int]] = None
+) -> DecodedImage:
     """Bytes -> DecodedImage (8-bit RGB, first frame). Raises ImageDecodeError.
 
     ``draft_size`` lets JPEG decoding skip detail the caller will throw away (a
@@ -163,8 +172,10 @@ def decode_image(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: 
             try:
                 im.load()
             except Image.DecompressionBombError as e:  # TIFF / GIF repeat Pillow's check in load()
-                raise ImageDecodeError("decompression_bomb", f"{width}x{height}: Pillow's {fmt} decoder refuses images "
-                                                             f"above {_plugin_limit()} itself ({e})") from None
+                raise ImageDecodeError(
+                    "decompression_bomb",
+                    f"{width}x{height}: Pillow's {fmt} decoder refuses images above {_plugin_limit()} itself ({e})",
+                ) from None
         if fmt in ("JPEG", "TIFF", "MPO", "WEBP"):
             try:
                 im = ImageOps.exif_transpose(im)

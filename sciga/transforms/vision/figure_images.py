@@ -5,6 +5,7 @@ and a sentence, e.g. ``decompression_bomb: 10000x10000 = 100.0 megapixels ...``)
 bytes are not embedded, so nobody downstream trips over a bomb or a broken file. The paper
 is never failed for an image.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -25,8 +26,9 @@ def annotate_image(row: FigureRow, max_pixels: int = DEFAULT_MAX_PIXELS) -> Figu
     if row.image_bytes is None:
         if row.image_error is None and row.image_kind in _NO_RASTER:
             row.image_error = _NO_RASTER[row.image_kind]
-        row.image_status = settle_status(row.image_status, has_bytes=False, image_kind=row.image_kind,
-                                         image_path=row.image_path)
+        row.image_status = settle_status(
+            row.image_status, has_bytes=False, image_kind=row.image_kind, image_path=row.image_path
+        )
         return row
     try:
         dec = decode_image(row.image_bytes, max_pixels)

@@ -1,4 +1,5 @@
 """Paper -> rows of the ``figures`` config (one per figure and one per subfigure)."""
+
 from __future__ import annotations
 
 from sciga.schemas.images import IN_SUBFIGURES
@@ -22,8 +23,20 @@ def figure_rows(paper: Paper) -> list[FigureRow]:
     return rows
 
 
-def _row(paper: Paper, fig: Figure, *, id: str, parent_id, kind: str, label, subcaption, subcaption_source,
-         images: list[Image], primary, html_id) -> FigureRow:
+def _row(
+    paper: Paper,
+    fig: Figure,
+    *,
+    id: str,
+    parent_id,
+    kind: str,
+    label,
+    subcaption,
+    subcaption_source,
+    images: list[Image],
+    primary,
+    html_id,
+) -> FigureRow:
     """The fields a figure row and a subfigure row share come from the figure."""
     return FigureRow(
         id=id,
@@ -51,14 +64,35 @@ def _row(paper: Paper, fig: Figure, *, id: str, parent_id, kind: str, label, sub
 def _figure_row(paper: Paper, fig: Figure) -> FigureRow:
     # A figure made of panels carries no image of its own: its panels are rows too.
     primary = None if fig.subfigures else _primary(fig.images)
-    row = _row(paper, fig, id=fig.id, parent_id=None, kind="figure", label=fig.label, subcaption=None,
-               subcaption_source=None, images=fig.images, primary=primary, html_id=fig.html_id)
+    row = _row(
+        paper,
+        fig,
+        id=fig.id,
+        parent_id=None,
+        kind="figure",
+        label=fig.label,
+        subcaption=None,
+        subcaption_source=None,
+        images=fig.images,
+        primary=primary,
+        html_id=fig.html_id,
+    )
     if fig.subfigures:
         row.image_status = IN_SUBFIGURES
     return row
 
 
 def _subfigure_row(paper: Paper, fig: Figure, sub: Subfigure) -> FigureRow:
-    return _row(paper, fig, id=sub.id, parent_id=fig.id, kind="subfigure", label=sub.label,
-                subcaption=sub.caption or None, subcaption_source=sub.caption_source, images=sub.images,
-                primary=_primary(sub.images), html_id=sub.html_id)
+    return _row(
+        paper,
+        fig,
+        id=sub.id,
+        parent_id=fig.id,
+        kind="subfigure",
+        label=sub.label,
+        subcaption=sub.caption or None,
+        subcaption_source=sub.caption_source,
+        images=sub.images,
+        primary=_primary(sub.images),
+        html_id=sub.html_id,
+    )

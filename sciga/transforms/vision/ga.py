@@ -20,6 +20,7 @@ error}``; for a de-facto GA ``{type null, components [figure id], paths [its ima
 de_facto True, source "teaser" | "first_intro_reference"}``. A GA whose image could not be
 fetched or decoded keeps ``type null`` and says why in ``error`` (the paper is kept).
 """
+
 from __future__ import annotations
 
 import re
@@ -99,8 +100,13 @@ def apply_de_facto(paper: Paper, rows: Sequence[FigureRow]) -> None:
     fid, how = found
     fig = next(f for f in paper.figures if f.id == fid)
     paper.graphical_abstract = GraphicalAbstract(
-        id=ga_id(paper.id), type=None, paths=[i.path for i in fig.images if i.path],
-        components=[fid], caption=None, de_facto=True, source=how,
+        id=ga_id(paper.id),
+        type=None,
+        paths=[i.path for i in fig.images if i.path],
+        components=[fid],
+        caption=None,
+        de_facto=True,
+        source=how,
     )
     for r in rows:
         if r.id == fid or r.parent_id == fid:
@@ -110,10 +116,24 @@ def apply_de_facto(paper: Paper, rows: Sequence[FigureRow]) -> None:
 def ga_row(paper: Paper, ga: GAInput) -> FigureRow:
     """The GA image as a row of the ``figures`` config."""
     return FigureRow(
-        id=ga_id(paper.id), paper_id=paper.id, parent_id=None, kind=GA_KIND, index=0, number=None,
-        label=None, caption=ga.caption or "", subcaption=None, subcaption_source=None,
-        image_bytes=ga.data, image_path=ga.path, image_paths=[ga.path], image_kind="raster",
-        image_source="ga_manifest", image_error=ga.error, ga_role=ROLE_GA, image_uri=ga.uri,
+        id=ga_id(paper.id),
+        paper_id=paper.id,
+        parent_id=None,
+        kind=GA_KIND,
+        index=0,
+        number=None,
+        label=None,
+        caption=ga.caption or "",
+        subcaption=None,
+        subcaption_source=None,
+        image_bytes=ga.data,
+        image_path=ga.path,
+        image_paths=[ga.path],
+        image_kind="raster",
+        image_source="ga_manifest",
+        image_error=ga.error,
+        ga_role=ROLE_GA,
+        image_uri=ga.uri,
         image_status=None if ga.data is not None else UNREADABLE,
     )
 
@@ -143,8 +163,17 @@ def annotate_ga(
     from sciga.transforms.vision.ga_match import decide, prepare
     from sciga.transforms.vision.phash import phash_hex
 
-    record = GraphicalAbstract(id=ga_id(paper.id), type=None, paths=[ga.path], components=[], caption=ga.caption,
-                               de_facto=False, source=ga.source, score=None, error=ga.error)
+    record = GraphicalAbstract(
+        id=ga_id(paper.id),
+        type=None,
+        paths=[ga.path],
+        components=[],
+        caption=ga.caption,
+        de_facto=False,
+        source=ga.source,
+        score=None,
+        error=ga.error,
+    )
     paper.graphical_abstract = record
     _clear_roles(rows)
     row = ga_row(paper, ga)
@@ -174,9 +203,15 @@ def annotate_ga(
                 figures.append((r.id, prepare(img)))
         emb = dict(embeddings or {})
         tiles = [v for k, v in sorted(emb.items()) if k.startswith("GA#")]
-        d = decide(prepare(dec.image), figures, thresholds, panels=panels_of(rows),
-                   embeddings={k: v for k, v in emb.items() if not k.startswith("GA")} or None,
-                   ga_tile_embeddings=tiles, ga_embedding=emb.get("GA"))
+        d = decide(
+            prepare(dec.image),
+            figures,
+            thresholds,
+            panels=panels_of(rows),
+            embeddings={k: v for k, v in emb.items() if not k.startswith("GA")} or None,
+            ga_tile_embeddings=tiles,
+            ga_embedding=emb.get("GA"),
+        )
         record.type, record.components, record.score = d.type, list(d.components), d.score
         role = {"Reused": ROLE_REUSED, "Modified": ROLE_COMPONENT}.get(d.type)
         comps = set(d.components)

@@ -13,6 +13,7 @@ manifest's folder; an http(s) URL is fetched with one plain, polite GET (a User-
 naming the builder, a timeout, a size limit, one retry on a 5xx/connection error). Two rows
 for one paper keep the first; the rest are reported.
 """
+
 from __future__ import annotations
 
 import csv
@@ -57,11 +58,15 @@ def read_ga_manifest(path: str) -> list[GAEntry]:
         with fsspec.open(path, "rt", encoding="utf-8-sig") as f:
             text = f.read()
     except (OSError, ValueError) as e:
-        raise ManifestError(f"GA manifest {path} could not be read ({e}); check the path given to --ga-manifest") from None
+        raise ManifestError(
+            f"GA manifest {path} could not be read ({e}); check the path given to --ga-manifest"
+        ) from None
     rows = list(csv.DictReader(io.StringIO(text)))
     header = [h.strip().lower() for h in (csv.reader(io.StringIO(text)).__next__() if text.strip() else [])]
     if "arxiv_id" not in header or "path" not in header:
-        raise ManifestError(f"GA manifest {path} needs the columns arxiv_id,path (optional: source,caption); its header is {','.join(header) or 'empty'}")
+        raise ManifestError(
+            f"GA manifest {path} needs the columns arxiv_id,path (optional: source,caption); its header is {','.join(header) or 'empty'}"
+        )
     base = posixpath.dirname(path.replace("\\", "/"))
     by_id: dict[str, GAEntry] = {}
     order: list[str] = []
@@ -76,7 +81,9 @@ def read_ga_manifest(path: str) -> list[GAEntry]:
             log.warning("GA manifest %s line %d: a second GA for %s; the first one is used", path, i, pid)
             continue
         uri = p if (_is_url(p) or "://" in p or p.startswith("/")) else posixpath.join(base, p) if base else p
-        by_id[pid] = GAEntry(paper_id=pid, path=p, uri=uri, source=r.get("source") or None, caption=r.get("caption") or None)
+        by_id[pid] = GAEntry(
+            paper_id=pid, path=p, uri=uri, source=r.get("source") or None, caption=r.get("caption") or None
+        )
         order.append(pid)
     return [by_id[k] for k in order]
 
@@ -92,7 +99,9 @@ def fetch_ga_bytes(entry: GAEntry, max_bytes: int = DEFAULT_MAX_GA_BYTES, timeou
         if size is None:
             raise FileNotFoundError(entry.uri)
         if size > max_bytes:
-            raise OSError(f"GA image {entry.path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit")
+            raise OSError(
+                f"GA image {entry.path} is {size // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit"
+            )
         return read_input(entry.uri, None, max_bytes)
     except FileNotFoundError:
         raise OSError(f"GA image {entry.path} not found (looked at {entry.uri})") from None
@@ -116,7 +125,9 @@ def _http_get(url: str, max_bytes: int, timeout: float, attempts: int = 2) -> by
                     raise OSError(f"GA image {url} answered HTTP {r.status_code}; check the URL in the manifest")
                 declared = r.headers.get("Content-Length")
                 if declared and declared.isdigit() and int(declared) > max_bytes:
-                    raise OSError(f"GA image {url} is {int(declared) // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit")
+                    raise OSError(
+                        f"GA image {url} is {int(declared) // (1 << 20)} MiB, above the {max_bytes // (1 << 20)} MiB limit"
+                    )
                 buf = bytearray()
                 for chunk in r.iter_content(65536):
                     buf.extend(chunk)

@@ -28,6 +28,7 @@ matched components are exactly all the panels of one figure, the GA is that figu
 (``components = [figure id]``). The numbers are thresholds, exposed as build options, and
 measured on a synthetic set in tests/transforms/vision/test_vision_ga.py (see docs/how-to/vision.md, "Graphical abstracts").
 """
+
 from __future__ import annotations
 
 import math
@@ -186,7 +187,7 @@ class _Canvas:
         if tn < 1e-6:
             return 0.0, 0, 0
         full = sfft.irfft2(self.fft * sfft.rfft2(t[::-1, ::-1].astype(np.float32), self.shape), self.shape)
-        num = full[th - 1:self.H, tw - 1:self.W]
+        num = full[th - 1 : self.H, tw - 1 : self.W]
         n = th * tw
         s1 = self._window(self.c1, th, tw)
         var = np.maximum(self._window(self.c2, th, tw) - s1 * s1 / n, 0.0)
@@ -200,7 +201,7 @@ class _Canvas:
             self.peaks = [(float(score[y, x]), int(y), int(x))]
             sy, sx = max(2, th // 4), max(2, tw // 4)
             for _ in range(peaks - 1):
-                score[max(0, y - sy):y + sy + 1, max(0, x - sx):x + sx + 1] = -1.0
+                score[max(0, y - sy) : y + sy + 1, max(0, x - sx) : x + sx + 1] = -1.0
                 y, x = np.unravel_index(int(np.argmax(score)), score.shape)
                 if score[y, x] <= 0:
                     break
@@ -237,7 +238,9 @@ def _level(m: MatchImage, longest: int) -> _Canvas:
     """The band-passed canvas of ``m`` with its longer side ``longest`` (cached)."""
     key = min(longest, max(m.size))
     if key not in m._canvas:
-        m._canvas[key] = _Canvas(_bandpass(np.asarray(m.gray.resize(_fit(m.size, key), Image.Resampling.BILINEAR, reducing_gap=2.0))))
+        m._canvas[key] = _Canvas(
+            _bandpass(np.asarray(m.gray.resize(_fit(m.size, key), Image.Resampling.BILINEAR, reducing_gap=2.0)))
+        )
     return m._canvas[key]
 
 
@@ -255,10 +258,12 @@ def _template(img: MatchImage, tw: int, th: int) -> tuple[np.ndarray, int]:
     figure), so only its interior is matched."""
     t = _bandpass(np.asarray(img.gray.resize((tw, th), Image.Resampling.BILINEAR, reducing_gap=2.0)))
     m = min(_EDGE, tw // 6, th // 6)
-    return (t[m:th - m, m:tw - m] if m else t), m
+    return (t[m : th - m, m : tw - m] if m else t), m
 
 
-def tile_search(canvas_img: MatchImage, templ_img: MatchImage, min_fraction: float, min_area: float = 0.0) -> tuple[float, float]:
+def tile_search(
+    canvas_img: MatchImage, templ_img: MatchImage, min_fraction: float, min_area: float = 0.0
+) -> tuple[float, float]:
     """Best NCC of ``templ_img`` scaled to a fraction of ``canvas_img``'s size (the
     template keeps its aspect), and the share of the canvas area it then covers.
 
@@ -293,7 +298,7 @@ def tile_search(canvas_img: MatchImage, templ_img: MatchImage, min_fraction: flo
     if best <= 0.3 or not wh:
         return best, 0.0
     for k in (-3, -2, -1, 1, 2, 3):
-        f = fbest * 1.03 ** k
+        f = fbest * 1.03**k
         if f <= 1.0 + 1e-9:
             s, w2 = score(f)
             if s > best:
@@ -316,7 +321,7 @@ def tile_search(canvas_img: MatchImage, templ_img: MatchImage, min_fraction: flo
             # earlier, and the fine interior m2 pixels after the fine template's start.
             y0 = max(0, round((y - m) * r) + m2 - pad)
             x0 = max(0, round((x - m) * r) + m2 - pad)
-            sub = fine.arr[y0:y0 + t2.shape[0] + 2 * pad, x0:x0 + t2.shape[1] + 2 * pad]
+            sub = fine.arr[y0 : y0 + t2.shape[0] + 2 * pad, x0 : x0 + t2.shape[1] + 2 * pad]
             fine_best = max(fine_best, _local_ncc(sub, t2))
             if fine_best >= 0.9:
                 return fine_best, area

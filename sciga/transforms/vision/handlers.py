@@ -26,6 +26,7 @@ Two tasks: ``classify`` returns softmax probabilities over the checkpoint's labe
 Inputs: uint8 NxSxSx3 (``models.resize_for_model``; normalised on the device) or
 float32 3xSxS already normalised (``models.preprocess``; used as is), one kind per batch.
 """
+
 from __future__ import annotations
 
 import logging
@@ -69,8 +70,15 @@ class LoadedFigureModel:
     that of one batch). On a CUDA out-of-memory error the chunk size is halved, the failed
     chunk retried, and the smaller size kept for later calls."""
 
-    def __init__(self, net, meta: CheckpointMeta, task: str = "classify", device: str = "cpu",
-                 precision: str = "fp32", max_chunk: int = 32):
+    def __init__(
+        self,
+        net,
+        meta: CheckpointMeta,
+        task: str = "classify",
+        device: str = "cpu",
+        precision: str = "fp32",
+        max_chunk: int = 32,
+    ):
         if task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}")
         if precision not in PRECISIONS:
@@ -100,7 +108,7 @@ class LoadedFigureModel:
         out, i, n = [], 0, len(x)
         with self._lock:
             while i < n:
-                part = x[i:i + self.chunk]
+                part = x[i : i + self.chunk]
                 try:
                     out.append(self._forward(part))
                 except torch.OutOfMemoryError:
@@ -109,8 +117,12 @@ class LoadedFigureModel:
                     self.chunk = len(part) // 2
                     if self.device.type == "cuda":
                         torch.cuda.empty_cache()
-                    log.warning("vision model on %s: out of memory at a batch of %d; using %d from now on",
-                                self.device, len(part), self.chunk)
+                    log.warning(
+                        "vision model on %s: out of memory at a batch of %d; using %d from now on",
+                        self.device,
+                        len(part),
+                        self.chunk,
+                    )
                     continue
                 i += len(part)
         if not out:
@@ -135,7 +147,9 @@ class LoadedFigureModel:
             return y.cpu().numpy()
 
 
-def _run_batch(batch: Sequence[Any], model, device=None, inference_args=None, model_id=None) -> Iterable[PredictionResult]:
+def _run_batch(
+    batch: Sequence[Any], model, device=None, inference_args=None, model_id=None
+) -> Iterable[PredictionResult]:
     """RunInference's inference fn, in the SDK process. ``device`` (Beam's) is not used:
     the batch stays in host memory here; ``model`` (local, or Beam's proxy to the shared
     one) moves it to its device."""
@@ -213,16 +227,28 @@ class FigureModelHandler(PytorchModelHandlerTensor):
         """This handler's settings as ``inference.InferenceOptions``."""
         from sciga.transforms.vision.inference_options import InferenceOptions
 
-        return InferenceOptions(device=self.requested_device, max_batch_size=self.max_batch_size,
-                                min_batch_size=self.min_batch_size, share_model=self.share_model,
-                                model_copies=self.copies, precision=self.precision)
+        return InferenceOptions(
+            device=self.requested_device,
+            max_batch_size=self.max_batch_size,
+            min_batch_size=self.min_batch_size,
+            share_model=self.share_model,
+            model_copies=self.copies,
+            precision=self.precision,
+        )
 
     @classmethod
     def from_options(cls, weights: str, task: str, options) -> FigureModelHandler:
         """From an ``inference.InferenceOptions``."""
-        return cls(weights, task, options.device, min_batch_size=options.min_batch_size,
-                   max_batch_size=options.max_batch_size, share_model=options.share_model,
-                   model_copies=options.model_copies, precision=options.precision)
+        return cls(
+            weights,
+            task,
+            options.device,
+            min_batch_size=options.min_batch_size,
+            max_batch_size=options.max_batch_size,
+            share_model=options.share_model,
+            model_copies=options.model_copies,
+            precision=options.precision,
+        )
 
     def load_model(self) -> LoadedFigureModel:
         device = pick_device(self.requested_device)
@@ -230,16 +256,28 @@ class FigureModelHandler(PytorchModelHandlerTensor):
             device = claim_cuda_device()
             torch.backends.cudnn.benchmark = True  # fixed input size: let cuDNN pick its fastest kernels once
             if self.precision == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
-                log.warning("--vision-precision bf16: %s has no bf16 tensor cores, so bf16 will be slow; use fp32 there",
-                            torch.cuda.get_device_name(device))
+                log.warning(
+                    "--vision-precision bf16: %s has no bf16 tensor cores, so bf16 will be slow; use fp32 there",
+                    torch.cuda.get_device_name(device),
+                )
         net, meta = load_model(self.weights, embed=self.task == "embed", device=device)
         self._device = torch.device(device)
-        log.info("loaded %s (%s, %d labels) for %s on %s, %s, pid %d", self.weights, meta.arch, len(meta.labels),
-                 self.task, device, self.precision, os.getpid())
+        log.info(
+            "loaded %s (%s, %d labels) for %s on %s, %s, pid %d",
+            self.weights,
+            meta.arch,
+            len(meta.labels),
+            self.task,
+            device,
+            self.precision,
+            os.getpid(),
+        )
         return LoadedFigureModel(net, meta, self.task, device, self.precision, self.max_batch_size)
 
     def get_num_bytes(self, batch: Sequence[Any]) -> int:
-        return sum(t.element_size() * t.nelement() if isinstance(t, torch.Tensor) else np.asarray(t).nbytes for t in batch)
+        return sum(
+            t.element_size() * t.nelement() if isinstance(t, torch.Tensor) else np.asarray(t).nbytes for t in batch
+        )
 
     def get_metrics_namespace(self) -> str:
         return f"sciga_vision_{self.task}"

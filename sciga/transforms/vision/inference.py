@@ -16,6 +16,7 @@ reusable PTransform, and the options that tune it for a CPU or a GPU worker.
 - Every input key comes out exactly once: in ``probabilities``, or in ``failed`` with the
   reason (``decompression_bomb: ...``, ``corrupt: ...``, ``unreadable: ...``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,6 +37,7 @@ FAILED = "failed"
 
 
 # ------------------------------------------------------------------ pure functions
+
 
 def image_bytes(payload: Any) -> bytes:
     """The default ``load_bytes``: the payload is the image file's bytes."""
@@ -67,11 +69,17 @@ def image_to_model_input(data: bytes, input_size: int, max_pixels: int = DEFAULT
 
 # ------------------------------------------------------------------ Beam
 
+
 class DecodeForModel(beam.DoFn):
     """(key, payload) -> (key, uint8 SxSx3), or to ``failed``: (key, "kind: sentence")."""
 
-    def __init__(self, input_size: int, load_bytes: Optional[Callable[[Any], bytes]] = None,
-                 max_pixels: int = DEFAULT_MAX_PIXELS, options: InferenceOptions = InferenceOptions()):
+    def __init__(
+        self,
+        input_size: int,
+        load_bytes: Optional[Callable[[Any], bytes]] = None,
+        max_pixels: int = DEFAULT_MAX_PIXELS,
+        options: InferenceOptions = InferenceOptions(),
+    ):
         self.input_size, self.max_pixels, self.options = input_size, max_pixels, options
         self.load_bytes = load_bytes or image_bytes
         self.decoded = Metrics.counter("sciga", "model_inputs_decoded")
@@ -124,10 +132,17 @@ class ClassifyImages(beam.PTransform):
     checks that the weights are there and readable). ``reshuffle`` spreads the inputs over
     the workers before decoding (cheap when payloads are references)."""
 
-    def __init__(self, weights: Optional[str] = None, options: Optional[InferenceOptions] = None, *,
-                 handler: Optional[FigureModelHandler] = None, input_size: Optional[int] = None,
-                 load_bytes: Optional[Callable[[Any], bytes]] = None, max_pixels: int = DEFAULT_MAX_PIXELS,
-                 reshuffle: bool = True):
+    def __init__(
+        self,
+        weights: Optional[str] = None,
+        options: Optional[InferenceOptions] = None,
+        *,
+        handler: Optional[FigureModelHandler] = None,
+        input_size: Optional[int] = None,
+        load_bytes: Optional[Callable[[Any], bytes]] = None,
+        max_pixels: int = DEFAULT_MAX_PIXELS,
+        reshuffle: bool = True,
+    ):
         super().__init__()
         if handler is None:
             if not weights:
@@ -149,7 +164,8 @@ class ClassifyImages(beam.PTransform):
         if self.reshuffle:
             items = items | "Spread" >> beam.Reshuffle()
         prepared = items | "Decode" >> beam.ParDo(
-            DecodeForModel(self.input_size, self.load_bytes, self.max_pixels, self.options)).with_outputs(FAILED, main="ready")
+            DecodeForModel(self.input_size, self.load_bytes, self.max_pixels, self.options)
+        ).with_outputs(FAILED, main="ready")
         probs = (
             prepared.ready
             | "RunInference" >> RunInference(KeyedModelHandler(self.handler))

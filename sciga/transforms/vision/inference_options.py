@@ -4,6 +4,7 @@ Kept apart from ``inference.py`` and ``handlers.py`` because those import torch 
 MB per process): a build, its command line and its workers read these options without
 importing torch unless a model actually runs.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -50,8 +51,10 @@ class InferenceOptions:
         if self.precision not in PRECISIONS:
             raise ValueError(f"--vision-precision must be fp32 or bf16, not {self.precision!r}")
         if self.min_batch_size < 1 or self.max_batch_size < self.min_batch_size:
-            raise ValueError(f"--vision-batch-size ({self.max_batch_size}) must be at least "
-                             f"--vision-min-batch-size ({self.min_batch_size}), and both 1 or more")
+            raise ValueError(
+                f"--vision-batch-size ({self.max_batch_size}) must be at least "
+                f"--vision-min-batch-size ({self.min_batch_size}), and both 1 or more"
+            )
         if self.model_copies is not None and self.model_copies < 1:
             raise ValueError("--vision-model-copies must be 1 or more")
         if self.torch_threads is not None and self.torch_threads < 1:

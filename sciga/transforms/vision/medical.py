@@ -14,6 +14,7 @@ decision stored on the row (``medical.is_medical``):
 * keyword hit, classifier not run (no weights given, or no decodable image) -> ``None``
   (undecided: we never invent labels).
 """
+
 from __future__ import annotations
 
 import re
@@ -30,10 +31,34 @@ DEFAULT_TOP_K = 4
 
 # The 28 DocFigure classes (Jobin, Mondal, Jawahar, ICDAR-WS 2019), in the paper's order.
 DOCFIGURE_LABELS = (
-    "Line graph", "Natural image", "Table", "3D object", "Bar plot", "Scatter plot", "Medical image",
-    "Sketch", "Geographic map", "Flow chart", "Heat map", "Mask", "Block diagram", "Venn diagram",
-    "Confusion matrix", "Histogram", "Box plot", "Vector plot", "Pie chart", "Surface plot", "Algorithm",
-    "Contour plot", "Tree diagram", "Bubble chart", "Polar plot", "Area chart", "Pareto chart", "Radar chart",
+    "Line graph",
+    "Natural image",
+    "Table",
+    "3D object",
+    "Bar plot",
+    "Scatter plot",
+    "Medical image",
+    "Sketch",
+    "Geographic map",
+    "Flow chart",
+    "Heat map",
+    "Mask",
+    "Block diagram",
+    "Venn diagram",
+    "Confusion matrix",
+    "Histogram",
+    "Box plot",
+    "Vector plot",
+    "Pie chart",
+    "Surface plot",
+    "Algorithm",
+    "Contour plot",
+    "Tree diagram",
+    "Bubble chart",
+    "Polar plot",
+    "Area chart",
+    "Pareto chart",
+    "Radar chart",
 )
 
 _TAGS = re.compile(r"</?(?:TAG|MATH|NOTE)>")
@@ -45,7 +70,9 @@ def load_keywords(path: Optional[str] = None) -> list[str]:
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
-        raise FileNotFoundError(f"medical keyword list {p} could not be read ({e.strerror}); give an existing file to --medical-keywords") from None
+        raise FileNotFoundError(
+            f"medical keyword list {p} could not be read ({e.strerror}); give an existing file to --medical-keywords"
+        ) from None
     words = []
     for line in text.splitlines():
         w = line.split("#", 1)[0].strip()
@@ -76,7 +103,9 @@ class KeywordMatcher:
 
 # A sentence ends at . ! ? followed by space and a capital / digit-free start, not after
 # the abbreviations that precede figure numbers ("Fig. 2", "e.g. the", "et al. show").
-_ABBREV = re.compile(r"(?:\b(?:Fig|Figs|Eq|Eqs|Sec|Secs|Ref|Refs|al|e\.g|i\.e|cf|vs|resp|approx|No|Tab)\.)$", re.IGNORECASE)
+_ABBREV = re.compile(
+    r"(?:\b(?:Fig|Figs|Eq|Eqs|Sec|Secs|Ref|Refs|al|e\.g|i\.e|cf|vs|resp|approx|No|Tab)\.)$", re.IGNORECASE
+)
 _END = re.compile(r"[.!?](?=\s+[\"'(\[]?[A-Z])")
 
 
@@ -84,11 +113,11 @@ def sentence_around(text: str, start: int, end: int) -> str:
     """The sentence of ``text`` that contains the span [start, end)."""
     begin = 0
     for m in _END.finditer(text, 0, start):
-        if not _ABBREV.search(text[max(0, m.start() - 8):m.end()]):
+        if not _ABBREV.search(text[max(0, m.start() - 8) : m.end()]):
             begin = m.end()
     stop = len(text)
     for m in _END.finditer(text, end):
-        if not _ABBREV.search(text[max(0, m.start() - 8):m.end()]):
+        if not _ABBREV.search(text[max(0, m.start() - 8) : m.end()]):
             stop = m.end()
             break
     return text[begin:stop].strip()
@@ -104,7 +133,7 @@ def reference_sentences(paper: Paper) -> dict[str, list[str]]:
                     continue
                 if span.sentence_start is not None and span.sentence_end is not None:
                     # The linking stage's scispaCy sentence (the same one `mentions` stores).
-                    s = para.text[span.sentence_start:span.sentence_end].strip()
+                    s = para.text[span.sentence_start : span.sentence_end].strip()
                 else:  # linking ran without a sentencizer: a cheap splitter stands in
                     s = sentence_around(para.text, span.start, span.end)
                 lst = out.setdefault(span.ref_id, [])
@@ -144,7 +173,9 @@ def medical_label(labels: Sequence[str]) -> str:
     for lab in labels:
         if re.sub(r"[^a-z]", "", lab.lower()).startswith("medical"):
             return lab
-    raise ValueError(f"the classifier's labels ({', '.join(labels)}) have no 'Medical' class; train it on DocFigure's 28 classes")
+    raise ValueError(
+        f"the classifier's labels ({', '.join(labels)}) have no 'Medical' class; train it on DocFigure's 28 classes"
+    )
 
 
 def top_k(probs: Sequence[float], labels: Sequence[str], k: int) -> tuple[list[str], list[float]]:

@@ -14,6 +14,7 @@ or by a Hugging Face repo id that the user has already downloaded into the local
 (``repo`` or ``repo:file.pt``; ``huggingface_hub`` with ``local_files_only=True``). Nothing
 is ever downloaded at run time.
 """
+
 from __future__ import annotations
 
 import io
@@ -51,13 +52,16 @@ class CheckpointMeta:
 
 # ---------------------------------------------------------------- architecture
 
+
 def _replace_head(model, num_classes: Optional[int], dropout: float):
     """Dropout + linear head over the backbone's pooled features (num_classes None: no
     head, the model returns the pooled features: an embedding)."""
     import torch.nn as nn
 
     def head(in_f):
-        return nn.Identity() if num_classes is None else nn.Sequential(nn.Dropout(dropout), nn.Linear(in_f, num_classes))
+        return (
+            nn.Identity() if num_classes is None else nn.Sequential(nn.Dropout(dropout), nn.Linear(in_f, num_classes))
+        )
 
     if isinstance(getattr(model, "fc", None), nn.Linear):  # resnet, resnext, wide_resnet, regnet, googlenet
         model.fc = head(model.fc.in_features)
@@ -101,7 +105,9 @@ def build_model(arch: str, num_classes: Optional[int], dropout: float = 0.1, ini
     try:
         model = torchvision.models.get_model(arch, weights=None)
     except ValueError:
-        raise WeightsError(f"unknown architecture {arch!r}; use a torchvision classification model such as resnet101 or resnet18") from None
+        raise WeightsError(
+            f"unknown architecture {arch!r}; use a torchvision classification model such as resnet101 or resnet18"
+        ) from None
     if init_weights:
         import torch
 
@@ -110,12 +116,17 @@ def build_model(arch: str, num_classes: Optional[int], dropout: float = 0.1, ini
             sd = sd["state_dict"]
         missing, unexpected = model.load_state_dict(sd, strict=False)
         if len(missing) > 10:
-            raise WeightsError(f"{init_weights} does not fit {arch}: {len(missing)} weights missing; give ImageNet weights of the same architecture")
-        log.info("initialised %s from %s (%d missing, %d unexpected keys)", arch, init_weights, len(missing), len(unexpected))
+            raise WeightsError(
+                f"{init_weights} does not fit {arch}: {len(missing)} weights missing; give ImageNet weights of the same architecture"
+            )
+        log.info(
+            "initialised %s from %s (%d missing, %d unexpected keys)", arch, init_weights, len(missing), len(unexpected)
+        )
     return _replace_head(model, num_classes, dropout)
 
 
 # ---------------------------------------------------------------- checkpoint file
+
 
 def save_checkpoint(path: str, model, meta: CheckpointMeta) -> None:
     import torch
@@ -153,19 +164,26 @@ def _read_blob(spec: str, mmap: bool = False) -> dict:
     except WeightsError:
         raise
     except Exception as e:  # noqa: BLE001 - unpickling refused, truncated file ...
-        raise WeightsError(f"weights {spec} could not be read as a sciga checkpoint ({type(e).__name__}: {e}); "
-                           "write them with `sciga train medical-filter`") from None
+        raise WeightsError(
+            f"weights {spec} could not be read as a sciga checkpoint ({type(e).__name__}: {e}); "
+            "write them with `sciga train medical-filter`"
+        ) from None
     if not isinstance(blob, dict) or blob.get("format") != FORMAT or "state_dict" not in blob:
-        raise WeightsError(f"weights {spec} are not a sciga checkpoint (format {FORMAT}); write them with `sciga train medical-filter`")
+        raise WeightsError(
+            f"weights {spec} are not a sciga checkpoint (format {FORMAT}); write them with `sciga train medical-filter`"
+        )
     return blob
 
 
 def _meta(blob: dict) -> CheckpointMeta:
     return CheckpointMeta(
-        arch=str(blob["arch"]), labels=[str(x) for x in blob.get("labels", [])],
+        arch=str(blob["arch"]),
+        labels=[str(x) for x in blob.get("labels", [])],
         input_size=int(blob.get("input_size", DEFAULT_INPUT_SIZE)),
-        mean=tuple(blob.get("mean", IMAGENET_MEAN)), std=tuple(blob.get("std", IMAGENET_STD)),
-        dropout=float(blob.get("dropout", 0.1)), metrics=dict(blob.get("metrics") or {}),
+        mean=tuple(blob.get("mean", IMAGENET_MEAN)),
+        std=tuple(blob.get("std", IMAGENET_STD)),
+        dropout=float(blob.get("dropout", 0.1)),
+        metrics=dict(blob.get("metrics") or {}),
     )
 
 
@@ -190,6 +208,7 @@ def load_model(spec: str, embed: bool = False, device: str = "cpu"):
 
 # ---------------------------------------------------------------- where weights come from
 
+
 def resolve_weights(spec: str) -> str:
     """A local file for ``spec``: the path itself, a remote path (returned as is, read
     with Beam's FileSystems), or a file of a Hugging Face repo in the local cache."""
@@ -204,7 +223,9 @@ def resolve_weights(spec: str) -> str:
     looks_like_repo = spec.count("/") == 1 and not spec.startswith((".", "/")) and not spec.endswith(_CKPT_EXT)
     repo, _, filename = spec.partition(":")
     if not looks_like_repo and not (":" in spec and repo.count("/") == 1):
-        raise WeightsError(f"weights file {spec} does not exist; give a local path or a Hugging Face repo id you downloaded")
+        raise WeightsError(
+            f"weights file {spec} does not exist; give a local path or a Hugging Face repo id you downloaded"
+        )
     try:
         from huggingface_hub import snapshot_download
 
@@ -224,8 +245,7 @@ def resolve_weights(spec: str) -> str:
 
 def _pick_file(folder: str, spec: str) -> str:
     cands = sorted(
-        os.path.relpath(os.path.join(r, f), folder)
-        for r, _, fs in os.walk(folder) for f in fs if f.endswith(_CKPT_EXT)
+        os.path.relpath(os.path.join(r, f), folder) for r, _, fs in os.walk(folder) for f in fs if f.endswith(_CKPT_EXT)
     )
     if len(cands) == 1:
         return os.path.join(folder, cands[0])
@@ -236,6 +256,7 @@ def _pick_file(folder: str, spec: str) -> str:
 
 
 # ---------------------------------------------------------------- preprocessing
+
 
 def resize_for_model(image, input_size: int) -> np.ndarray:
     """RGB PIL image -> uint8 HxWx3 array of ``input_size`` squared: the whole figure

@@ -7,6 +7,7 @@ JSON lines beside the build so that every worker reads the same entries. A probl
 stops the build with one sentence (``VisionConfigError``); a problem with one image or one
 GA later is recorded on its row.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -122,8 +123,10 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
         except (WeightsError, ValueError, OSError) as e:
             raise VisionConfigError(str(e)) from None
     if not options.medical_weights:
-        log.warning("medical filter: no --medical-weights given, so only stage 1 (keywords) runs; the DocFigure "
-                    "classifier is not run (classifier_run=false, is_medical=null for figures with keyword hits)")
+        log.warning(
+            "medical filter: no --medical-weights given, so only stage 1 (keywords) runs; the DocFigure "
+            "classifier is not run (classifier_run=false, is_medical=null for figures with keyword hits)"
+        )
     ga_uri, n_ga = None, 0
     if options.ga_manifest:
         try:
@@ -139,11 +142,19 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
             with fs.open(p, "w") as f:
                 for entry in entries:
                     f.write(json.dumps(dataclasses.asdict(entry), sort_keys=True) + "\n")
-    return ResolvedVision(options=options, keywords=keywords, medical_meta=medical_meta,
-                          embed_meta=embed_meta, ga_entries_uri=ga_uri, ga_count=n_ga, weights_sha256=tuple(weights))
+    return ResolvedVision(
+        options=options,
+        keywords=keywords,
+        medical_meta=medical_meta,
+        embed_meta=embed_meta,
+        ga_entries_uri=ga_uri,
+        ga_count=n_ga,
+        weights_sha256=tuple(weights),
+    )
 
 
 # ------------------------------------------------------------------ GA manifest on workers
+
 
 def ga_fingerprint(entry: Optional[GAEntry]) -> Optional[str]:
     if entry is None:

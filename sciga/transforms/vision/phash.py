@@ -3,6 +3,7 @@
 Two images with a Hamming distance of a few bits look the same to a person (resized,
 re-encoded, slightly recoloured copies); the GA stage uses it as its fast first test.
 """
+
 from __future__ import annotations
 
 import imagehash

@@ -11,6 +11,7 @@ Decoded pixels never leave the step that decodes them. The model steps see only 
 figures that need them (keyword hits by default) and send back small annotations, which
 the write stage merges into the stored results.
 """
+
 from __future__ import annotations
 
 import logging
@@ -73,6 +74,7 @@ class GARequest:
 
 # ------------------------------------------------------------------ per paper
 
+
 class MeasureFigures(PaperStageFn):
     """PaperWork -> PaperWork with ``figure_rows``; medical requests (``classify``) and the
     GA request (``ga``) as tagged outputs."""
@@ -106,17 +108,29 @@ class MeasureFigures(PaperStageFn):
             if payload is not None:
                 payloads[row.id] = payload
                 if v.medical_meta is not None and (o.classify_all or row.medical.keyword_hits):
-                    out.append(beam.pvalue.TaggedOutput(CLASSIFY, (
-                        ClassifyKey(work.key or "", paper.id, row.id, tuple(row.medical.keyword_hits)), payload)))
+                    out.append(
+                        beam.pvalue.TaggedOutput(
+                            CLASSIFY,
+                            (ClassifyKey(work.key or "", paper.id, row.id, tuple(row.medical.keyword_hits)), payload),
+                        )
+                    )
         if out:
             work.pending.append("medical")
         if entry is not None:
             if not entry.uri.lower().startswith(("http://", "https://")):  # a file: changing it retypes the GA
                 work.deps.append(file_dep(entry.uri) if _exists(entry.uri) else absent_dep(entry.uri))
             work.pending.append("ga")
-            out.append(beam.pvalue.TaggedOutput(GA_REQUESTS, GARequest(
-                key=work.key or "", paper_id=paper.id, entry=entry,
-                figures=[GAFigure(r.id, r.kind, r.parent_id, payloads.get(r.id)) for r in rows])))
+            out.append(
+                beam.pvalue.TaggedOutput(
+                    GA_REQUESTS,
+                    GARequest(
+                        key=work.key or "",
+                        paper_id=paper.id,
+                        entry=entry,
+                        figures=[GAFigure(r.id, r.kind, r.parent_id, payloads.get(r.id)) for r in rows],
+                    ),
+                )
+            )
         work.figure_rows = rows
         work.made_images = {}  # measured; the rows that need them keep them inline
         images = sum(1 for r in rows if r.image_sha256 or r.image_bytes is not None)
@@ -134,10 +148,12 @@ class MeasureFigures(PaperStageFn):
             if data is None:
                 made_error = work.made_image_errors.get(row.image_path or "")
                 # No error: the source vanished; "not in the e-print": no file; else rasterizing failed.
-                row.image_status = (UNDECODABLE if made_error and not made_error.endswith("is not in the e-print.")
-                                    else NOT_FOUND)
+                row.image_status = (
+                    UNDECODABLE if made_error and not made_error.endswith("is not in the e-print.") else NOT_FOUND
+                )
                 row.image_error = made_error or (
-                    f"{row.image_path}: its TeX source is no longer where the figure stage found it")
+                    f"{row.image_path}: its TeX source is no longer where the figure stage found it"
+                )
         elif row.image_path and row.image_bytes is None:
             got = find_asset(work.uri, row.image_path, o.max_image_bytes)
             data, uri = got.data, got.uri
@@ -154,7 +170,10 @@ class MeasureFigures(PaperStageFn):
             annotate_image(row, o.max_pixels)
         except Exception as e:  # noqa: BLE001 - a bug on one image must not stop the paper
             log.warning("internal error decoding %s: %r", row.id, e)
-            row.image_error, row.image_bytes = f"internal: unexpected {type(e).__name__} while decoding ({e}); please report", None
+            row.image_error, row.image_bytes = (
+                f"internal: unexpected {type(e).__name__} while decoding ({e}); please report",
+                None,
+            )
             row.image_status = UNDECODABLE
         if had:
             (self.decoded if row.image_bytes is not None else self.undecodable).inc()
@@ -183,6 +202,7 @@ def _exists(uri: str) -> bool:
 
 # ------------------------------------------------------------------ medical classifier
 
+
 class ClassifyFigures(beam.PTransform):
     """(ClassifyKey, payload) -> MedicalResult: ``ClassifyImages`` (decode in parallel,
     RunInference on uint8 images normalised on the model's device) and the top-K rule. A
@@ -203,12 +223,16 @@ class ClassifyFigures(beam.PTransform):
 
         def to_result(kv):
             key, probs = kv
-            return MedicalResult(key=key.key, paper_id=key.paper_id, row_id=key.row_id,
-                                 medical=rule.decide(key.keyword_hits, probs))
+            return MedicalResult(
+                key=key.key, paper_id=key.paper_id, row_id=key.row_id, medical=rule.decide(key.keyword_hits, probs)
+            )
 
         classified = requests | "ClassifyImages" >> ClassifyImages(
-            handler=model_handler(v, o.medical_weights, "classify"), input_size=m.input_size,
-            load_bytes=functools.partial(read_image_ref, max_bytes=o.max_image_bytes), max_pixels=o.max_pixels)
+            handler=model_handler(v, o.medical_weights, "classify"),
+            input_size=m.input_size,
+            load_bytes=functools.partial(read_image_ref, max_bytes=o.max_image_bytes),
+            max_pixels=o.max_pixels,
+        )
         return classified.probabilities | "TopK" >> beam.Map(to_result)
 
 
@@ -219,6 +243,7 @@ def model_handler(vision: ResolvedVision, weights: str, task: str):
 
 
 # ------------------------------------------------------------------ graphical abstracts
+
 
 class LoadGA(beam.DoFn):
     """GARequest -> the same request with the GA image bytes (or the reason there are none)."""
@@ -306,9 +331,23 @@ class TypeGA(beam.DoFn):
         v, o = self.vision, self.vision.options
         rows = []
         for f in req.figures:
-            r = FigureRow(id=f.id, paper_id=req.paper_id, parent_id=f.parent_id, kind=f.kind, index=0, number=None,
-                          label=None, caption="", subcaption=None, subcaption_source=None, image_bytes=None,
-                          image_path=None, image_paths=[], image_kind=None, image_source=None)
+            r = FigureRow(
+                id=f.id,
+                paper_id=req.paper_id,
+                parent_id=f.parent_id,
+                kind=f.kind,
+                index=0,
+                number=None,
+                label=None,
+                caption="",
+                subcaption=None,
+                subcaption_source=None,
+                image_bytes=None,
+                image_path=None,
+                image_paths=[],
+                image_kind=None,
+                image_source=None,
+            )
             if f.payload is not None:
                 try:
                     r.image_bytes = read_image_ref(f.payload, o.max_image_bytes)
@@ -325,18 +364,24 @@ class TypeGA(beam.DoFn):
 
             log.warning("internal error typing the GA of %s: %r", req.paper_id, e)
             stub.graphical_abstract = GraphicalAbstract(
-                id=ga_id(req.paper_id), paths=[req.ga.path], source=req.ga.source, caption=req.ga.caption,
-                error=f"internal: unexpected {type(e).__name__} while typing the GA ({e}); please report")
+                id=ga_id(req.paper_id),
+                paths=[req.ga.path],
+                source=req.ga.source,
+                caption=req.ga.caption,
+                error=f"internal: unexpected {type(e).__name__} while typing the GA ({e}); please report",
+            )
             rows = rows + [ga_row(stub, req.ga)]
         ga = next(r for r in rows if r.kind == "graphical_abstract")
         if stub.graphical_abstract and stub.graphical_abstract.type:
             self.typed.inc()
         roles = {r.id: r.ga_role for r in rows if r.kind != "graphical_abstract"}
         if ga.image_bytes is not None and v.medical_meta is not None and (o.classify_all or ga.medical.keyword_hits):
-            yield beam.pvalue.TaggedOutput(CLASSIFY, (ClassifyKey(req.key, req.paper_id, ga.id,
-                                                                  tuple(ga.medical.keyword_hits)), ga.image_bytes))
-        yield GAResult(key=req.key, paper_id=req.paper_id, graphical_abstract=stub.graphical_abstract,
-                       roles=roles, ga_row=ga)
+            yield beam.pvalue.TaggedOutput(
+                CLASSIFY, (ClassifyKey(req.key, req.paper_id, ga.id, tuple(ga.medical.keyword_hits)), ga.image_bytes)
+            )
+        yield GAResult(
+            key=req.key, paper_id=req.paper_id, graphical_abstract=stub.graphical_abstract, roles=roles, ga_row=ga
+        )
 
 
 class TypeGraphicalAbstracts(beam.PTransform):
@@ -363,14 +408,15 @@ class TypeGraphicalAbstracts(beam.PTransform):
                 | "Embed" >> RunInference(KeyedModelHandler(model_handler(v, o.ga_embedding_weights, "embed")))
                 | "EmbedByKey" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], probabilities(kv[1]).tolist())))
             )
-            typed_in = (
-                {"req": loaded | "KeyReq" >> beam.Map(lambda r: (r.key, r)), "emb": emb}
-                | "JoinEmbeddings" >> beam.CoGroupByKey()
-            )
+            typed_in = {
+                "req": loaded | "KeyReq" >> beam.Map(lambda r: (r.key, r)),
+                "emb": emb,
+            } | "JoinEmbeddings" >> beam.CoGroupByKey()
         return typed_in | "TypeGA" >> beam.ParDo(TypeGA(v)).with_outputs(CLASSIFY, main="results")
 
 
 # ------------------------------------------------------------------ the stage
+
 
 class Vision(beam.PTransform):
     """PCollection[PaperWork] -> {``papers``: PaperWork with figure rows, ``dead_letter``,
@@ -384,7 +430,8 @@ class Vision(beam.PTransform):
     def expand(self, works):
         v = self.vision
         measured = works | "MeasureFigures" >> beam.ParDo(MeasureFigures(v, self.progress)).with_outputs(
-            DEAD_LETTER_TAG, CLASSIFY, GA_REQUESTS, main="papers")
+            DEAD_LETTER_TAG, CLASSIFY, GA_REQUESTS, main="papers"
+        )
         annotations = []
         classify = [measured[CLASSIFY]]
         if v.ga_entries_uri:
@@ -392,8 +439,9 @@ class Vision(beam.PTransform):
             annotations.append(ga.results)
             classify.append(ga[CLASSIFY])
         if v.medical_meta is not None:
-            annotations.append(tuple(classify) | "AllClassifyRequests" >> beam.Flatten()
-                               | "MedicalClassifier" >> ClassifyFigures(v))
+            annotations.append(
+                tuple(classify) | "AllClassifyRequests" >> beam.Flatten() | "MedicalClassifier" >> ClassifyFigures(v)
+            )
         if annotations:
             ann = tuple(annotations) | "AllAnnotations" >> beam.Flatten()
         else:

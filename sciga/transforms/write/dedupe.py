@@ -4,6 +4,7 @@ The rule works on a few facts of each copy (version, figure and paragraph counts
 URI, content hash), so the build can apply it to small result references without holding
 the papers themselves.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -25,10 +26,21 @@ def rank(version: Optional[str], n_figures: int, n_paragraphs: int, uri: Optiona
     return (-version_number(version), -n_figures, -n_paragraphs, uri or "")
 
 
-def duplicate_dead_letter(paper_id: str, uri: Optional[str], version: Optional[str], content_sha256: Optional[str],
-                          kept_uri: Optional[str], kept_version: Optional[str], kept_sha256: Optional[str]) -> DeadLetter:
+def duplicate_dead_letter(
+    paper_id: str,
+    uri: Optional[str],
+    version: Optional[str],
+    content_sha256: Optional[str],
+    kept_uri: Optional[str],
+    kept_version: Optional[str],
+    kept_sha256: Optional[str],
+) -> DeadLetter:
     same = content_sha256 == kept_sha256
-    why = "an identical copy" if same else f"another copy ({version or 'no version'} vs kept {kept_version or 'no version'})"
+    why = (
+        "an identical copy"
+        if same
+        else f"another copy ({version or 'no version'} vs kept {kept_version or 'no version'})"
+    )
     return DeadLetter(
         paper_id=paper_id,
         stage="dedupe",
@@ -42,9 +54,21 @@ def choose(papers: Iterable[Paper]) -> tuple[Paper, list[DeadLetter]]:
     """Keep one copy of a paper (see ``rank``); the others become dead letters."""
     ps: Sequence[Paper] = sorted(
         papers,
-        key=lambda p: rank(p.version, len(p.figures), sum(len(s.paragraphs) for s in p.sections), p.provenance.input_uri),
+        key=lambda p: rank(
+            p.version, len(p.figures), sum(len(s.paragraphs) for s in p.sections), p.provenance.input_uri
+        ),
     )
     kept, rest = ps[0], ps[1:]
-    dead = [duplicate_dead_letter(p.id, p.provenance.input_uri, p.version, p.provenance.content_sha256,
-                                  kept.provenance.input_uri, kept.version, kept.provenance.content_sha256) for p in rest]
+    dead = [
+        duplicate_dead_letter(
+            p.id,
+            p.provenance.input_uri,
+            p.version,
+            p.provenance.content_sha256,
+            kept.provenance.input_uri,
+            kept.version,
+            kept.provenance.content_sha256,
+        )
+        for p in rest
+    ]
     return kept, dead

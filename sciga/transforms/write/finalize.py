@@ -6,6 +6,7 @@ are ordered by (group, part) and named ``train-NNNNN-of-MMMMM.parquet``; shards 
 earlier build that are not replaced are removed, so a rerun never mixes two builds. A
 config without any row still gets one empty, typed shard that readers can open.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,19 +57,36 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[di
             _, src = fsspec.core.url_to_fs(info.path)
             fs.mv(src, target)
             keep.add(target)
-            entries.append({"path": posixpath.join("data", config, name), "rows": info.rows, "bytes": info.bytes,
-                            "sha256": info.sha256, "fingerprint": info.fingerprint,
-                            "counts": {k: v for k, v in info.counts.items() if k not in ("reused", "recomputed")}})
+            entries.append(
+                {
+                    "path": posixpath.join("data", config, name),
+                    "rows": info.rows,
+                    "bytes": info.bytes,
+                    "sha256": info.sha256,
+                    "fingerprint": info.fingerprint,
+                    "counts": {k: v for k, v in info.counts.items() if k not in ("reused", "recomputed")},
+                }
+            )
         if not parts:
             data = empty_table_bytes(config)
             target = posixpath.join(dest, shard_name(0, 1))
             with fs.open(target, "wb") as f:
                 f.write(data)
             keep.add(target)
-            entries.append({"path": posixpath.join("data", config, shard_name(0, 1)), "rows": 0, "bytes": len(data),
-                            "sha256": hashlib.sha256(data).hexdigest()})
+            entries.append(
+                {
+                    "path": posixpath.join("data", config, shard_name(0, 1)),
+                    "rows": 0,
+                    "bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
         for old in fs.ls(dest, detail=False):
-            if old.endswith(".parquet") and old not in keep and posixpath.join(dest, posixpath.basename(old)) not in keep:
+            if (
+                old.endswith(".parquet")
+                and old not in keep
+                and posixpath.join(dest, posixpath.basename(old)) not in keep
+            ):
                 fs.rm(old)
         files[config] = entries
     return files
@@ -88,8 +106,14 @@ def previous_parts(out_dir: str) -> dict:
     for config, entries in (manifest.get("files") or {}).items():
         for e in entries or []:
             if e.get("fingerprint") and e.get("rows"):
-                out[e["fingerprint"]] = {"config": config, "uri": posixpath.join(root, e["path"]), "rows": e["rows"],
-                                         "bytes": e["bytes"], "sha256": e["sha256"], "counts": e.get("counts") or {}}
+                out[e["fingerprint"]] = {
+                    "config": config,
+                    "uri": posixpath.join(root, e["path"]),
+                    "rows": e["rows"],
+                    "bytes": e["bytes"],
+                    "sha256": e["sha256"],
+                    "counts": e.get("counts") or {},
+                }
     return out
 
 

@@ -12,6 +12,7 @@ the number of inputs times a typical number of figure rows per paper (SciGA's 1.
 over 145k papers, plus panels: about 10); papers with far more figures simply make more
 parts per group. Parts end between papers where they can, so a paper's rows stay together.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,9 +55,12 @@ class ShardLayout:
         return self.papers_groups + self.figures_groups + self.mentions_groups + self.dead_letter_groups
 
 
-def layout_for(n_inputs: int, papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"],
-               figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"],
-               mentions_per_shard: int = DEFAULT_ROWS_PER_SHARD["mentions"]) -> ShardLayout:
+def layout_for(
+    n_inputs: int,
+    papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"],
+    figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"],
+    mentions_per_shard: int = DEFAULT_ROWS_PER_SHARD["mentions"],
+) -> ShardLayout:
     n = max(1, n_inputs)
     return ShardLayout(
         papers_groups=math.ceil(n / max(1, papers_per_shard)),

@@ -4,6 +4,7 @@ hold wall-clock values; this manifest is where they go.
 A build's counts come from the sidecars its shard groups wrote (``parts.py``), so making
 the manifest never reads the shards again; ``count_build`` reads them for builds made
 elsewhere."""
+
 from __future__ import annotations
 
 import hashlib
@@ -104,8 +105,14 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                         counts.dead_letter_by_type[e] = counts.dead_letter_by_type.get(e, 0) + 1
                     if "scope" in cols:
                         counts.dead_letter_parts += sum(1 for x in t.column("scope").to_pylist() if x == "part")
-            entries.append({"path": posixpath.relpath(path, fsspec.core.url_to_fs(out_dir)[1]), "rows": n,
-                            "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+            entries.append(
+                {
+                    "path": posixpath.relpath(path, fsspec.core.url_to_fs(out_dir)[1]),
+                    "rows": n,
+                    "bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                }
+            )
             if config == "papers":
                 counts.papers += n
             elif config == "mentions":
@@ -150,7 +157,7 @@ def counts_from_parts(parts: list[PartInfo]) -> BuildCounts:
             c.images_embedded += k.get("images_embedded", 0)
             for name, v in k.items():
                 if name.startswith("image_status:"):
-                    st = name[len("image_status:"):]
+                    st = name[len("image_status:") :]
                     c.image_status[st] = c.image_status.get(st, 0) + v
         elif cfg == "mentions":
             c.mentions += n
@@ -171,15 +178,25 @@ def counts_from_manifest(manifest: dict) -> BuildCounts:
     c = manifest.get("counts") or {}
     inc = manifest.get("incremental") or {}
     return BuildCounts(
-        inputs=(manifest.get("inputs") or {}).get("count", 0), papers=c.get("papers", 0), figures=c.get("figures", 0),
-        subfigures=c.get("subfigures", 0), teasers=c.get("teasers", 0), mentions=c.get("mentions", 0),
-        dead_letter=c.get("dead_letter", 0), images_embedded=c.get("images_embedded", 0),
-        dead_letter_by_type=dict(manifest.get("dead_letter_by_type") or {}), dead_letter_parts=c.get("dead_letter_parts", 0),
-        reused=inc.get("reused", 0), recomputed=inc.get("recomputed", 0), stats=dict(manifest.get("stats") or {}))
+        inputs=(manifest.get("inputs") or {}).get("count", 0),
+        papers=c.get("papers", 0),
+        figures=c.get("figures", 0),
+        subfigures=c.get("subfigures", 0),
+        teasers=c.get("teasers", 0),
+        mentions=c.get("mentions", 0),
+        dead_letter=c.get("dead_letter", 0),
+        images_embedded=c.get("images_embedded", 0),
+        dead_letter_by_type=dict(manifest.get("dead_letter_by_type") or {}),
+        dead_letter_parts=c.get("dead_letter_parts", 0),
+        reused=inc.get("reused", 0),
+        recomputed=inc.get("recomputed", 0),
+        stats=dict(manifest.get("stats") or {}),
+    )
 
 
-def write_manifest(out_dir: str, counts: BuildCounts, files: dict, inputs_hash: str, options: dict,
-                   run: Optional[dict] = None) -> dict:
+def write_manifest(
+    out_dir: str, counts: BuildCounts, files: dict, inputs_hash: str, options: dict, run: Optional[dict] = None
+) -> dict:
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "builder_version": BUILDER_VERSION,
@@ -249,15 +266,26 @@ def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = N
     lines += image_lines(counts)
     lines += [
         f"  dead-lettered   {counts.dead_letter:>8}"
-        + (f"  ({', '.join(f'{k}: {v}' for k, v in sorted(counts.dead_letter_by_type.items()))})" if counts.dead_letter else ""),
+        + (
+            f"  ({', '.join(f'{k}: {v}' for k, v in sorted(counts.dead_letter_by_type.items()))})"
+            if counts.dead_letter
+            else ""
+        ),
     ]
     if counts.dead_letter_parts:
         lines.append(f"    of which parts {counts.dead_letter_parts:>5}  (the paper is kept; only that part failed)")
-    lines.append(f"  inputs          {counts.inputs:>8}  "
-                 + ("(reconciled: inputs = papers + dead-lettered inputs)" if counts.reconciled
-                    else "(NOT reconciled: see manifest.json)"))
+    lines.append(
+        f"  inputs          {counts.inputs:>8}  "
+        + (
+            "(reconciled: inputs = papers + dead-lettered inputs)"
+            if counts.reconciled
+            else "(NOT reconciled: see manifest.json)"
+        )
+    )
     if counts.reused:
-        lines.append(f"  reused          {counts.reused:>8}  (unchanged since the last build; recomputed {counts.recomputed})")
+        lines.append(
+            f"  reused          {counts.reused:>8}  (unchanged since the last build; recomputed {counts.recomputed})"
+        )
     if seconds is not None:
         lines.append(f"  took            {seconds:>7.1f}s")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ its output folder before it writes anything there, and gives it back at the end:
   (``build.lock.takeover``, also created atomically) and only if it is still the one judged
   stale, so two builds that find the same stale lock cannot both take it.
 """
+
 from __future__ import annotations
 
 import errno
@@ -54,8 +55,10 @@ class LockInfo:
     def describe(self, now: Optional[float] = None) -> str:
         now = time.time() if now is None else now
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.started))
-        return (f"run {self.run_id[:12]}, host {self.host}, pid {self.pid}, since {since}, "
-                f"last heartbeat {max(0, int(now - self.heartbeat))} s ago")
+        return (
+            f"run {self.run_id[:12]}, host {self.host}, pid {self.pid}, since {since}, "
+            f"last heartbeat {max(0, int(now - self.heartbeat))} s ago"
+        )
 
 
 class LockHeldError(UserError):
@@ -63,9 +66,11 @@ class LockHeldError(UserError):
 
     def __init__(self, out_dir: str, holder: LockInfo, lock_uri: str):
         rm = f"gcloud storage rm {lock_uri}" if lock_uri.startswith("gs://") else f"rm {lock_uri}"
-        super().__init__(f"{out_dir} is being built by another build ({holder.describe()}); wait for it to finish, "
-                         f"or if that build is gone (a crashed machine), take the folder over by deleting its lock "
-                         f"(`{rm}`) and run again.")
+        super().__init__(
+            f"{out_dir} is being built by another build ({holder.describe()}); wait for it to finish, "
+            f"or if that build is gone (a crashed machine), take the folder over by deleting its lock "
+            f"(`{rm}`) and run again."
+        )
         self.holder = holder
 
 
@@ -77,7 +82,7 @@ def _process_start(pid: int) -> Optional[int]:
     except OSError:
         return None
     try:  # the command name (field 2) may hold spaces and parentheses: split after its last ")"
-        return int(stat[stat.rindex(")") + 2:].split()[19])
+        return int(stat[stat.rindex(")") + 2 :].split()[19])
     except (ValueError, IndexError):
         return None
 
@@ -108,13 +113,21 @@ class OutputLock:
     """The lock of one output folder (local or any fsspec store). Use as a context manager,
     or ``acquire()`` / ``release()``."""
 
-    def __init__(self, out_dir: str, run_id: Optional[str] = None, *, heartbeat_seconds: float = HEARTBEAT_SECONDS,
-                 stale_after: float = STALE_AFTER_SECONDS):
+    def __init__(
+        self,
+        out_dir: str,
+        run_id: Optional[str] = None,
+        *,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
+        stale_after: float = STALE_AFTER_SECONDS,
+    ):
         self.out_dir = out_dir.rstrip("/") or out_dir
         self.run_id = run_id or uuid.uuid4().hex
         self.uri = posixpath.join(self.out_dir, ".sciga", LOCK_NAME)
         self.fs, self.path = fsspec.core.url_to_fs(self.uri)
-        self.local = "file" in (self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,))
+        self.local = "file" in (
+            self.fs.protocol if isinstance(self.fs.protocol, (tuple, list)) else (self.fs.protocol,)
+        )
         self.heartbeat_seconds = heartbeat_seconds
         self.stale_after = stale_after
         self.took_over: Optional[LockInfo] = None  # the stale lock this build replaced, if any
@@ -126,8 +139,14 @@ class OutputLock:
     def _info(self) -> LockInfo:
         now = time.time()
         pid = os.getpid()
-        return LockInfo(run_id=self.run_id, host=socket.gethostname(), pid=pid, pid_start=_process_start(pid),
-                        started=now, heartbeat=now)
+        return LockInfo(
+            run_id=self.run_id,
+            host=socket.gethostname(),
+            pid=pid,
+            pid_start=_process_start(pid),
+            started=now,
+            heartbeat=now,
+        )
 
     def _create(self, path: str, data: bytes) -> bool:
         """Create ``path`` holding ``data`` if nothing is there; False if something is."""
@@ -164,16 +183,22 @@ class OutputLock:
         try:
             with self.fs.open(path, "rb") as f:
                 d = json.loads(f.read().decode("utf-8"))
-            info = LockInfo(run_id=str(d["run_id"]), host=str(d["host"]), pid=int(d["pid"]),
-                            pid_start=None if d.get("pid_start") is None else int(d["pid_start"]),
-                            started=float(d["started"]), heartbeat=float(d["heartbeat"]))
+            info = LockInfo(
+                run_id=str(d["run_id"]),
+                host=str(d["host"]),
+                pid=int(d["pid"]),
+                pid_start=None if d.get("pid_start") is None else int(d["pid_start"]),
+                started=float(d["started"]),
+                heartbeat=float(d["heartbeat"]),
+            )
             return info
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError, KeyError, AttributeError, UnicodeDecodeError):
             # Torn (a crash between create and write) or not ours: judged by its age alone.
-            return LockInfo(run_id="(unreadable lock)", host="?", pid=-1, pid_start=None, started=0.0,
-                            heartbeat=self._mtime(path))
+            return LockInfo(
+                run_id="(unreadable lock)", host="?", pid=-1, pid_start=None, started=0.0, heartbeat=self._mtime(path)
+            )
 
     def _mtime(self, path: str) -> float:
         try:

@@ -7,6 +7,7 @@ themselves), so the same rows always give the same bytes. Each finished part get
 JSON sidecar (rows, bytes, SHA-256, counts) from which the manifest is made without
 reading the shards again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,7 +36,11 @@ def parquet_options(config: str) -> dict:
     leaves = _leaf_paths(schema)
     comp = {p: ("none" if p == "image.bytes" else "zstd") for p in leaves}
     level = {p: ZSTD_LEVEL for p in leaves if p != "image.bytes"}
-    return {"compression": comp, "compression_level": level, "use_dictionary": [p for p in leaves if p != "image.bytes"]}
+    return {
+        "compression": comp,
+        "compression_level": level,
+        "use_dictionary": [p for p in leaves if p != "image.bytes"],
+    }
 
 
 def _leaf_paths(schema: pa.Schema) -> list[str]:

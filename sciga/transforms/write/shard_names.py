@@ -5,6 +5,7 @@ its paper id, so all rows of a paper share a shard and the same input always giv
 files; rows are sorted inside a shard, and no wall-clock value is written. The shard count
 comes from the row count (``rows_per_shard``), which is itself deterministic.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -42,9 +43,16 @@ SORT_KEYS = {
     "papers": lambda r: (r["id"],),
     "figures": _figure_order,
     # Caption and title mentions have no paragraph index (None sorts as -1).
-    "mentions": lambda r: (r["paper_id"], r["section_id"] or "", r.get("context") or "", r.get("context_id") or "",
-                           -1 if r["paragraph_index"] is None else r["paragraph_index"], r["char_start"], r["char_end"],
-                           r["figure_id"]),
+    "mentions": lambda r: (
+        r["paper_id"],
+        r["section_id"] or "",
+        r.get("context") or "",
+        r.get("context_id") or "",
+        -1 if r["paragraph_index"] is None else r["paragraph_index"],
+        r["char_start"],
+        r["char_end"],
+        r["figure_id"],
+    ),
     "dead_letter": lambda r: (r["paper_id"] or "", r["stage"], r["input_uri"] or "", r["error_type"], r["message"]),
 }
 

@@ -16,6 +16,7 @@ but dozens of parts, so the last group no longer leaves one worker writing alone
 files land in a staging folder; the launcher numbers them and moves them into ``data/``
 when the whole pipeline has succeeded (``finalize.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -64,6 +65,7 @@ class WriteOptions:
 
 # ------------------------------------------------------------------ results into the store
 
+
 def result_tables(work: PaperWork) -> dict[str, pa.Table]:
     """A finished paper as the tables the store keeps (sorted as its shards are)."""
     p = work.paper
@@ -88,11 +90,18 @@ def result_header(work: PaperWork) -> ResultHeader:
     if work.key is None:
         raise RuntimeError(f"{work.uri}: a result without a key cannot be stored")  # a bug: callers check
     return ResultHeader(
-        key=work.key, uri=work.uri, paper_id=work.paper_id, is_paper=p is not None,
-        version=p.version if p else None, n_figures=len(p.figures) if p else 0,
+        key=work.key,
+        uri=work.uri,
+        paper_id=work.paper_id,
+        is_paper=p is not None,
+        version=p.version if p else None,
+        n_figures=len(p.figures) if p else 0,
         n_paragraphs=_count_paragraphs(p) if p else 0,
         content_sha256=p.provenance.content_sha256 if p else None,
-        dead=list(work.dead), deps=list(work.deps), pending=sorted(set(work.pending)), complete=not work.pending,
+        dead=list(work.dead),
+        deps=list(work.deps),
+        pending=sorted(set(work.pending)),
+        complete=not work.pending,
         stats=dict(sorted(work.stats.items())),
         # False: made with a failure that may pass (an interrupted tool, an I/O error); the
         # writer reads it in this build, the next build computes the paper again.
@@ -103,10 +112,18 @@ def result_header(work: PaperWork) -> ResultHeader:
 def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
     p = work.paper
     return ResultRef(
-        uri=work.uri, key=work.key if stored else None, paper_id=work.paper_id, is_paper=p is not None,
-        version=p.version if p else None, n_figures=len(p.figures) if p else 0,
-        n_paragraphs=_count_paragraphs(p) if p else 0, content_sha256=p.provenance.content_sha256 if p else None,
-        dead=list(work.dead), stats=dict(work.stats), pending=bool(work.pending), sizes=dict(sizes or {}),
+        uri=work.uri,
+        key=work.key if stored else None,
+        paper_id=work.paper_id,
+        is_paper=p is not None,
+        version=p.version if p else None,
+        n_figures=len(p.figures) if p else 0,
+        n_paragraphs=_count_paragraphs(p) if p else 0,
+        content_sha256=p.provenance.content_sha256 if p else None,
+        dead=list(work.dead),
+        stats=dict(work.stats),
+        pending=bool(work.pending),
+        sizes=dict(sizes or {}),
         final=work.cacheable,
     )
 
@@ -140,6 +157,7 @@ class StoreResults(beam.DoFn):
 
 
 # ------------------------------------------------------------------ one paper id
+
 
 def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, pa.Table]:
     """The stored tables with the model steps' annotations applied: the GA (paper field,
@@ -194,23 +212,46 @@ class CollectPaper(beam.DoFn):
         refs = [x for x in items if isinstance(x, ResultRef)]
         anns = [x for x in items if not isinstance(x, ResultRef)]
         layout = self.options.layout
-        completed = {ref.key: self._complete(ref.key, [a for a in anns if a.key == ref.key])
-                     for ref in refs if ref.key and ref.pending}
-        papers = sorted((r for r in refs if r.is_paper),
-                        key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",))
+        completed = {
+            ref.key: self._complete(ref.key, [a for a in anns if a.key == ref.key])
+            for ref in refs
+            if ref.key and ref.pending
+        }
+        papers = sorted(
+            (r for r in refs if r.is_paper),
+            key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",),
+        )
         if papers:
             kept = papers[0]
             sizes = completed.get(kept.key, kept.sizes)
             for config in CONFIGS_OF_A_PAPER:
-                yield (config, layout.group_of(config, kept.paper_id)), WriteItem(
-                    paper_id=kept.paper_id, key=kept.key, reused=kept.reused, size=sizes.get(config), final=kept.final)
+                yield (
+                    (config, layout.group_of(config, kept.paper_id)),
+                    WriteItem(
+                        paper_id=kept.paper_id,
+                        key=kept.key,
+                        reused=kept.reused,
+                        size=sizes.get(config),
+                        final=kept.final,
+                    ),
+                )
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
                 yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
             for other in papers[1:]:
                 self.duplicates.inc()
-                dl = duplicate_dead_letter(other.paper_id, other.uri, other.version, other.content_sha256,
-                                           kept.uri, kept.version, kept.content_sha256)
-                yield ("dead_letter", 0), WriteItem(paper_id=other.paper_id or "", key=other.key, reused=other.reused, dead=dl)
+                dl = duplicate_dead_letter(
+                    other.paper_id,
+                    other.uri,
+                    other.version,
+                    other.content_sha256,
+                    kept.uri,
+                    kept.version,
+                    kept.content_sha256,
+                )
+                yield (
+                    ("dead_letter", 0),
+                    WriteItem(paper_id=other.paper_id or "", key=other.key, reused=other.reused, dead=dl),
+                )
         for ref in refs:
             if ref.is_paper:
                 continue
@@ -226,6 +267,7 @@ class CollectPaper(beam.DoFn):
 
 
 # ------------------------------------------------------------------ one shard group
+
 
 def _inc(counts: dict, name: str, n: int = 1) -> None:
     counts[name] = counts.get(name, 0) + n
@@ -245,8 +287,10 @@ def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.T
     valid = image.is_valid().to_pylist()
     # A null struct's children hold arbitrary values: only read them where it is valid.
     inline = [b if ok else None for b, ok in zip(image.field("bytes").to_pylist(), valid)]
-    col = {name: table.column(name).to_pylist() for name in
-           ("image_uri", "image_sha256", "image_size", "image_error", "image_status", "image_kind")}
+    col = {
+        name: table.column(name).to_pylist()
+        for name in ("image_uri", "image_sha256", "image_size", "image_error", "image_status", "image_kind")
+    }
     paths = [p if ok else None for p, ok in zip(image.field("path").to_pylist(), valid)]
     out, statuses, embedded = [], [], 0
     for i in range(table.num_rows):
@@ -257,29 +301,41 @@ def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.T
                 data = inline[i]
             else:
                 try:
-                    data = read_image_ref(ImageRef(col["image_uri"][i], col["image_sha256"][i], col["image_size"][i]),
-                                          max_bytes)
+                    data = read_image_ref(
+                        ImageRef(col["image_uri"][i], col["image_sha256"][i], col["image_size"][i]), max_bytes
+                    )
                 except OSError as e:
                     col["image_error"][i], status, has = str(e), UNREADABLE, False
-        statuses.append(settle_status(status, has_bytes=has, image_kind=col["image_kind"][i], image_path=paths[i],
-                                      no_images=no_images))
+        statuses.append(
+            settle_status(
+                status, has_bytes=has, image_kind=col["image_kind"][i], image_path=paths[i], no_images=no_images
+            )
+        )
         embedded += data is not None
         out.append(data)
     bytes_arr = pa.array(out, pa.binary())
     # `datasets` opens image.path when there are no bytes: the struct is null then.
-    new_image = pa.StructArray.from_arrays([bytes_arr, image.field("path")], fields=list(image.type),
-                                           mask=bytes_arr.is_null())
+    new_image = pa.StructArray.from_arrays(
+        [bytes_arr, image.field("path")], fields=list(image.type), mask=bytes_arr.is_null()
+    )
     table = table.set_column(table.schema.get_field_index("image"), "image", new_image)
-    table = table.set_column(table.schema.get_field_index("image_error"), "image_error",
-                             pa.array(col["image_error"], pa.string()))
-    table = table.set_column(table.schema.get_field_index("image_status"), "image_status", pa.array(statuses, pa.string()))
+    table = table.set_column(
+        table.schema.get_field_index("image_error"), "image_error", pa.array(col["image_error"], pa.string())
+    )
+    table = table.set_column(
+        table.schema.get_field_index("image_status"), "image_status", pa.array(statuses, pa.string())
+    )
     return table.select(SCHEMAS["figures"].names), embedded
 
 
 def _figure_counts(table: pa.Table, embedded: int) -> dict:
     kinds = table.column("kind").to_pylist()
-    counts = {"figures": kinds.count("figure"), "subfigures": kinds.count("subfigure"),
-              "graphical_abstracts": kinds.count("graphical_abstract"), "images_embedded": embedded}
+    counts = {
+        "figures": kinds.count("figure"),
+        "subfigures": kinds.count("subfigure"),
+        "graphical_abstracts": kinds.count("graphical_abstract"),
+        "images_embedded": embedded,
+    }
     for status in table.column("image_status").to_pylist():
         _inc(counts, f"image_status:{status}")
     return counts
@@ -293,9 +349,19 @@ def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
     lay = options.layout
-    blob = json.dumps([config, SCHEMA_VERSION, BUILDER_VERSION, options.no_images, options.max_image_bytes,
-                       lay.row_group_rows, lay.row_group_bytes, [[m.paper_id, m.key] for m in members]],
-                      separators=(",", ":"))
+    blob = json.dumps(
+        [
+            config,
+            SCHEMA_VERSION,
+            BUILDER_VERSION,
+            options.no_images,
+            options.max_image_bytes,
+            lay.row_group_rows,
+            lay.row_group_bytes,
+            [[m.paper_id, m.key] for m in members],
+        ],
+        separators=(",", ":"),
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -373,8 +439,10 @@ class CutParts(beam.DoFn):
             jobs = [PartJob(config, group, 0, items)]
         else:
             sizes = [_size_of(config, self._size(it, config), o.no_images) for it in items]
-            jobs = [PartJob(config, group, part, [items[i] for i in idxs])
-                    for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes))]
+            jobs = [
+                PartJob(config, group, part, [items[i] for i in idxs])
+                for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes))
+            ]
         self.progress.add(groups=1, parts=len(jobs))
         yield from jobs
 
@@ -416,8 +484,9 @@ class WritePart(beam.DoFn):
         # A part holding a result that is not final is never taken over by a later build:
         # that build recomputes the paper under the same key, and its rows may differ.
         fp = part_fingerprint(config, members, o) if all(m.final for m in members) else None
-        info = PartInfo(config=config, group=group, part=part, fingerprint=fp,
-                        keys=sorted({m.key for m in members if m.key}))
+        info = PartInfo(
+            config=config, group=group, part=part, fingerprint=fp, keys=sorted({m.key for m in members if m.key})
+        )
         prev = self.previous.get(fp)
         writer = PartWriter(o.parts_root, config, group, part, o.layout)
         if prev and prev.get("config") == config and _link_or_copy(prev["uri"], writer.path):
@@ -426,8 +495,15 @@ class WritePart(beam.DoFn):
             if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
                 counts["reused"] = sum(1 for m in members if m.reused)
                 counts["recomputed"] = len(members) - counts["reused"]
-            info = replace(info, path=writer.path, rows=prev["rows"], bytes=prev["bytes"], sha256=prev["sha256"],
-                           counts=dict(sorted(counts.items())), reused=True)
+            info = replace(
+                info,
+                path=writer.path,
+                rows=prev["rows"],
+                bytes=prev["bytes"],
+                sha256=prev["sha256"],
+                counts=dict(sorted(counts.items())),
+                reused=True,
+            )
             write_sidecar(o.parts_root, info)
             return info
         counts = {}
@@ -461,8 +537,17 @@ class WritePart(beam.DoFn):
         writer.add(to_table("dead_letter", rows))
         done = writer.close()
         path, nbytes, sha = done if done else (None, 0, None)
-        info = PartInfo(config="dead_letter", group=group, part=0, path=path, rows=writer.rows, bytes=nbytes,
-                        sha256=sha, counts=dict(sorted(counts.items())), keys=sorted({it.key for it in items if it.key}))
+        info = PartInfo(
+            config="dead_letter",
+            group=group,
+            part=0,
+            path=path,
+            rows=writer.rows,
+            bytes=nbytes,
+            sha256=sha,
+            counts=dict(sorted(counts.items())),
+            keys=sorted({it.key for it in items if it.key}),
+        )
         write_sidecar(o.parts_root, info)
         return info
 
@@ -488,6 +573,7 @@ def _paper_counts(table: pa.Table, it: WriteItem, res: StoredResult) -> dict:
 
 
 # ------------------------------------------------------------------ the stage
+
 
 class WriteBuild(beam.PTransform):
     """{works, failed (optional), reused, annotations} -> part infos (PCollection of PartInfo).

@@ -2,6 +2,7 @@
 nothing else: editing a fetcher or a harvester keeps every stored result (an incremental
 build reuses them), editing the parser, a lazily imported vision module or a schema makes
 every paper be recomputed."""
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,26 @@ def edit(path: Path, line: str = "# an edit") -> None:
 
 def test_the_fingerprinted_code_is_the_stages_and_what_they_import():
     files = result_code_files()
-    for made_results in ("transforms/parse/latexml_html.py", "transforms/parse/stage.py", "transforms/link/link_paper.py",
-                         "transforms/tex_recovery/recover.py", "transforms/write/stage.py", "schemas/records.py",
-                         "transforms/common/conversion_check.py", "transforms/metadata/comment_venue.py",
-                         "transforms/vision/medical_keywords.txt",
-                         "transforms/vision/inference.py"):  # imported inside a function of vision/stage.py
+    for made_results in (
+        "transforms/parse/latexml_html.py",
+        "transforms/parse/stage.py",
+        "transforms/link/link_paper.py",
+        "transforms/tex_recovery/recover.py",
+        "transforms/write/stage.py",
+        "schemas/records.py",
+        "transforms/common/conversion_check.py",
+        "transforms/metadata/comment_venue.py",
+        "transforms/vision/medical_keywords.txt",
+        "transforms/vision/inference.py",
+    ):  # imported inside a function of vision/stage.py
         assert made_results in files, made_results
-    for makes_none in ("transforms/fetch/http_client.py", "transforms/fetch/html_pages.py", "transforms/fetch/job.py",
-                       "transforms/metadata/oai_pmh.py", "transforms/metadata/corpus_definition.py"):
+    for makes_none in (
+        "transforms/fetch/http_client.py",
+        "transforms/fetch/html_pages.py",
+        "transforms/fetch/job.py",
+        "transforms/metadata/oai_pmh.py",
+        "transforms/metadata/corpus_definition.py",
+    ):
         assert makes_none not in files, makes_none
     assert not [f for f in files if not f.startswith(("schemas/", "transforms/"))]
 
@@ -65,13 +78,26 @@ def test_a_copy_of_the_package_has_the_same_fingerprint(pristine):
 
 def test_editing_fetchers_and_harvesters_keeps_the_fingerprint(pristine, tmp_path):
     """An incremental build after such an edit reuses every stored result."""
-    sciga_dir = edited_copy(pristine, tmp_path, "transforms/fetch/http_client.py", "transforms/fetch/html_pages.py",
-                            "transforms/fetch/job.py", "transforms/metadata/oai_pmh.py")
+    sciga_dir = edited_copy(
+        pristine,
+        tmp_path,
+        "transforms/fetch/http_client.py",
+        "transforms/fetch/html_pages.py",
+        "transforms/fetch/job.py",
+        "transforms/metadata/oai_pmh.py",
+    )
     assert hash_code_files(str(sciga_dir)) == pristine[1]
 
 
-@pytest.mark.parametrize("edited", ["transforms/parse/latexml_html.py", "transforms/vision/inference.py",
-                                    "schemas/records.py", "transforms/vision/medical_keywords.txt"])
+@pytest.mark.parametrize(
+    "edited",
+    [
+        "transforms/parse/latexml_html.py",
+        "transforms/vision/inference.py",
+        "schemas/records.py",
+        "transforms/vision/medical_keywords.txt",
+    ],
+)
 def test_editing_code_that_makes_results_changes_the_fingerprint(pristine, tmp_path, edited):
     assert hash_code_files(str(edited_copy(pristine, tmp_path, edited))) != pristine[1]
 
@@ -80,8 +106,10 @@ def test_a_module_a_stage_starts_to_import_joins_the_fingerprint(pristine, tmp_p
     """Found from the code, not listed: a lazy import added to a stage brings its module in."""
     sciga_dir = edited_copy(pristine, tmp_path)
     assert "transforms/fetch/http_client.py" not in result_code_files(str(sciga_dir))
-    edit(sciga_dir / "transforms/parse/stage.py",
-         "def _uses_http():\n    from ..fetch import http_client\n\n    return http_client")
+    edit(
+        sciga_dir / "transforms/parse/stage.py",
+        "def _uses_http():\n    from ..fetch import http_client\n\n    return http_client",
+    )
     assert "transforms/fetch/http_client.py" in result_code_files(str(sciga_dir))
 
 
@@ -93,8 +121,9 @@ def test_the_stages_are_modules_of_the_package():
 def _sciga_from(pkg: Path, *args: str) -> subprocess.CompletedProcess:
     """`python -m sciga ...` running the package copy in ``pkg`` (first on PYTHONPATH)."""
     env = dict(os.environ, PYTHONPATH=str(pkg))
-    return subprocess.run([sys.executable, "-m", "sciga", *args], cwd=str(pkg), env=env, capture_output=True,
-                          text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "sciga", *args], cwd=str(pkg), env=env, capture_output=True, text=True, timeout=900
+    )
 
 
 def _manifest(out: Path) -> dict:
@@ -110,8 +139,13 @@ def test_a_rebuild_after_a_fetcher_edit_reuses_every_paper_and_after_a_parser_ed
     pkg = tmp_path / "checkout"
     shutil.copytree(ROOT / "sciga", pkg / "sciga", ignore=shutil.ignore_patterns("__pycache__"))  # links resolved
     out = tmp_path / "build"
-    which = subprocess.run([sys.executable, "-c", "import sciga; print(sciga.__file__)"], cwd=str(pkg),
-                           env=dict(os.environ, PYTHONPATH=str(pkg)), capture_output=True, text=True)
+    which = subprocess.run(
+        [sys.executable, "-c", "import sciga; print(sciga.__file__)"],
+        cwd=str(pkg),
+        env=dict(os.environ, PYTHONPATH=str(pkg)),
+        capture_output=True,
+        text=True,
+    )
     assert which.stdout.strip() == str(pkg / "sciga" / "__init__.py"), which
 
     first = _sciga_from(pkg, "build", "--sample", "--output", str(out), "--quiet")

@@ -1,6 +1,7 @@
 """transforms/common/storage.py without a server: which paths are remote, which bucket a path is in,
 which errors become one sentence (and which are left alone), and DuckDB connections that
 never install an extension."""
+
 from __future__ import annotations
 
 import errno
@@ -10,9 +11,16 @@ from sciga.transforms.common.storage import bucket_of, duckdb_connect, is_remote
 
 def test_paths():
     assert [is_remote(p) for p in ("out/x", "/abs/x", "file:///x", "gs://b/x", "s3://b/x", "hf://datasets/o/n")] == [
-        False, False, False, True, True, True]
-    assert [bucket_of(p) for p in ("gs://my-bucket/a/b", "gcs://b2", "s3://arxiv/src/", "hf://datasets/o/n", "out/x")] == [
-        "my-bucket", "b2", "arxiv", None, None]
+        False,
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+    assert [
+        bucket_of(p) for p in ("gs://my-bucket/a/b", "gcs://b2", "s3://arxiv/src/", "hf://datasets/o/n", "out/x")
+    ] == ["my-bucket", "b2", "arxiv", None, None]
 
 
 def test_errors_that_become_one_sentence():

@@ -2,6 +2,7 @@
 S3-compatible server on 127.0.0.1 (moto's server mode, s3fs pointed at it): every paper
 gets its e-print or a reason, corrupt tars never feed sources, and a run killed with
 SIGKILL resumes without redoing what it finished."""
+
 from __future__ import annotations
 
 import gzip
@@ -68,11 +69,21 @@ def where(request, bulk_dir):
 # -- manifest and names ---------------------------------------------------------------------
 def test_manifest_in_arxivs_format_and_ranges(bulk_dir):
     entries = parse_manifest((bulk_dir / "arXiv_src_manifest.xml").read_bytes())
-    assert [e.name for e in entries] == ["arXiv_src_0601_001", "arXiv_src_2101_001", "arXiv_src_2101_002",
-                                         "arXiv_src_2102_001"]
+    assert [e.name for e in entries] == [
+        "arXiv_src_0601_001",
+        "arXiv_src_2101_001",
+        "arXiv_src_2101_002",
+        "arXiv_src_2102_001",
+    ]
     e = entries[1]
     assert (e.filename, e.first_item, e.last_item, e.num_items, e.seq_num, e.yymm) == (
-        "src/arXiv_src_2101_001.tar", "2101.00001", "2101.00005", 5, 1, "2101")
+        "src/arXiv_src_2101_001.tar",
+        "2101.00001",
+        "2101.00005",
+        5,
+        1,
+        "2101",
+    )
     assert len(e.md5sum) == 32 and e.size == (bulk_dir / "arXiv_src_2101_001.tar").stat().st_size
     m = Manifest(entries)
     assert m.locate("2101.00003").name == "arXiv_src_2101_001"
@@ -84,13 +95,19 @@ def test_manifest_in_arxivs_format_and_ranges(bulk_dir):
     assert member_paper_id("2101/2101.00002.pdf") == ("2101.00002", "pdf")
 
 
-@pytest.mark.parametrize("xml, why", [
-    (b"not xml <", "is not XML"),
-    (b"<arXivPDFX><file/></arXivPDFX>", "not an arXiv bulk manifest"),
-    (b"<arXivSRC></arXivSRC>", "lists no <file>"),
-    (b"<arXivSRC><file><filename>a.tar</filename><md5sum>x</md5sum><size>1</size></file></arXivSRC>", "valid md5sum"),
-    (b"<arXivSRC><file><filename>a.tar</filename><size>big</size></file></arXivSRC>", "not a number"),
-])
+@pytest.mark.parametrize(
+    "xml, why",
+    [
+        (b"not xml <", "is not XML"),
+        (b"<arXivPDFX><file/></arXivPDFX>", "not an arXiv bulk manifest"),
+        (b"<arXivSRC></arXivSRC>", "lists no <file>"),
+        (
+            b"<arXivSRC><file><filename>a.tar</filename><md5sum>x</md5sum><size>1</size></file></arXivSRC>",
+            "valid md5sum",
+        ),
+        (b"<arXivSRC><file><filename>a.tar</filename><size>big</size></file></arXivSRC>", "not a number"),
+    ],
+)
 def test_a_bad_manifest_is_one_clear_sentence(xml, why):
     with pytest.raises(StageError) as ei:
         parse_manifest(xml, label="m.xml")
@@ -128,7 +145,8 @@ def test_every_paper_gets_its_eprint_or_a_reason(where, bulk_dir, tmp_path):
     assert "'../../2101.00009.gz'" in rep.reasons["2101.00009"][1]
     # Nothing was written outside the cache, nothing of a refused or corrupt e-print kept.
     assert sorted(p.name for p in (tmp_path / "cache" / "eprints").iterdir()) == sorted(
-        f"{p.replace('/', '_')}.gz" for p in EXTRACTED)
+        f"{p.replace('/', '_')}.gz" for p in EXTRACTED
+    )
     assert not list(tmp_path.parent.glob("2101.00009*")) and not (tmp_path / "cache" / ".staging").exists()
     # A second run reads nothing again.
     again = bulk.extract(ALL)
@@ -235,8 +253,12 @@ def test_kill_9_mid_extraction_then_resume(kind, tmp_path, request):
         root, opts = f"s3://arxiv/kill-{os.getpid()}/src", s3.storage_options()
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, root, str(cache), json.dumps(opts), json.dumps(pids)],
-                             stdout=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, root, str(cache), json.dumps(opts), json.dumps(pids)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     lines = []
     try:
         for line in child.stdout:
@@ -279,7 +301,9 @@ def test_flat_mirror_layout(tmp_path):
 
     src = write_bulk(tmp_path, {"2101_001": [("2101/2101.00001.gz", paper_tar("2101.00001"))]}, flat=True)
     bulk = BulkEprints.open(str(src / "arXiv_src_manifest.xml"), str(tmp_path / "cache"))
-    assert bulk.extract(["2101.00001"]).extracted == {"2101.00001": str(tmp_path / "cache" / "eprints" / "2101.00001.gz")}
+    assert bulk.extract(["2101.00001"]).extracted == {
+        "2101.00001": str(tmp_path / "cache" / "eprints" / "2101.00001.gz")
+    }
     assert bulk.source("2101.00001") == paper_tar("2101.00001")
 
 

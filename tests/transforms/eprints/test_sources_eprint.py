@@ -1,5 +1,6 @@
 """E-prints read safely: the real tarball, and every hostile or broken archive refused
 with a clear per-paper error, quickly and without writing anything."""
+
 from __future__ import annotations
 
 import gzip
@@ -194,8 +195,9 @@ def _peak_rss_of_read(path, *args) -> tuple[str, int, int]:
     from conftest import ROOT
 
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = psutil.Popen([sys.executable, "-c", _PEAK_CHILD, str(path), *map(str, args)], stdout=subprocess.PIPE,
-                        env=env, text=True)
+    proc = psutil.Popen(
+        [sys.executable, "-c", _PEAK_CHILD, str(path), *map(str, args)], stdout=subprocess.PIPE, env=env, text=True
+    )
     polled = 0
     while proc.poll() is None:
         try:

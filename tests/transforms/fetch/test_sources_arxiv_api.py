@@ -1,5 +1,6 @@
 """arXiv API metadata through the `arxiv` package, served from the real recorded
 responses in ../shared/corpus/arxiv_api by a local HTTP server."""
+
 from __future__ import annotations
 
 import arxiv
@@ -153,9 +154,14 @@ def test_licence_and_extra_dois_when_the_feed_carries_them():
 
     from sciga.transforms.fetch.arxiv_api import _extras
 
-    body = json.loads((CORPUS / "arxiv_api" / "recorded" / "id_1605.08386_s0_m100_199195aa31ad.json").read_text())["body"]
-    body = body.replace("</entry>", '<link href="http://creativecommons.org/licenses/by/4.0/" rel="license"/>'
-                                    "<arxiv:doi>10.1000/a 10.1000/b</arxiv:doi></entry>")
+    body = json.loads((CORPUS / "arxiv_api" / "recorded" / "id_1605.08386_s0_m100_199195aa31ad.json").read_text())[
+        "body"
+    ]
+    body = body.replace(
+        "</entry>",
+        '<link href="http://creativecommons.org/licenses/by/4.0/" rel="license"/>'
+        "<arxiv:doi>10.1000/a 10.1000/b</arxiv:doi></entry>",
+    )
     ex = _extras(etree.fromstring(body.encode()))["http://arxiv.org/abs/1605.08386v1"]
     assert ex.license == "http://creativecommons.org/licenses/by/4.0/"
     assert ex.dois == ["10.1000/a", "10.1000/b"]

@@ -1,6 +1,7 @@
 """`sciga fetch` end to end against a real HTTP server on 127.0.0.1 serving the recorded
 arXiv API responses, real LaTeXML pages and real e-prints, with injected faults; then
 `sciga build --input CACHE` on what it fetched; then kill / Ctrl-C and resume."""
+
 from __future__ import annotations
 
 import glob
@@ -41,8 +42,12 @@ def journal(cache: Path) -> list[dict]:
 
 
 def serve_papers(s: FaultServer) -> None:
-    s.add("/html/1605.08386", (CORPUS / "latexml" / "a1709.html").read_bytes(), etag='"a1709-v1"',
-          headers={"Content-Type": "text/html; charset=utf-8"})
+    s.add(
+        "/html/1605.08386",
+        (CORPUS / "latexml" / "a1709.html").read_bytes(),
+        etag='"a1709-v1"',
+        headers={"Content-Type": "text/html; charset=utf-8"},
+    )
     s.add("/html/2104.12255v1", (CORPUS / "latexml" / "eml.html").read_bytes())
     s.add("/html/1707.08567", (CORPUS / "latexml" / "dd3d.html").read_bytes())
     s.add("/html/astro-ph/0601001", FAILED_CONVERSION_PAGE)
@@ -84,12 +89,21 @@ def fetched(tmp_path_factory):
         log1 = list(s.log)
         journal1 = journal(cache)
         second = _fetch_in_process(args, s.env())
-        log2 = s.log[len(log1):]
+        log2 = s.log[len(log1) :]
         journal2 = journal(cache)
         refresh = _fetch_in_process(args + ["--refresh"], s.env())
-        log3 = s.log[len(log1) + len(log2):]
-    return {"cache": cache, "first": first, "second": second, "refresh": refresh, "log1": log1, "log2": log2,
-            "log3": log3, "journal1": journal1, "journal2": journal2}
+        log3 = s.log[len(log1) + len(log2) :]
+    return {
+        "cache": cache,
+        "first": first,
+        "second": second,
+        "refresh": refresh,
+        "log1": log1,
+        "log2": log2,
+        "log3": log3,
+        "journal1": journal1,
+        "journal2": journal2,
+    }
 
 
 def test_fetch_summary_and_clear_per_paper_failures(fetched):
@@ -126,8 +140,14 @@ def test_nothing_lost_no_duplicates(fetched):
     for pid in ("1605.08386", "2104.12255", "1707.08567"):
         assert {(pid, p) for p in ("meta", "html", "source")} <= set(ok)
     every = {(r["id"], r["part"]) for r in recs}
-    wanted = {("0000.0000", "meta"), ("abc", "meta"), ("astro-ph/0601001", "html"), ("quant-ph/0201082", "html"),
-              ("quant-ph/0201082", "source"), ("astro-ph/0601001", "source")}
+    wanted = {
+        ("0000.0000", "meta"),
+        ("abc", "meta"),
+        ("astro-ph/0601001", "html"),
+        ("quant-ph/0201082", "html"),
+        ("quant-ph/0201082", "source"),
+        ("astro-ph/0601001", "source"),
+    }
     assert wanted <= every, "every failure is journaled"
     papers = sorted(p.name for p in (cache / "papers").iterdir())
     assert papers == ["1605.08386", "1707.08567", "2104.12255", "astro-ph_0601001", "quant-ph_0201082"]
@@ -207,8 +227,21 @@ def test_ctrl_c_and_kill_then_resume_completes_with_nothing_refetched(tmp_path):
         s.default_html = lambda pid: Route(a1709, 200, {"Content-Type": "text/html"})
         s.default_eprint = lambda pid: Route(tarball, 200)
         env = dict(os.environ, **s.env(), PYTHONPATH=str(ROOT))
-        args = [sys.executable, "-m", "sciga", "fetch", "--query", "testing", "--max-results", "30",
-                "--page-size", "10", "--output", str(cache), *FAST]
+        args = [
+            sys.executable,
+            "-m",
+            "sciga",
+            "fetch",
+            "--query",
+            "testing",
+            "--max-results",
+            "30",
+            "--page-size",
+            "10",
+            "--output",
+            str(cache),
+            *FAST,
+        ]
         jpath = cache / "journal.jsonl"
 
         # Run 1: Ctrl-C mid-way.
@@ -275,8 +308,21 @@ def test_fetch_takes_pages_from_an_ar5iv_dump(tmp_path):
         zf.writestr("1605/1605.08386.html", (CORPUS / "latexml" / "a1709.html").read_bytes())
     cache = tmp_path / "cache"
     with FaultServer() as s:
-        r = _fetch_in_process(["fetch", "--ids", "1605.08386", "--html-dump", str(dump), "--parts", "meta,html",
-                               "--output", str(cache), *FAST], s.env())
+        r = _fetch_in_process(
+            [
+                "fetch",
+                "--ids",
+                "1605.08386",
+                "--html-dump",
+                str(dump),
+                "--parts",
+                "meta,html",
+                "--output",
+                str(cache),
+                *FAST,
+            ],
+            s.env(),
+        )
         paths = [e["path"] for e in s.log]
     assert r.returncode == 0 and "1 complete" in r.stdout
     assert paths == ["/api/query"], "the page came from the dump, not over HTTP; no e-print asked for"
@@ -294,8 +340,21 @@ def test_pages_read_from_a_dump_are_not_reported_as_downloads(tmp_path):
         zf.writestr("1605/1605.08386.html", page)
     cache = tmp_path / "cache"
     with FaultServer() as s:
-        r = _fetch_in_process(["fetch", "--ids", "1605.08386", "--html-dump", str(dump), "--parts", "meta,html",
-                               "--output", str(cache), *FAST], s.env())
+        r = _fetch_in_process(
+            [
+                "fetch",
+                "--ids",
+                "1605.08386",
+                "--html-dump",
+                str(dump),
+                "--parts",
+                "meta,html",
+                "--output",
+                str(cache),
+                *FAST,
+            ],
+            s.env(),
+        )
     assert r.returncode == 0
     report = json.loads((cache / "report.json").read_text())
     assert report["requests"] == 1  # the arXiv API query for the metadata
@@ -312,11 +371,17 @@ def test_the_fetch_job_runs_from_typed_options_without_a_command_line(tmp_path):
     with FaultServer() as s:
         serve_papers(s)
         env = s.env()
-        endpoints = resolve_endpoints(env["SCIGA_ARXIV_API_URL"], env["SCIGA_HTML_BASE_URL"],
-                                      env["SCIGA_EPRINT_BASE_URL"], rate_limit=0.0)
-        opts = FetchOptions(output=str(tmp_path / "cache"), endpoints=endpoints,
-                            http=HttpOptions(max_retries=2, timeout=5, backoff=0.01), ids=("1605.08386", "abc"),
-                            parts=("meta", "html"), progress=False)
+        endpoints = resolve_endpoints(
+            env["SCIGA_ARXIV_API_URL"], env["SCIGA_HTML_BASE_URL"], env["SCIGA_EPRINT_BASE_URL"], rate_limit=0.0
+        )
+        opts = FetchOptions(
+            output=str(tmp_path / "cache"),
+            endpoints=endpoints,
+            http=HttpOptions(max_retries=2, timeout=5, backoff=0.01),
+            ids=("1605.08386", "abc"),
+            parts=("meta", "html"),
+            progress=False,
+        )
         summary = run_fetch_job(opts)
     assert (summary.papers, summary.complete, summary.failed) == (2, 1, 1)
     assert [f[0] for f in summary.failures] == ["abc"]

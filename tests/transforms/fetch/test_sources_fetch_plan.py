@@ -1,6 +1,7 @@
 """`sciga fetch --plan` (nothing sent: every endpoint is a server that fails the test on any
 request, and sockets refuse to connect), bulk e-print coverage from arXiv_src_manifest.xml,
 and `sciga fetch --cached-metadata` fetching pages and e-prints for bulk-imported metadata."""
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,12 @@ T0 = datetime(2021, 1, 4, tzinfo=timezone.utc)
 
 def corpus(n: int = 40):
     """n cs papers in Jan 2021 (2101.00001 ...), every fourth one math only."""
-    return [make_paper(i, first=T0 + timedelta(hours=6 * i), categories="math.OC" if i % 4 == 3 else "cs.CV",
-                       month_seq=i + 1) for i in range(n)]
+    return [
+        make_paper(
+            i, first=T0 + timedelta(hours=6 * i), categories="math.OC" if i % 4 == 3 else "cs.CV", month_seq=i + 1
+        )
+        for i in range(n)
+    ]
 
 
 def write_snapshot(path: Path, ps) -> None:
@@ -95,7 +100,9 @@ def test_manifest_coverage(tmp_path):
     (tmp_path / "bad" / "arXiv_src_manifest.xml").write_text("<arXivSRC><file>")
     with pytest.raises(FileNotFoundError, match="is not XML"):
         bulk_eprint_coverage(str(tmp_path / "bad"))
-    (tmp_path / "bad" / "arXiv_src_manifest.xml").write_text("<arXivSRC><file><filename>src/x.tar</filename></file></arXivSRC>")
+    (tmp_path / "bad" / "arXiv_src_manifest.xml").write_text(
+        "<arXivSRC><file><filename>src/x.tar</filename></file></arXivSRC>"
+    )
     with pytest.raises(FileNotFoundError, match="size, num_items or seq_num is not a number"):
         bulk_eprint_coverage(str(tmp_path / "bad"))
     with pytest.raises(FileNotFoundError, match="--eprints-bulk"):
@@ -110,8 +117,13 @@ def _cache_with_parts(tmp_path: Path, ps) -> Path:
     import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(cache)))
     c = FetchCache(str(cache))
     for p in ps[:5]:
-        c.save(p.id, "html", gzip_deterministic(b"<html>" + b"x" * 1000 + b"</html>"), suffix=".html.gz",
-               info={"source": "ar5iv"})
+        c.save(
+            p.id,
+            "html",
+            gzip_deterministic(b"<html>" + b"x" * 1000 + b"</html>"),
+            suffix=".html.gz",
+            info={"source": "ar5iv"},
+        )
     c.save(ps[5].id, "source", tar_gz_of({"main.tex": b"\\documentclass{article}"}), suffix=".src.tar.gz")
     c.fail(ps[6].id, "html", "http_404", "gone", permanent=True)
     c.close()
@@ -133,8 +145,17 @@ def test_plan_counts_every_source_of_every_part(tmp_path, no_network):
     dump = _dump(tmp_path, [ps[k].id for k in (4, 8, 9)])
     ep = Endpoints(rate_limit=3.0)
     sel = Selection(categories=("cs",), date_from="2021-01-01", date_until="2021-01-31")
-    plan = plan_fetch(PlanOptions(cache=str(cache), endpoints=ep, cached_metadata=True, selection=sel,
-                                  html_dumps=(str(dump),), eprints_bulk=str(tmp_path), bandwidth_mbit=80))
+    plan = plan_fetch(
+        PlanOptions(
+            cache=str(cache),
+            endpoints=ep,
+            cached_metadata=True,
+            selection=sel,
+            html_dumps=(str(dump),),
+            eprints_bulk=str(tmp_path),
+            bandwidth_mbit=80,
+        )
+    )
     cs = [p for p in ps if p.categories == "cs.CV"]
     assert plan.papers == len(cs) == 30
     rows = {(r.part, r.source): r for r in plan.rows}
@@ -194,13 +215,35 @@ def test_plan_cli_sends_nothing_to_any_endpoint(tmp_path):
         env = {**f.env(), "SCIGA_OAI_URL": oai.url}
         with scoped_environ(env):
             outs = []
-            for extra in (["--metadata-snapshot", str(snap)], ["--oai-pmh"], ["--ids", ps[0].id, ps[1].id],
-                          ["--query", "cat:cs.CV", "--max-results", "50"], ["--cached-metadata"]):
+            for extra in (
+                ["--metadata-snapshot", str(snap)],
+                ["--oai-pmh"],
+                ["--ids", ps[0].id, ps[1].id],
+                ["--query", "cat:cs.CV", "--max-results", "50"],
+                ["--cached-metadata"],
+            ):
                 buf = io.StringIO()
                 with contextlib.redirect_stdout(buf):
-                    rc = main(["fetch", "--plan", *extra, "--category", "cs", "--from", "2021-01", "--until", "2021-12",
-                               "--eprints-bulk", "s3://arxiv/src/", "--eprints-manifest",
-                               str(tmp_path / "arXiv_src_manifest.xml"), "--output", str(cache), "--no-progress"])
+                    rc = main(
+                        [
+                            "fetch",
+                            "--plan",
+                            *extra,
+                            "--category",
+                            "cs",
+                            "--from",
+                            "2021-01",
+                            "--until",
+                            "2021-12",
+                            "--eprints-bulk",
+                            "s3://arxiv/src/",
+                            "--eprints-manifest",
+                            str(tmp_path / "arXiv_src_manifest.xml"),
+                            "--output",
+                            str(cache),
+                            "--no-progress",
+                        ]
+                    )
                 assert rc == 0, buf.getvalue()
                 outs.append(buf.getvalue())
         assert f.log == [] and oai.log == [], "--plan sent a request"
@@ -247,17 +290,35 @@ def test_cached_metadata_fetches_pages_and_eprints_of_the_selected_papers(tmp_pa
         f.default_eprint = lambda pid: Route(eprint, 200)
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            rc = main(["fetch", "--cached-metadata", "--category", "cs.CV", "--eprints-bulk", str(tmp_path / "bulk"),
-                       "--output", str(cache), "--arxiv-api-url", f.api_url, "--html-base-url", f.html_base,
-                       "--eprint-base-url", f.eprint_base, "--rate-limit", "0", "--no-progress"])
+            rc = main(
+                [
+                    "fetch",
+                    "--cached-metadata",
+                    "--category",
+                    "cs.CV",
+                    "--eprints-bulk",
+                    str(tmp_path / "bulk"),
+                    "--output",
+                    str(cache),
+                    "--arxiv-api-url",
+                    f.api_url,
+                    "--html-base-url",
+                    f.html_base,
+                    "--eprint-base-url",
+                    f.eprint_base,
+                    "--rate-limit",
+                    "0",
+                    "--no-progress",
+                ]
+            )
         out = buf.getvalue()
         paths = [e["path"] for e in f.log]
     assert rc == 0, out
     cv = [p.id for p in ps if p.categories == "cs.CV"]
     assert not [x for x in paths if x.startswith("/api/")], "metadata came from the snapshot"
-    assert sorted(x[len("/html/"):] for x in paths if x.startswith("/html/")) == sorted(cv)
+    assert sorted(x[len("/html/") :] for x in paths if x.startswith("/html/")) == sorted(cv)
     in_bulk = {"2101.00001", "2101.00002", "2101.00011"}  # the manifest's tars: 00001-00002 and 00011-00020
-    assert sorted(x[len("/e-print/"):] for x in paths if x.startswith("/e-print/")) == sorted(set(cv) - in_bulk)
+    assert sorted(x[len("/e-print/") :] for x in paths if x.startswith("/e-print/")) == sorted(set(cv) - in_bulk)
     assert "3 e-prints left to the bulk tars" in out and f"{len(cv)} complete" in out
     m = json.loads((cache / "papers" / cv[0] / f"{cv[0]}.meta.json").read_text())
     assert m["source"] and m["url"].endswith(cv[0]) and m["categories"] == ["cs.CV"]

@@ -1,4 +1,5 @@
 """The polite client against a real HTTP server on 127.0.0.1 with injected faults."""
+
 from __future__ import annotations
 
 import time

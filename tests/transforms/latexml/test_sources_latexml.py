@@ -4,6 +4,7 @@
 generator installed here), and every failure is a dead-letter reason within its limits.
 
 Each corpus tree is converted once per session (module fixture, two at a time)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -124,8 +125,11 @@ def test_latexml_version_is_recorded_for_provenance(converted):
 
 def test_same_input_same_bytes(tmp_path):
     pdf = (CORPUS / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes()
-    files = {"main.tex": b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\today\\begin{figure}"
-                         b"\\includegraphics{t.pdf}\\caption{Trees.}\\end{figure}\\end{document}\n", "t.pdf": pdf}
+    files = {
+        "main.tex": b"\\documentclass{article}\\usepackage{graphicx}\\begin{document}\\today\\begin{figure}"
+        b"\\includegraphics{t.pdf}\\caption{Trees.}\\end{figure}\\end{document}\n",
+        "t.pdf": pdf,
+    }
     from sciga.transforms.eprints.eprint import SourceTree
 
     one = convert_eprint(SourceTree(kind="dir", files=files), paper_id="det")
@@ -141,14 +145,19 @@ def test_a_tex_file_that_loops_forever_is_stopped_at_the_time_limit():
     import psutil
 
     marker = f"loop{uuid.uuid4().hex[:8]}"
-    tex = (b"\\documentclass{article}\\begin{document}Hello.\\newcount\\n"
-           b"\\loop \\advance\\n by 1 \\ifnum\\n>0 \\repeat\\end{document}\n")
+    tex = (
+        b"\\documentclass{article}\\begin{document}Hello.\\newcount\\n"
+        b"\\loop \\advance\\n by 1 \\ifnum\\n>0 \\repeat\\end{document}\n"
+    )
     from sciga.transforms.eprints.eprint import SourceTree
 
     t0 = time.monotonic()
     with pytest.raises(StageError) as ei:
-        convert_eprint(SourceTree(kind="dir", files={f"{marker}.tex": tex}), paper_id="2401.00001",
-                       options=LatexmlOptions(timeout_s=3))
+        convert_eprint(
+            SourceTree(kind="dir", files={f"{marker}.tex": tex}),
+            paper_id="2401.00001",
+            options=LatexmlOptions(timeout_s=3),
+        )
     took = time.monotonic() - t0
     e = ei.value
     assert (e.stage, e.error_type, e.paper_id) == ("latexml", "latexml_timeout", "2401.00001")
@@ -173,8 +182,11 @@ def test_a_fatal_tex_error_is_latexml_fatal():
 def test_no_main_file_and_pdf_only_are_reasons_before_latexml_runs():
     from sciga.transforms.eprints.eprint import SourceTree
 
-    parts = {"sections/intro.tex": b"\\section{Intro} text", "fig.png": b"\x89PNG",
-             "notes.tex": b"% \\documentclass{article}\n% \\begin{document}\n"}
+    parts = {
+        "sections/intro.tex": b"\\section{Intro} text",
+        "fig.png": b"\x89PNG",
+        "notes.tex": b"% \\documentclass{article}\n% \\begin{document}\n",
+    }
     with pytest.raises(StageError) as ei:
         convert_eprint(SourceTree(kind="dir", files=parts), paper_id="2401.00003")
     assert ei.value.error_type == "no_main_file" and "no main TeX file" in ei.value.message
@@ -187,29 +199,43 @@ def test_the_memory_limit_applies_to_the_converter(tmp_path):
     # A stand-in latexmlc in Perl (LaTeXML's language) that asks for 2 GiB: under a 256 MiB
     # address-space limit Perl dies with "Out of memory!", as LaTeXML does on a real runaway.
     fake = tmp_path / "latexmlc"
-    fake.write_text('#!/usr/bin/perl\nif (grep { $_ eq "--VERSION" } @ARGV) { print STDERR "latexmlc (LaTeXML '
-                    'version 0.8.7)\\n"; exit 0 }\nmy $x = "a" x (2 * 1024 ** 3);\nprint length($x), "\\n";\n')
+    fake.write_text(
+        '#!/usr/bin/perl\nif (grep { $_ eq "--VERSION" } @ARGV) { print STDERR "latexmlc (LaTeXML '
+        'version 0.8.7)\\n"; exit 0 }\nmy $x = "a" x (2 * 1024 ** 3);\nprint length($x), "\\n";\n'
+    )
     fake.chmod(0o755)
     from sciga.transforms.eprints.eprint import SourceTree
 
     doc = {"main.tex": b"\\documentclass{article}\\begin{document}x\\end{document}"}
     with pytest.raises(StageError) as ei:
-        convert_eprint(SourceTree(kind="dir", files=doc), paper_id="2401.00005",
-                       options=LatexmlOptions(latexmlc=str(fake), max_memory_bytes=256 << 20, timeout_s=30))
+        convert_eprint(
+            SourceTree(kind="dir", files=doc),
+            paper_id="2401.00005",
+            options=LatexmlOptions(latexmlc=str(fake), max_memory_bytes=256 << 20, timeout_s=30),
+        )
     assert ei.value.error_type == "latexml_memory" and "256 MiB" in ei.value.message
     with pytest.raises(StageError) as ei:
-        convert_eprint(SourceTree(kind="dir", files=doc), paper_id="x", options=LatexmlOptions(latexmlc="no-such-latexmlc"))
+        convert_eprint(
+            SourceTree(kind="dir", files=doc), paper_id="x", options=LatexmlOptions(latexmlc="no-such-latexmlc")
+        )
     assert ei.value.error_type == "latexml_missing" and "apt-get install latexml" in ei.value.message
 
 
 def test_main_file_choice():
     doc = b"\\documentclass{article}\\begin{document}\\input{sec/a}\\end{document}"
-    files = {"template.tex": b"\\documentclass{article}\\begin{document}x\\end{document}" * 10,
-             "paper.tex": doc, "sec/a.tex": b"A"}
+    files = {
+        "template.tex": b"\\documentclass{article}\\begin{document}x\\end{document}" * 10,
+        "paper.tex": doc,
+        "sec/a.tex": b"A",
+    }
     assert find_main_file(files) == "paper.tex"  # pulls in the tree's other file
     assert find_main_file({**files, "00README.XXX": b"template.tex toplevelfile\n"}) == "template.tex"
-    assert find_main_file({"a.tex": b"\\documentclass{article}\\begin{document}", "main.tex": b"\\documentclass{x}"
-                           b"\\begin{document}"}) == "main.tex"
+    assert (
+        find_main_file(
+            {"a.tex": b"\\documentclass{article}\\begin{document}", "main.tex": b"\\documentclass{x}\\begin{document}"}
+        )
+        == "main.tex"
+    )
     tree = read_source_dir(str(CORPUS / "tex" / "dd3d"), keep=lambda _: True)
     assert find_main_file(tree.files) == "main.tex"
 
@@ -220,8 +246,15 @@ def test_png_time_chunks_are_stripped():
 
     ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
     idat = chunk(b"IDAT", zlib.compress(b"\0\0"))
-    png = (b"\x89PNG\r\n\x1a\n" + ihdr + chunk(b"tEXt", b"date:create\x002026-01-01") + chunk(b"tIME", b"\x07\xea\1\1\0\0\0")
-           + chunk(b"tEXt", b"Software\x00ImageMagick") + idat + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + ihdr
+        + chunk(b"tEXt", b"date:create\x002026-01-01")
+        + chunk(b"tIME", b"\x07\xea\1\1\0\0\0")
+        + chunk(b"tEXt", b"Software\x00ImageMagick")
+        + idat
+        + chunk(b"IEND", b"")
+    )
     out = _strip_png_times(png)
     assert b"tIME" not in out and b"date:create" not in out and b"Software" in out and _crc_ok(out)
     from PIL import Image
@@ -232,8 +265,8 @@ def test_png_time_chunks_are_stripped():
 def _crc_ok(png: bytes) -> bool:
     i = 8
     while i + 8 <= len(png):
-        n, kind = struct.unpack(">I4s", png[i:i + 8])
-        if zlib.crc32(png[i + 4:i + 8 + n]) != struct.unpack(">I", png[i + 8 + n:i + 12 + n])[0]:
+        n, kind = struct.unpack(">I4s", png[i : i + 8])
+        if zlib.crc32(png[i + 4 : i + 8 + n]) != struct.unpack(">I", png[i + 8 + n : i + 12 + n])[0]:
             return False
         i += 12 + n
         if kind == b"IEND":

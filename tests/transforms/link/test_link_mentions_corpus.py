@@ -1,6 +1,7 @@
 """Mentions on the embedded sample and the real corpus pages: every mention verified by
 reading the HTML is found with the right figure/subfigure id and span, and the count per
 paper is the non-self ltx_ref anchors to figures plus the verified typed mentions."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,9 +35,9 @@ def _check_span(paper, row):
         owners.update({s.id: s for f in paper.figures for s in f.subfigures})
         owners.update({t.id: t for t in paper.tables})
         text = owners[row.context_id].caption
-    assert text[row.char_start:row.char_end] == row.surface
+    assert text[row.char_start : row.char_end] == row.surface
     if row.sentence is not None:
-        assert text[row.sentence_start:row.sentence_start + len(row.sentence)] == row.sentence
+        assert text[row.sentence_start : row.sentence_start + len(row.sentence)] == row.sentence
         assert row.sentence_start <= row.char_start and row.char_end <= row.sentence_start + len(row.sentence)
     return text
 
@@ -48,7 +49,8 @@ def test_mention_count_is_anchors_plus_verified_typed_mentions(key):
     anchors = html_figure_anchors(key)
     assert len(rows) == len(anchors) + len(VERIFIED_TEXT_MENTIONS[key])
     assert Counter(r.resolution for r in rows) == Counter(
-        {k: v for k, v in {"anchor": len(anchors), "text": len(VERIFIED_TEXT_MENTIONS[key])}.items() if v})
+        {k: v for k, v in {"anchor": len(anchors), "text": len(VERIFIED_TEXT_MENTIONS[key])}.items() if v}
+    )
     paper = linked(key)
     for r in rows:
         _check_span(paper, r)
@@ -69,8 +71,10 @@ def test_anchored_mentions_point_where_the_href_points(key):
 def test_sample_mentions_match_the_html(stem):
     paper = linked(stem)
     got = sorted((paragraph_html_id(paper, r), r.surface, r.figure_id, r.resolution) for r in mentions(stem))
-    want = sorted([(p, s, f, "anchor") for p, s, f in VERIFIED_SAMPLE_ANCHORS[stem]]
-                  + [(p, s, f, "text") for p, s, f in VERIFIED_TEXT_MENTIONS[stem]])
+    want = sorted(
+        [(p, s, f, "anchor") for p, s, f in VERIFIED_SAMPLE_ANCHORS[stem]]
+        + [(p, s, f, "text") for p, s, f in VERIFIED_TEXT_MENTIONS[stem]]
+    )
     assert got == want
 
 
@@ -78,7 +82,8 @@ def test_sample_sentences_survive_fig_cf_and_lists():
     rows = {(r.surface, r.figure_id): r for r in mentions("2511.99001")}
     assert rows[("Fig. 3(a)", "2511.99001_F3.1")].sentence == (
         "Qualitatively (cf. Fig. 3(a) for the corresponding budget), masks on routed frames are "
-        "indistinguishable from keyframe masks, as in Figure 2(c).")
+        "indistinguishable from keyframe masks, as in Figure 2(c)."
+    )
     assert rows[("Fig. 3", "2511.99001_F3")].sentence == "Fig. 3 summarises the trade-off."
     assert rows[("Figure 2(a)", "2511.99001_F3.1")].sentence.startswith("The curve in Figure 2(a) shows")
     # an inline enumeration "(i) ..., (ii) ..., and (iii) ..." is one sentence
@@ -116,8 +121,12 @@ def test_corpus_anchor_followed_by_panel_and_position():
 def test_corpus_title_and_caption_mentions():
     titles = [r for r in mentions("honline") if r.context == "title"]
     assert sorted((r.surface, r.figure_id) for r in titles) == [
-        ("Fig. 5", "honline_F5"), ("Fig. 6", "honline_F6"), ("Fig. 7", "honline_F7"), ("Fig. 8", "honline_F8"),
-        ("Fig. 9", "honline_F9")]
+        ("Fig. 5", "honline_F5"),
+        ("Fig. 6", "honline_F6"),
+        ("Fig. 7", "honline_F7"),
+        ("Fig. 8", "honline_F8"),
+        ("Fig. 9", "honline_F9"),
+    ]
     assert all(r.paragraph_index is None and r.sentence.endswith(r.surface) for r in titles)
     caps = [(r.context_id, r.surface, r.figure_id) for r in mentions("muse") if r.context == "caption"]
     assert caps == [("muse_F12", "11", "muse_F11")]

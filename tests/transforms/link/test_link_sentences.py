@@ -1,5 +1,6 @@
 """Sentences around mentions: scispaCy's pysbd_sentencizer with protected tokens, the
 window/shortcut machinery, and the spaCy-model option (a tiny pipeline built here)."""
+
 from __future__ import annotations
 
 import re
@@ -9,9 +10,11 @@ from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, linked, needs_corpus, page
 
 from sciga.transforms.link.sentences import NONE, Sentencizer, load_pipeline, protect, sentence_of
 
-TEXT = ("As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a)). Smith et al. show that "
-        "<MATH> x_{i}. y=2 </MATH> holds in Fig. 4. We use e.g. ResNet, i.e. a CNN, as in Sect. 4. "
-        "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al. Then we stop.")
+TEXT = (
+    "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a)). Smith et al. show that "
+    "<MATH> x_{i}. y=2 </MATH> holds in Fig. 4. We use e.g. ResNet, i.e. a CNN, as in Sect. 4. "
+    "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al. Then we stop."
+)
 
 
 def sentence(text, needle, sz=None):
@@ -28,12 +31,15 @@ def test_protect_keeps_offsets_and_blanks_only_what_cannot_end_a_sentence():
     assert p.endswith("we stop.")
 
 
-@pytest.mark.parametrize("needle, want", [
-    ("Figs. 2", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
-    ("Fig. 3(a)", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
-    ("Fig. 4", "Smith et al. show that <MATH> x_{i}. y=2 </MATH> holds in Fig. 4."),
-    ("Fig. S1", "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al."),
-])
+@pytest.mark.parametrize(
+    "needle, want",
+    [
+        ("Figs. 2", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
+        ("Fig. 3(a)", "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a))."),
+        ("Fig. 4", "Smith et al. show that <MATH> x_{i}. y=2 </MATH> holds in Fig. 4."),
+        ("Fig. S1", "The error is 3.5 pp. lower in Fig. S1 than reported by Smith et al."),
+    ],
+)
 def test_mentions_survive_fig_cf_et_al_and_math(needle, want):
     assert sentence(TEXT, needle) == want
 

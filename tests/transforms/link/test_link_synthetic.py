@@ -2,6 +2,7 @@
 absolute arxiv.org/html anchors, links into another paper, panel hrefs (0.8.8 flex panels
 without captions, split from "Left: ... Right: ..."), an anchor
 followed by a typed panel, a LABEL leftover after a keyword, caption and title mentions."""
+
 from __future__ import annotations
 
 from sciga.transforms.link.link_paper import link_paper
@@ -69,4 +70,6 @@ def test_other_paper_and_unmapped_labels_are_not_mentions():
 def test_split_positions_label_the_panels():
     fig2 = linked().figures[1]
     assert [(s.label, s.caption, s.caption_source) for s in fig2.subfigures] == [
-        ("Left", "<TAG> Left </TAG> the input.", "split_parent"), ("Right", "<TAG> Right </TAG> the output.", "split_parent")]
+        ("Left", "<TAG> Left </TAG> the input.", "split_parent"),
+        ("Right", "<TAG> Right </TAG> the output.", "split_parent"),
+    ]

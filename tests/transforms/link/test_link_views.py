@@ -1,5 +1,6 @@
 """The link stage inside a real `sciga build` (Beam DirectRunner, Parquet) and the task
 views over it, queried with DuckDB."""
+
 from __future__ import annotations
 
 import apache_beam as beam
@@ -17,15 +18,66 @@ from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.link.stage import LinkPapers
 
 VIEW_COLUMNS = {
-    "caption_context": ["paper_id", "figure_id", "number", "label", "caption", "caption_text", "image", "is_teaser",
-                        "paragraphs", "mention_sentences", "n_mentions"],
-    "method_diagrams": ["paper_id", "figure_id", "number", "method_section_id", "method_section_title", "method_text",
-                        "caption", "caption_text", "image", "width", "height", "size_source", "aspect_ratio",
-                        "in_method_section", "mentioned_in_method", "diagram_caption"],
-    "subfigure_subcaption": ["paper_id", "figure_id", "subfigure_id", "panel", "label", "subcaption", "subcaption_text",
-                             "subcaption_source", "figure_caption", "image", "image_kind", "is_medical"],
-    "ga_candidates": ["paper_id", "abstract", "candidate_kind", "candidate_id", "figure_index", "caption", "image",
-                      "image_path", "is_teaser", "ga_role", "ga_type", "in_ga_components", "is_ga"],
+    "caption_context": [
+        "paper_id",
+        "figure_id",
+        "number",
+        "label",
+        "caption",
+        "caption_text",
+        "image",
+        "is_teaser",
+        "paragraphs",
+        "mention_sentences",
+        "n_mentions",
+    ],
+    "method_diagrams": [
+        "paper_id",
+        "figure_id",
+        "number",
+        "method_section_id",
+        "method_section_title",
+        "method_text",
+        "caption",
+        "caption_text",
+        "image",
+        "width",
+        "height",
+        "size_source",
+        "aspect_ratio",
+        "in_method_section",
+        "mentioned_in_method",
+        "diagram_caption",
+    ],
+    "subfigure_subcaption": [
+        "paper_id",
+        "figure_id",
+        "subfigure_id",
+        "panel",
+        "label",
+        "subcaption",
+        "subcaption_text",
+        "subcaption_source",
+        "figure_caption",
+        "image",
+        "image_kind",
+        "is_medical",
+    ],
+    "ga_candidates": [
+        "paper_id",
+        "abstract",
+        "candidate_kind",
+        "candidate_id",
+        "figure_index",
+        "caption",
+        "image",
+        "image_path",
+        "is_teaser",
+        "ga_role",
+        "ga_type",
+        "in_ga_components",
+        "is_ga",
+    ],
 }
 
 
@@ -57,15 +109,23 @@ def test_every_view_is_shipped_and_has_its_fields(build):
 
 
 def test_mentions_config(build):
-    got = rows(build, "SELECT context, resolution, count(*) AS n FROM mentions WHERE paper_id LIKE '2511.%' "
-                      "GROUP BY ALL ORDER BY ALL")
-    assert got == [{"context": "paragraph", "resolution": "anchor", "n": 17},
-                   {"context": "paragraph", "resolution": "text", "n": 10}]
+    got = rows(
+        build,
+        "SELECT context, resolution, count(*) AS n FROM mentions WHERE paper_id LIKE '2511.%' "
+        "GROUP BY ALL ORDER BY ALL",
+    )
+    assert got == [
+        {"context": "paragraph", "resolution": "anchor", "n": 17},
+        {"context": "paragraph", "resolution": "text", "n": 10},
+    ]
     (r,) = rows(build, "SELECT * FROM mentions WHERE surface = 'Fig. 3b'")
     assert r["figure_id"] == "2511.99001_F3.2" and r["sentence"].endswith("see also Fig. 3b for the other attributes.")
-    spans = rows(build, "SELECT s.text, s.ref_id, s.resolution, s.sentence_start FROM papers p, unnest(p.sections) t(sec), "
-                        "unnest(t.sec.paragraphs) u(par), unnest(u.par.ref_spans) v(s) WHERE p.id = '2511.99003' "
-                        "AND t.sec.id = '2511.99003_S1' AND s.resolution = 'text' ORDER BY s.start, s.ref_id")
+    spans = rows(
+        build,
+        "SELECT s.text, s.ref_id, s.resolution, s.sentence_start FROM papers p, unnest(p.sections) t(sec), "
+        "unnest(t.sec.paragraphs) u(par), unnest(u.par.ref_spans) v(s) WHERE p.id = '2511.99003' "
+        "AND t.sec.id = '2511.99003_S1' AND s.resolution = 'text' ORDER BY s.start, s.ref_id",
+    )
     assert [(s["text"], s["ref_id"]) for s in spans][:2] == [("Figures 1", "2511.99003_F1"), ("2", "2511.99003_F2")]
     assert all(s["sentence_start"] is not None for s in spans)
 
@@ -75,10 +135,14 @@ def test_caption_context(build):
     assert r["caption_text"].startswith("Results of Glimpse.") and "<TAG>" not in r["caption_text"]
     assert r["n_mentions"] == 7  # Figs. 2 and *3*, Fig. 3, Figure 2(a)-(c) (its panels), Fig. 3b, Fig. 3(a)
     assert len(r["paragraphs"]) == 2
-    assert r["paragraphs"][0].startswith("Our contributions are:") and r["paragraphs"][1].startswith("Fig. 3 summarises")
+    assert r["paragraphs"][0].startswith("Our contributions are:") and r["paragraphs"][1].startswith(
+        "Fig. 3 summarises"
+    )
     assert "Fig. 3 summarises the trade-off." in r["mention_sentences"]
     assert r["image"] is None  # a figure made of panels: the panels carry the images
-    unmentioned = rows(build, "SELECT figure_id FROM caption_context WHERE len(paragraphs) = 0 AND paper_id LIKE '2511.%'")
+    unmentioned = rows(
+        build, "SELECT figure_id FROM caption_context WHERE len(paragraphs) = 0 AND paper_id LIKE '2511.%'"
+    )
     # LaTeXML prints the reference to Figure 2 (a minipage sharing one element with Figure 3) as "3".
     assert {u["figure_id"] for u in unmentioned} == {"2511.99002_F2"}
 
@@ -108,15 +172,19 @@ def test_method_diagrams_default_filter_and_parameters(build):
 
 def test_method_diagrams_prefers_decoded_sizes(build):
     """When the vision stage filled figures.width/height, those win over the HTML size."""
-    build.execute("CREATE OR REPLACE TEMP VIEW figures_decoded AS SELECT * REPLACE ("
-                  "CASE WHEN id = '2511.99001_F2' THEN 1000 ELSE width END AS width, "
-                  "CASE WHEN id = '2511.99001_F2' THEN 500 ELSE height END AS height) FROM figures")
+    build.execute(
+        "CREATE OR REPLACE TEMP VIEW figures_decoded AS SELECT * REPLACE ("
+        "CASE WHEN id = '2511.99001_F2' THEN 1000 ELSE width END AS width, "
+        "CASE WHEN id = '2511.99001_F2' THEN 500 ELSE height END AS height) FROM figures"
+    )
     sql = task_views()["method_diagrams"].replace("FROM figures AS f", "FROM figures_decoded AS f")
     (g,) = rows(build, f"SELECT * FROM ({sql}) WHERE figure_id = '2511.99001_F2'")
     assert (g["width"], g["height"], g["size_source"], g["aspect_ratio"]) == (1000, 500, "decoded", 2.0)
     # Without decoded sizes the HTML display size is used (LaTeXML wrote 598x281).
-    build.execute("CREATE OR REPLACE TEMP VIEW figures_html AS SELECT * REPLACE (NULL::INTEGER AS width, "
-                  "NULL::INTEGER AS height) FROM figures")
+    build.execute(
+        "CREATE OR REPLACE TEMP VIEW figures_html AS SELECT * REPLACE (NULL::INTEGER AS width, "
+        "NULL::INTEGER AS height) FROM figures"
+    )
     sql = task_views()["method_diagrams"].replace("FROM figures AS f", "FROM figures_html AS f")
     (g,) = rows(build, f"SELECT * FROM ({sql}) WHERE figure_id = '2511.99001_F2'")
     assert (g["width"], g["height"], g["size_source"]) == (598, 281, "html")
@@ -151,11 +219,17 @@ def test_link_failure_becomes_one_dead_letter():
     works = [PaperWork(uri=f"{p.id}.html", key=p.id, paper=p) for p in (good, bad)]
     with BeamTestPipeline() as p:
         out = p | beam.Create(works) | LinkPapers()
-        assert_that(out.papers | "Ids" >> beam.Map(lambda w: (w.paper.id, len(w.mentions) > 0)),
-                    equal_to([("2511.99002", True)]), label="kept")
-        assert_that(out[DEAD_LETTER_TAG] | "Dead" >> beam.Map(
-            lambda w: (w.paper, [(d.paper_id, d.stage, d.error_type, d.scope) for d in w.dead])),
-                    equal_to([(None, [("2511.99001", "link", "internal", "input")])]), label="dead")
+        assert_that(
+            out.papers | "Ids" >> beam.Map(lambda w: (w.paper.id, len(w.mentions) > 0)),
+            equal_to([("2511.99002", True)]),
+            label="kept",
+        )
+        assert_that(
+            out[DEAD_LETTER_TAG]
+            | "Dead" >> beam.Map(lambda w: (w.paper, [(d.paper_id, d.stage, d.error_type, d.scope) for d in w.dead])),
+            equal_to([(None, [("2511.99001", "link", "internal", "input")])]),
+            label="dead",
+        )
 
 
 def test_unknown_sentence_model_is_one_clear_error(tmp_path):

@@ -1,6 +1,7 @@
 """The corpus definition `sciga update` saves with a build (OUT/corpus.json): what it
 selects from a real fetch cache (categories, first-version dates, accepted venues), and
 which selected papers are new to the build or have a new version."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,16 @@ def meta(i: int, year: int, categories: str, comment=None) -> dict:
 
 
 def test_definition_round_trip_and_a_broken_file(tmp_path):
-    d = CorpusDefinition(cache=str(tmp_path / "cache"), selection=Selection(("cs",), "2021-01-01", "2024-03-31"),
-                         venues=("CVPR",), oai_url="http://127.0.0.1:1/oai", parts=("meta", "html"), rate_limit=0.0,
-                         build_args=("--no-tex",), repo_id="org/name")
+    d = CorpusDefinition(
+        cache=str(tmp_path / "cache"),
+        selection=Selection(("cs",), "2021-01-01", "2024-03-31"),
+        venues=("CVPR",),
+        oai_url="http://127.0.0.1:1/oai",
+        parts=("meta", "html"),
+        rate_limit=0.0,
+        build_args=("--no-tex",),
+        repo_id="org/name",
+    )
     save_definition(str(tmp_path / "out"), d)
     assert load_definition(str(tmp_path / "out")) == d
     assert load_definition(str(tmp_path / "nothing")) is None
@@ -60,8 +68,13 @@ def test_selection_from_a_cache_and_the_fetch_plan(tmp_path):
     cache = tmp_path / "cache"
     store = open_for_import(str(cache))
     sink = MetadataSink(store, "test")
-    metas = [meta(0, 2022, "cs.CV", "Accepted to CVPR 2022"), meta(1, 2022, "cs.CL"), meta(2, 2019, "cs.CV"),
-             meta(3, 2022, "math.OC cs.LG"), meta(4, 2023, "q-bio.NC")]
+    metas = [
+        meta(0, 2022, "cs.CV", "Accepted to CVPR 2022"),
+        meta(1, 2022, "cs.CL"),
+        meta(2, 2019, "cs.CV"),
+        meta(3, 2022, "math.OC cs.LG"),
+        meta(4, 2023, "q-bio.NC"),
+    ]
     for m in metas:
         sink.put(m)
     sink.checkpoint()
@@ -70,8 +83,9 @@ def test_selection_from_a_cache_and_the_fetch_plan(tmp_path):
     got = list(selected_papers(d))
     assert [p.id for p in got] == sorted(m["id"] for m in (metas[0], metas[1], metas[3]))
     assert {p.id: p.version for p in got}[metas[0]["id"]] == metas[0]["version"]
-    assert [p.id for p in selected_papers(CorpusDefinition(cache=str(cache), selection=d.selection,
-                                                           venues=("CVPR",)))] == [metas[0]["id"]]
+    assert [
+        p.id for p in selected_papers(CorpusDefinition(cache=str(cache), selection=d.selection, venues=("CVPR",)))
+    ] == [metas[0]["id"]]
 
     built = {got[0].id: (got[0].version, got[0].updated), got[1].id: ("v0", got[1].updated)}
     plan = plan_fetch(got + [CachedPaper("2401.99999", "v1", None)], built, dead={"2401.99999"})

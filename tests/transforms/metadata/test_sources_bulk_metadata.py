@@ -2,6 +2,7 @@
 arXivRaw / arXiv) to the sidecar the build reads, the corpus selection, and `sciga fetch
 --metadata-snapshot` end to end (malformed lines, reruns, kill and resume), then `sciga
 build --input CACHE` on a cache holding only that metadata plus pages placed there."""
+
 from __future__ import annotations
 
 import bz2
@@ -48,20 +49,49 @@ from conftest import CORPUS
 
 # arXiv's first record (0704.0001) as the Kaggle snapshot has it, byte for byte in shape.
 KAGGLE_0704_0001 = {
-    "id": "0704.0001", "submitter": "Pavel Nadolsky",
+    "id": "0704.0001",
+    "submitter": "Pavel Nadolsky",
     "authors": "C. Bal\\'azs, E. L. Berger, P. M. Nadolsky, C.-P. Yuan",
     "title": "Calculation of prompt diphoton production cross sections at Tevatron and\n  LHC energies",
-    "comments": "37 pages, 15 figures; published version", "journal-ref": "Phys.Rev.D76:013009,2007",
-    "doi": "10.1103/PhysRevD.76.013009", "report-no": "ANL-HEP-PR-07-12", "categories": "hep-ph", "license": None,
+    "comments": "37 pages, 15 figures; published version",
+    "journal-ref": "Phys.Rev.D76:013009,2007",
+    "doi": "10.1103/PhysRevD.76.013009",
+    "report-no": "ANL-HEP-PR-07-12",
+    "categories": "hep-ph",
+    "license": None,
     "abstract": "  A fully differential calculation in perturbative quantum chromodynamics is\npresented for the "
-                "production of massive photon pairs at hadron colliders.\n",
-    "versions": [{"version": "v1", "created": "Mon, 2 Apr 2007 19:18:42 GMT"},
-                 {"version": "v2", "created": "Tue, 24 Jul 2007 20:10:27 GMT"}],
+    "production of massive photon pairs at hadron colliders.\n",
+    "versions": [
+        {"version": "v1", "created": "Mon, 2 Apr 2007 19:18:42 GMT"},
+        {"version": "v2", "created": "Tue, 24 Jul 2007 20:10:27 GMT"},
+    ],
     "update_date": "2008-11-13",
-    "authors_parsed": [["Balázs", "C.", ""], ["Berger", "E. L.", ""], ["Nadolsky", "P. M.", ""], ["Yuan", "C. -P.", ""]],
+    "authors_parsed": [
+        ["Balázs", "C.", ""],
+        ["Berger", "E. L.", ""],
+        ["Nadolsky", "P. M.", ""],
+        ["Yuan", "C. -P.", ""],
+    ],
 }
-API_KEYS = {"id", "version", "title", "authors", "published", "updated", "categories", "primary_category", "comment",
-            "journal_ref", "dois", "license", "abstract", "acm_classes", "msc_classes", "conference", "abs_url"}
+API_KEYS = {
+    "id",
+    "version",
+    "title",
+    "authors",
+    "published",
+    "updated",
+    "categories",
+    "primary_category",
+    "comment",
+    "journal_ref",
+    "dois",
+    "license",
+    "abstract",
+    "acm_classes",
+    "msc_classes",
+    "conference",
+    "abs_url",
+}
 
 
 # -- mapping ------------------------------------------------------------------------------------
@@ -84,12 +114,22 @@ def test_snapshot_record_maps_to_the_api_sidecar_shape():
 def test_snapshot_without_authors_parsed_reads_the_tex_author_string():
     obj = dict(KAGGLE_0704_0001)
     del obj["authors_parsed"]
-    assert [a["name"] for a in meta_from_snapshot(obj)["authors"]] == ["C. Balázs", "E. L. Berger", "P. M. Nadolsky", "C.-P. Yuan"]
+    assert [a["name"] for a in meta_from_snapshot(obj)["authors"]] == [
+        "C. Balázs",
+        "E. L. Berger",
+        "P. M. Nadolsky",
+        "C.-P. Yuan",
+    ]
 
 
 def test_venue_acm_msc_and_cross_lists():
-    obj = dict(KAGGLE_0704_0001, categories="cs.CV cs.LG stat.ML", comments="Accepted to CVPR 2023 (main conference)",
-               doi="10.1/a 10.2/b", **{"acm-class": "I.2.6; I.4.8", "msc-class": "68T07, 62H30"})
+    obj = dict(
+        KAGGLE_0704_0001,
+        categories="cs.CV cs.LG stat.ML",
+        comments="Accepted to CVPR 2023 (main conference)",
+        doi="10.1/a 10.2/b",
+        **{"acm-class": "I.2.6; I.4.8", "msc-class": "68T07, 62H30"},
+    )
     m = meta_from_snapshot(obj)
     assert m["primary_category"] == "cs.CV" and m["categories"] == ["cs.CV", "cs.LG", "stat.ML"]
     assert m["conference"] == {"venue": "CVPR", "year": 2023, "track": "main"}
@@ -97,25 +137,43 @@ def test_venue_acm_msc_and_cross_lists():
     assert m["dois"] == ["10.1/a", "10.2/b"]
 
 
-@pytest.mark.parametrize("tex,uni", [
-    (r"Bal\'azs", "Balázs"), (r"M\"uller", "Müller"), (r"Erd\H{o}s", "Erdős"), (r"{\O}vreb{\o}", "Øvrebø"),
-    (r"\c{S}im\c{s}ek", "Şimşek"), (r"Garc\'{\i}a", "García"), (r"Garc\'\i a", "García"), (r"Dvo\v{r}\'ak", "Dvořák"),
-    (r"Stra\ss e", "Straße"), (r"W{\l}adys{\l}aw", "Władysław"), (r"van~der Berg", "van der Berg"),
-    (r"\textsc{Smith}", "Smith"), ("Plain Name", "Plain Name"),
-])
+@pytest.mark.parametrize(
+    "tex,uni",
+    [
+        (r"Bal\'azs", "Balázs"),
+        (r"M\"uller", "Müller"),
+        (r"Erd\H{o}s", "Erdős"),
+        (r"{\O}vreb{\o}", "Øvrebø"),
+        (r"\c{S}im\c{s}ek", "Şimşek"),
+        (r"Garc\'{\i}a", "García"),
+        (r"Garc\'\i a", "García"),
+        (r"Dvo\v{r}\'ak", "Dvořák"),
+        (r"Stra\ss e", "Straße"),
+        (r"W{\l}adys{\l}aw", "Władysław"),
+        (r"van~der Berg", "van der Berg"),
+        (r"\textsc{Smith}", "Smith"),
+        ("Plain Name", "Plain Name"),
+    ],
+)
 def test_tex_names_become_unicode(tex, uni):
     assert tex_to_unicode(tex) == uni
 
 
 def test_author_strings():
     assert split_author_string("A. One (MIT), B. Two and C. Three") == [
-        {"name": "A. One", "affiliations": ["MIT"]}, {"name": "B. Two", "affiliations": []},
-        {"name": "C. Three", "affiliations": []}]
+        {"name": "A. One", "affiliations": ["MIT"]},
+        {"name": "B. Two", "affiliations": []},
+        {"name": "C. Three", "affiliations": []},
+    ]
     assert split_author_string("A. One (1), B. Two (1, 2) ((1) MIT, Cambridge, (2) CMU (Pittsburgh))") == [
         {"name": "A. One", "affiliations": ["MIT, Cambridge"]},
-        {"name": "B. Two", "affiliations": ["MIT, Cambridge", "CMU (Pittsburgh)"]}]
+        {"name": "B. Two", "affiliations": ["MIT, Cambridge", "CMU (Pittsburgh)"]},
+    ]
     assert [a["name"] for a in split_author_string("Alice Smith, Bob Jones, and Carol Anderson")] == [
-        "Alice Smith", "Bob Jones", "Carol Anderson"], "'Anderson' is no separator, ', and' is"
+        "Alice Smith",
+        "Bob Jones",
+        "Carol Anderson",
+    ], "'Anderson' is no separator, ', and' is"
     assert split_author_string("X (Dept. of A and B), Y")[0] == {"name": "X", "affiliations": ["Dept. of A and B"]}
     assert split_author_string("Sandra Anderson (Univ. of (weird")[0]["name"] == "Sandra Anderson"
     assert split_author_string("") == []
@@ -128,12 +186,18 @@ def test_dates():
         rfc_to_iso("yesterday")
 
 
-@pytest.mark.parametrize("broken,why", [
-    ({"id": 7}, "not a string"), ({"id": "not-an-id"}, "not an arXiv id"), ({"versions": []}, "no versions"),
-    ({"versions": [{"version": "x", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}]}, "not v<N>"),
-    ({"versions": [{"version": "v1", "created": "soon"}]}, "not an RFC 2822 date"), ({"categories": ""}, "no categories"),
-    ({"versions": "v1"}, "versions"),
-])
+@pytest.mark.parametrize(
+    "broken,why",
+    [
+        ({"id": 7}, "not a string"),
+        ({"id": "not-an-id"}, "not an arXiv id"),
+        ({"versions": []}, "no versions"),
+        ({"versions": [{"version": "x", "created": "Mon, 2 Apr 2007 19:18:42 GMT"}]}, "not v<N>"),
+        ({"versions": [{"version": "v1", "created": "soon"}]}, "not an RFC 2822 date"),
+        ({"categories": ""}, "no categories"),
+        ({"versions": "v1"}, "versions"),
+    ],
+)
 def test_malformed_records_say_which_field(broken, why):
     with pytest.raises(RecordError, match=why):
         meta_from_snapshot(dict(KAGGLE_0704_0001, **broken))
@@ -141,21 +205,33 @@ def test_malformed_records_say_which_field(broken, why):
 
 def test_oai_formats_and_snapshot_give_the_same_sidecar():
     p = make_paper(123, categories="cs.DL astro-ph.IM")
-    page = ('<?xml version="1.0"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>'
-            + record_xml(p, "arXivRaw") + "</ListRecords></OAI-PMH>").encode()
+    page = (
+        '<?xml version="1.0"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>'
+        + record_xml(p, "arXivRaw")
+        + "</ListRecords></OAI-PMH>"
+    ).encode()
     (item,) = list(ListRecordsPage(page, "arXivRaw").items())
     raw = select_item(item, "arXivRaw", Selection())
     snap = meta_from_snapshot(json.loads(json.dumps(snapshot_obj(p))))
     assert raw == snap, "OAI-PMH arXivRaw and the snapshot make byte-identical sidecars"
-    assert raw["categories"] == ["cs.DL", "astro-ph.IM"] and raw["authors"][0]["name"] == f"{p.authors[0][2]} {p.authors[0][0]}"
+    assert (
+        raw["categories"] == ["cs.DL", "astro-ph.IM"]
+        and raw["authors"][0]["name"] == f"{p.authors[0][2]} {p.authors[0][0]}"
+    )
     page2 = page.replace(b"arXivRaw", b"arXiv")
     from oai_fixtures import arxiv_xml
-    page2 = ('<?xml version="1.0"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>'
-             + record_xml(p, "arXiv") + "</ListRecords></OAI-PMH>").encode()
+
+    page2 = (
+        '<?xml version="1.0"?><OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords>'
+        + record_xml(p, "arXiv")
+        + "</ListRecords></OAI-PMH>"
+    ).encode()
     assert arxiv_xml(p) in page2.decode()
     (item2,) = list(ListRecordsPage(page2, "arXiv").items())
     fmt = meta_from_arxiv_format(item2.fields)
-    assert fmt["published"] == raw["published"][:10] and fmt["version"] is None, "the arXiv format has days, no versions"
+    assert fmt["published"] == raw["published"][:10] and fmt["version"] is None, (
+        "the arXiv format has days, no versions"
+    )
     assert [a["name"] for a in fmt["authors"]] == [a["name"] for a in raw["authors"]]
     assert [a["affiliations"] for a in fmt["authors"]] == [a["affiliations"] for a in raw["authors"]]
     for k in ("title", "categories", "comment", "license", "abstract", "dois", "conference"):
@@ -171,7 +247,11 @@ def test_category_selection_matches_any_listed_category_of_the_archive():
     cv = Selection(categories=("cs.CV",))
     assert cv.category_matches(["cs.LG", "cs.CV"]) and not cv.category_matches(["cs.LG"])
     hep = Selection(categories=("hep-th", "astro-ph"))
-    assert hep.category_matches(["hep-th"]) and hep.category_matches(["astro-ph.GA"]) and not hep.category_matches(["hep-ph"])
+    assert (
+        hep.category_matches(["hep-th"])
+        and hep.category_matches(["astro-ph.GA"])
+        and not hep.category_matches(["hep-ph"])
+    )
     assert parse_categories(["cs", "stat.ML,math.OC"]) == ("cs", "math.OC", "stat.ML")
     with pytest.raises(SelectionError):
         parse_categories(["cs;rm -rf"])
@@ -213,12 +293,19 @@ def corpus_papers():
     from datetime import datetime, timezone
 
     ps = []
-    for i, (day, cats) in enumerate([
-        ("2020-12-31T23:59:00", "cs.CV"), ("2021-01-01T00:01:00", "cs.CV"), ("2022-06-15T10:00:00", "cs.DL astro-ph.IM"),
-        ("2022-06-15T11:00:00", "astro-ph.IM cs.DL"), ("2022-06-16T10:00:00", "astro-ph.IM"),
-        ("2023-03-01T08:00:00", "math.OC stat.ML"), ("2024-03-31T23:00:00", "cs.LG"), ("2024-04-01T00:00:10", "cs.LG"),
-        ("2023-07-07T07:07:07", "physics.comp-ph cs.NA"),
-    ]):
+    for i, (day, cats) in enumerate(
+        [
+            ("2020-12-31T23:59:00", "cs.CV"),
+            ("2021-01-01T00:01:00", "cs.CV"),
+            ("2022-06-15T10:00:00", "cs.DL astro-ph.IM"),
+            ("2022-06-15T11:00:00", "astro-ph.IM cs.DL"),
+            ("2022-06-16T10:00:00", "astro-ph.IM"),
+            ("2023-03-01T08:00:00", "math.OC stat.ML"),
+            ("2024-03-31T23:00:00", "cs.LG"),
+            ("2024-04-01T00:00:10", "cs.LG"),
+            ("2023-07-07T07:07:07", "physics.comp-ph cs.NA"),
+        ]
+    ):
         first = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
         ps.append(make_paper(1000 + i, first=first, categories=cats, month_seq=10 + i))
     return ps
@@ -244,12 +331,23 @@ def papers_in(cache: Path) -> set:
 
 def test_snapshot_import_selects_cs_2021_to_2024_03_and_reports_bad_lines(tmp_path):
     snap = tmp_path / "arxiv-metadata-oai-snapshot.json.gz"
-    write_snapshot(snap, corpus_papers(), {2: "{not json", 5: '"a string"', 7: json.dumps({"id": "2201.00001"}),
-                                           8: "", 9: json.dumps(dict(KAGGLE_0704_0001, id="bad id"))})
+    write_snapshot(
+        snap,
+        corpus_papers(),
+        {
+            2: "{not json",
+            5: '"a string"',
+            7: json.dumps({"id": "2201.00001"}),
+            8: "",
+            9: json.dumps(dict(KAGGLE_0704_0001, id="bad id")),
+        },
+    )
     cache = tmp_path / "cache"
     rc, out = _run(["fetch", "--metadata-snapshot", str(snap), *SCIGA, "--output", str(cache), "--no-progress"])
     assert rc == 0, out
-    assert papers_in(cache) == INSIDE, "cs anywhere in the list (cs.DL astro-ph.IM, physics.comp-ph cs.NA), v1 in the window"
+    assert papers_in(cache) == INSIDE, (
+        "cs anywhere in the list (cs.DL astro-ph.IM, physics.comp-ph cs.NA), v1 in the window"
+    )
     assert "5 selected" in out and "5 new" in out
     report = json.loads((cache / "report.json").read_text())
     assert report["mode"] == "metadata-snapshot" and report["selected"] == 5 and report["problem_count"] == 4
@@ -311,7 +409,17 @@ def test_snapshot_import_killed_and_rerun_gives_the_same_files(tmp_path):
     import_snapshot(SnapshotOptions(uri=str(snap)), open_for_import(str(ref)))
     cache = tmp_path / "cache"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "sciga", "fetch", "--metadata-snapshot", str(snap), "--output", str(cache), "--no-progress"]
+    args = [
+        sys.executable,
+        "-m",
+        "sciga",
+        "fetch",
+        "--metadata-snapshot",
+        str(snap),
+        "--output",
+        str(cache),
+        "--no-progress",
+    ]
     p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t = time.time()
     while time.time() - t < 60 and p.poll() is None:
@@ -360,7 +468,9 @@ def test_build_reads_a_cache_of_snapshot_metadata_plus_placed_pages(tmp_path):
     from datetime import datetime, timezone
 
     p1 = make_paper(5, first=datetime(2022, 5, 2, 9, 0, tzinfo=timezone.utc), categories="cs.CV cs.LG", month_seq=4242)
-    p2 = make_paper(6, first=datetime(2023, 1, 9, 9, 0, tzinfo=timezone.utc), categories="cs.DL astro-ph.IM", month_seq=777)
+    p2 = make_paper(
+        6, first=datetime(2023, 1, 9, 9, 0, tzinfo=timezone.utc), categories="cs.DL astro-ph.IM", month_seq=777
+    )
     p1.comments = "Accepted to ICCV 2023. 9 pages"
     snap = tmp_path / "s.jsonl"
     write_snapshot(snap, [p1, p2])

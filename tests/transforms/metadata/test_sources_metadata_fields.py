@@ -1,4 +1,5 @@
 """Venue / year / track from author comments, ACM-CCS and MSC classes, sidecar enrichment."""
+
 from __future__ import annotations
 
 import json
@@ -19,40 +20,50 @@ from sciga.transforms.metadata.comment_venue import parse_comment_venue
 from conftest import ROOT
 
 
-@pytest.mark.parametrize("comment, expected", [
-    ("Accepted to CVPR 2025 (main conference). 8 pages, 3 figures, 1 table", ("CVPR", 2025, "main")),
-    ("Workshop on Haptics for Creative Tools at CHI 2025. 6 pages, 6 figures", ("CHI", 2025, "workshop")),
-    ("12 pages, 5 figures. Extended version of our paper at the MICCAI 2025 Workshop on Medical Image Learning",
-     ("MICCAI", 2025, "workshop")),
-    ("CVPRW'23 oral", ("CVPR", 2023, "workshop")),
-    ("In ECCV22", ("ECCV", 2022, "main")),
-    ("to appear in Proc. of IJCAI-21", ("IJCAI", 2021, "main")),
-    ("Accepted by NAACL-HLT 2019", ("NAACL", 2019, "main")),
-    ("Findings of EMNLP 2023", ("EMNLP", 2023, "main")),
-    ("accepted at NeurIPS 2022 Workshop on Distribution Shifts", ("NeurIPS", 2022, "workshop")),
-    ("NIPS 2016", ("NeurIPS", 2016, "main")),
-    ("Camera-ready version for AAAI 2024, oral", ("AAAI", 2024, "main")),
-    ("accepted for publication at the IEEE/CVF Winter Conference on Applications of Computer Vision (WACV) 2024",
-     ("WACV", 2024, "main")),
-    ("Under review at ICLR 2025; accepted at ICML 2024 workshop", ("ICML", 2024, "workshop")),
-    ("Accepted by SIGGRAPH Asia 2022", ("SIGGRAPH Asia", 2022, "main")),
-    ("BMVC 2021 (oral)", ("BMVC", 2021, "main")),
-    ("ACL 2020 short paper", ("ACL", 2020, "main")),
-])
+@pytest.mark.parametrize(
+    "comment, expected",
+    [
+        ("Accepted to CVPR 2025 (main conference). 8 pages, 3 figures, 1 table", ("CVPR", 2025, "main")),
+        ("Workshop on Haptics for Creative Tools at CHI 2025. 6 pages, 6 figures", ("CHI", 2025, "workshop")),
+        (
+            "12 pages, 5 figures. Extended version of our paper at the MICCAI 2025 Workshop on Medical Image Learning",
+            ("MICCAI", 2025, "workshop"),
+        ),
+        ("CVPRW'23 oral", ("CVPR", 2023, "workshop")),
+        ("In ECCV22", ("ECCV", 2022, "main")),
+        ("to appear in Proc. of IJCAI-21", ("IJCAI", 2021, "main")),
+        ("Accepted by NAACL-HLT 2019", ("NAACL", 2019, "main")),
+        ("Findings of EMNLP 2023", ("EMNLP", 2023, "main")),
+        ("accepted at NeurIPS 2022 Workshop on Distribution Shifts", ("NeurIPS", 2022, "workshop")),
+        ("NIPS 2016", ("NeurIPS", 2016, "main")),
+        ("Camera-ready version for AAAI 2024, oral", ("AAAI", 2024, "main")),
+        (
+            "accepted for publication at the IEEE/CVF Winter Conference on Applications of Computer Vision (WACV) 2024",
+            ("WACV", 2024, "main"),
+        ),
+        ("Under review at ICLR 2025; accepted at ICML 2024 workshop", ("ICML", 2024, "workshop")),
+        ("Accepted by SIGGRAPH Asia 2022", ("SIGGRAPH Asia", 2022, "main")),
+        ("BMVC 2021 (oral)", ("BMVC", 2021, "main")),
+        ("ACL 2020 short paper", ("ACL", 2020, "main")),
+    ],
+)
 def test_accepted_venues(comment, expected):
     assert parse_comment_venue(comment) == Conference(*expected)
 
 
-@pytest.mark.parametrize("comment", [
-    "Submitted to NeurIPS 2024",
-    "Under review at CVPR 2025",
-    "12 pages, 2 figures",
-    "62 pages including 16 figures and 9 tables. Submitted to Acta Astronomica.",
-    "The chi-square test 2023",
-    "44 pages, editors for the proceedings: Yanling Chen and A. J. Han Vinck",  # real comment (1707.08567)
-    "",
-    None,
-])
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "Submitted to NeurIPS 2024",
+        "Under review at CVPR 2025",
+        "12 pages, 2 figures",
+        "62 pages including 16 figures and 9 tables. Submitted to Acta Astronomica.",
+        "The chi-square test 2023",
+        "44 pages, editors for the proceedings: Yanling Chen and A. J. Han Vinck",  # real comment (1707.08567)
+        "",
+        None,
+    ],
+)
 def test_no_accepted_venue(comment):
     assert parse_comment_venue(comment) is None
 

@@ -1,6 +1,7 @@
 """`sciga fetch --oai-pmh` against a real OAI-PMH server on 127.0.0.1 (tests/oai_fixtures.py):
 resumption tokens, 503 + Retry-After, tokens that expire, kill -9 and resume, incremental
 harvests, OAI-PMH errors, malformed pages, both metadata formats."""
+
 from __future__ import annotations
 
 import contextlib
@@ -87,8 +88,9 @@ def test_harvest_follows_tokens_selects_and_writes_sidecars(tmp_path):
         log = list(s.log)
     assert rc == 0, out
     first = log[0]["query"]
-    assert first == {"verb": "ListRecords", "metadataPrefix": "arXivRaw", "set": "cs", "from": "2020-12-31"}, \
+    assert first == {"verb": "ListRecords", "metadataPrefix": "arXivRaw", "set": "cs", "from": "2020-12-31"}, (
         "set derived from --category; from = the day before --from; no until (revisions come later)"
+    )
     in_set = [p for p in ps if "cs" in p.sets and p.datestamp >= "2020-12-31"]
     assert len(log) == -(-len(in_set) // 25) and all("resumptionToken" in e["query"] for e in log[1:])
     want = expected(ps, SCIGA_SEL)
@@ -208,7 +210,19 @@ def test_kill_9_mid_harvest_then_resume_gives_the_uninterrupted_files(tmp_path):
     cache = tmp_path / "cache"
     with OaiServer(ListStore(ps), page_size=20, delay=0.03) as s:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        args = [sys.executable, "-m", "sciga", "fetch", "--oai-pmh", "--oai-url", s.url, *SCIGA, "--output", str(cache), *FAST]
+        args = [
+            sys.executable,
+            "-m",
+            "sciga",
+            "fetch",
+            "--oai-pmh",
+            "--oai-url",
+            s.url,
+            *SCIGA,
+            "--output",
+            str(cache),
+            *FAST,
+        ]
         p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _wait(lambda: _state(cache).get("pages", 0) >= 6, p)
         time.sleep(0.05)  # somewhere inside a page
@@ -235,7 +249,19 @@ def test_kill_then_token_expired_then_resume(tmp_path):
     cache = tmp_path / "cache"
     with OaiServer(ListStore(ps), page_size=20, delay=0.03) as s:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        args = [sys.executable, "-m", "sciga", "fetch", "--oai-pmh", "--oai-url", s.url, *SCIGA, "--output", str(cache), *FAST]
+        args = [
+            sys.executable,
+            "-m",
+            "sciga",
+            "fetch",
+            "--oai-pmh",
+            "--oai-url",
+            s.url,
+            *SCIGA,
+            "--output",
+            str(cache),
+            *FAST,
+        ]
         p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         _wait(lambda: _state(cache).get("pages", 0) >= 4, p)
         p.kill()
@@ -265,15 +291,18 @@ def test_incremental_harvest_asks_only_for_changes(tmp_path):
             p.title = "Revised: " + p.title
             p.datestamp = today
             store.put(p)
-        new = make_paper(9999, first=datetime(2023, 5, 5, tzinfo=timezone.utc), categories="cs.CL", datestamp=today,
-                         month_seq=9999)
+        new = make_paper(
+            9999, first=datetime(2023, 5, 5, tzinfo=timezone.utc), categories="cs.CL", datestamp=today, month_seq=9999
+        )
         store.put(new)
         rc, out = run(["fetch", "--oai-pmh", "--oai-url", s.url, *SCIGA, "--output", str(cache), *FAST])
         log2 = s.log[n1:]
     assert rc == 0, out
     assert log2[0]["query"]["from"] == today, "only records changed since the last harvest started"
     assert "1 new, 2 updated, 0 unchanged" in out and "incremental harvest" in out
-    assert json.loads((cache / "papers" / changed[0].id / f"{changed[0].id}.meta.json").read_text())["title"].startswith("Revised")
+    assert json.loads((cache / "papers" / changed[0].id / f"{changed[0].id}.meta.json").read_text())[
+        "title"
+    ].startswith("Revised")
     assert (cache / "papers" / new.id / f"{new.id}.meta.json").exists()
 
 
@@ -281,12 +310,42 @@ def test_explicit_datestamp_window(tmp_path):
     ps = papers(150)
     cache = tmp_path / "cache"
     with OaiServer(ListStore(ps), page_size=25) as s:
-        rc, out = run(["fetch", "--oai-pmh", "--oai-url", s.url, "--set", "cs", "--datestamp-from", "2021-06-01",
-                       "--datestamp-until", "2021-12-31", "--output", str(cache), *FAST])
+        rc, out = run(
+            [
+                "fetch",
+                "--oai-pmh",
+                "--oai-url",
+                s.url,
+                "--set",
+                "cs",
+                "--datestamp-from",
+                "2021-06-01",
+                "--datestamp-until",
+                "2021-12-31",
+                "--output",
+                str(cache),
+                *FAST,
+            ]
+        )
         q = s.log[0]["query"]
         n1 = len(s.log)
-        rc2, out2 = run(["fetch", "--oai-pmh", "--oai-url", s.url, "--set", "cs", "--datestamp-from", "2021-06-01",
-                         "--datestamp-until", "2021-12-31", "--output", str(cache), *FAST])
+        rc2, out2 = run(
+            [
+                "fetch",
+                "--oai-pmh",
+                "--oai-url",
+                s.url,
+                "--set",
+                "cs",
+                "--datestamp-from",
+                "2021-06-01",
+                "--datestamp-until",
+                "2021-12-31",
+                "--output",
+                str(cache),
+                *FAST,
+            ]
+        )
         assert len(s.log) == n1, "a closed window harvested completely is not asked again"
     assert rc == 0 and rc2 == 0, out
     assert (q["from"], q["until"], q["set"]) == ("2021-06-01", "2021-12-31", "cs")
@@ -300,12 +359,36 @@ def test_oai_errors_malformed_pages_and_deleted_records(tmp_path):
     ps[5].deleted = True
     with OaiServer(ListStore(ps), page_size=25) as s:
         # A window with no records is an empty, complete harvest.
-        rc, out = run(["fetch", "--oai-pmh", "--oai-url", s.url, "--datestamp-from", "2030-01-01",
-                       "--output", str(tmp_path / "empty"), *FAST])
+        rc, out = run(
+            [
+                "fetch",
+                "--oai-pmh",
+                "--oai-url",
+                s.url,
+                "--datestamp-from",
+                "2030-01-01",
+                "--output",
+                str(tmp_path / "empty"),
+                *FAST,
+            ]
+        )
         assert rc == 0 and "0 selected" in out
         # The server rejects the arguments: one sentence, exit 1.
-        rc, out = run(["fetch", "--oai-pmh", "--oai-url", s.url, "--datestamp-from", "2022-01-01",
-                       "--datestamp-until", "2021-01-01", "--output", str(tmp_path / "bad"), *FAST])
+        rc, out = run(
+            [
+                "fetch",
+                "--oai-pmh",
+                "--oai-url",
+                s.url,
+                "--datestamp-from",
+                "2022-01-01",
+                "--datestamp-until",
+                "2021-01-01",
+                "--output",
+                str(tmp_path / "bad"),
+                *FAST,
+            ]
+        )
         assert rc == 1 and "badArgument" in out and "check --set, --datestamp-from" in out
         # A page cut in half is asked again.
         s.script(["ok", "malformed", "ok"])
@@ -330,8 +413,21 @@ def test_arxiv_format_keeps_affiliations(tmp_path):
     ps = papers(40)
     cache = tmp_path / "cache"
     with OaiServer(ListStore(ps), page_size=25) as s:
-        rc, out = run(["fetch", "--oai-pmh", "--oai-url", s.url, "--oai-format", "arXiv", "--category", "cs",
-                       "--output", str(cache), *FAST])
+        rc, out = run(
+            [
+                "fetch",
+                "--oai-pmh",
+                "--oai-url",
+                s.url,
+                "--oai-format",
+                "arXiv",
+                "--category",
+                "cs",
+                "--output",
+                str(cache),
+                *FAST,
+            ]
+        )
         assert s.log[0]["query"]["metadataPrefix"] == "arXiv"
     assert rc == 0, out
     with_aff = [p for p in ps if "cs" in p.sets and any(a[3] for a in p.authors)]

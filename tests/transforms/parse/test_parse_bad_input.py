@@ -1,4 +1,5 @@
 """Bad pages: each is a correct record or one ParseError that says what was wrong."""
+
 from __future__ import annotations
 
 import gzip
@@ -18,15 +19,18 @@ def fails(data: bytes, error_type: str, uri: str = "bad.html"):
     return ei.value
 
 
-@pytest.mark.parametrize("data,error_type", [
-    (b"", "empty"),
-    (b"   \n\t ", "empty"),
-    (b"%PDF-1.5\n%\xe2\xe3\xcf\xd3 binary", "not_html"),
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not_html"),
-    (b"just some words, no markup at all", "not_html"),
-    (b"<html><body><h1>404 Not Found</h1></body></html>", "not_latexml"),
-    (b"\x1f\x8b\x08\x00garbage-not-gzip", "bad_gzip"),
-])
+@pytest.mark.parametrize(
+    "data,error_type",
+    [
+        (b"", "empty"),
+        (b"   \n\t ", "empty"),
+        (b"%PDF-1.5\n%\xe2\xe3\xcf\xd3 binary", "not_html"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not_html"),
+        (b"just some words, no markup at all", "not_html"),
+        (b"<html><body><h1>404 Not Found</h1></body></html>", "not_latexml"),
+        (b"\x1f\x8b\x08\x00garbage-not-gzip", "bad_gzip"),
+    ],
+)
 def test_rejected_inputs(data, error_type):
     fails(data, error_type)
 
@@ -56,7 +60,9 @@ def test_wrong_encoding_is_rejected():
 
 def test_declared_legacy_charset_is_honoured():
     page = perl_page(section("S1", "1", "I", para("S1.p1", "naïve")))
-    page = page.replace(b'<meta charset="UTF-8">', b'<meta charset="iso-8859-1">').replace("naïve".encode(), "naïve".encode("latin-1"))
+    page = page.replace(b'<meta charset="UTF-8">', b'<meta charset="iso-8859-1">').replace(
+        "naïve".encode(), "naïve".encode("latin-1")
+    )
     assert parse_latexml_html(page, input_uri="x.html").sections[0].body == "naïve"
 
 
@@ -82,7 +88,7 @@ def test_paper_with_700_figures():
 
 @pytest.mark.e2e  # parses a 50 MB page
 def test_50_mb_page_parses_in_reasonable_time():
-    block = para("S1.p{}", "A long paragraph of text with <math alttext=\"x^2\"><mi>x</mi></math> math. " * 40)
+    block = para("S1.p{}", 'A long paragraph of text with <math alttext="x^2"><mi>x</mi></math> math. ' * 40)
     n = 50 * 1024 * 1024 // len(block)
     body = section("S1", "1", "Huge", "".join(block.replace("{}", str(i)) for i in range(n)))
     page = perl_page(body)

@@ -1,4 +1,5 @@
 """One test per LaTeXML construct the parser must handle (pages written in html_fixtures)."""
+
 from __future__ import annotations
 
 import pytest
@@ -25,7 +26,9 @@ def test_perl_page_identity_generator_and_image_urls():
 
 def test_oxide_bare_article_base_href_and_path_forms():
     body = section(
-        "S1", "1", "Intro",
+        "S1",
+        "1",
+        "Intro",
         figure("S1.F1", 1, "Rel.", img("x1.png", "S1.F1.g1"))
         + figure("S1.F2", 2, "Versioned.", img("2401.00001v2/fig%20one.png", "S1.F2.g1"))
         + figure("S1.F3", 3, "Extracted.", img("extracted/5301/plot.jpg", "S1.F3.g1")),
@@ -41,7 +44,9 @@ def test_oxide_bare_article_base_href_and_path_forms():
 
 def test_svg_object_inline_svg_and_missing_image():
     body = section(
-        "S1", "1", "Intro",
+        "S1",
+        "1",
+        "Intro",
         figure("S1.F1", 1, "Svg file.", '<object type="image/svg+xml" data="x1.svg" width="200" height="100"></object>')
         + figure("S1.F2", 2, "Inline.", '<svg class="ltx_picture" width="50" height="40"><g></g></svg>')
         + figure("S1.F3", 3, "Missing.", '<img src="" class="ltx_graphics ltx_missing ltx_missing_image" alt="">'),
@@ -53,8 +58,13 @@ def test_svg_object_inline_svg_and_missing_image():
 
 
 def test_images_inside_a_tabular_become_panels():
-    grid = ('<table class="ltx_tabular"><tr class="ltx_tr"><td class="ltx_td">' + img("a.png", "S1.F1.g1")
-            + '</td><td class="ltx_td">' + img("b.png", "S1.F1.g2") + "</td></tr></table>")
+    grid = (
+        '<table class="ltx_tabular"><tr class="ltx_tr"><td class="ltx_td">'
+        + img("a.png", "S1.F1.g1")
+        + '</td><td class="ltx_td">'
+        + img("b.png", "S1.F1.g2")
+        + "</td></tr></table>"
+    )
     p = parse(perl_page(section("S1", "1", "Intro", figure("S1.F1", 1, "Two panels.", grid))))
     (f,) = p.figures
     assert [i.path for i in f.images] == ["a.png", "b.png"]
@@ -63,28 +73,44 @@ def test_images_inside_a_tabular_become_panels():
 
 
 def test_flex_figure_panels_088():
-    inner = ('<div class="ltx_flex_figure">'
-             '<div class="ltx_flex_cell"><figure id="S3.F6.1" class="ltx_figure ltx_figure_panel">' + img("p1.png") + "</figure></div>"
-             '<div class="ltx_flex_cell"><figure id="S3.F6.2" class="ltx_figure ltx_figure_panel">' + img("p2.png") + "</figure></div>"
-             "</div>")
+    inner = (
+        '<div class="ltx_flex_figure">'
+        '<div class="ltx_flex_cell"><figure id="S3.F6.1" class="ltx_figure ltx_figure_panel">'
+        + img("p1.png")
+        + "</figure></div>"
+        '<div class="ltx_flex_cell"><figure id="S3.F6.2" class="ltx_figure ltx_figure_panel">'
+        + img("p2.png")
+        + "</figure></div>"
+        "</div>"
+    )
     p = parse(perl_page(section("S3", "3", "Results", figure("S3.F6", 6, "Panels.", inner))))
     (f,) = p.figures
     assert f.number == "6"
     assert [(s.id, s.html_id, s.images[0].path) for s in f.subfigures] == [
-        ("2401.00001_F1.1", "S3.F6.1", "p1.png"), ("2401.00001_F1.2", "S3.F6.2", "p2.png")]
+        ("2401.00001_F1.1", "S3.F6.1", "p1.png"),
+        ("2401.00001_F1.2", "S3.F6.2", "p2.png"),
+    ]
 
 
 def test_087_sf_subfigures_with_own_captions_attach_by_nesting():
     sub = lambda sid, tag, cap, src: (
         f'<figure id="{sid}" class="ltx_figure ltx_align_center">{img(src)}<figcaption class="ltx_caption">'
-        f'<span class="ltx_tag ltx_tag_figure">{tag} </span>{cap}</figcaption></figure>')
+        f'<span class="ltx_tag ltx_tag_figure">{tag} </span>{cap}</figcaption></figure>'
+    )
     # LaTeXML 0.8.7 may number children after the previous figure (S4.F2.sf1 inside S4.F3).
     inner = sub("S4.F2.sf1", "(a)", "Left.", "l.png") + sub("S4.F2.sf2", "(b)", "Right.", "r.png")
-    body = section("S4", "4", "Exp", para("S4.p1", 'See <a href="#S4.F2.sf2" class="ltx_ref">2(b)</a>.')
-                   + figure("S4.F3", 3, "Parent.", inner))
+    body = section(
+        "S4",
+        "4",
+        "Exp",
+        para("S4.p1", 'See <a href="#S4.F2.sf2" class="ltx_ref">2(b)</a>.') + figure("S4.F3", 3, "Parent.", inner),
+    )
     p = parse(perl_page(body))
     (f,) = p.figures
-    assert [(s.label, s.caption) for s in f.subfigures] == [("(a)", "<TAG> (a) </TAG> Left."), ("(b)", "<TAG> (b) </TAG> Right.")]
+    assert [(s.label, s.caption) for s in f.subfigures] == [
+        ("(a)", "<TAG> (a) </TAG> Left."),
+        ("(b)", "<TAG> (b) </TAG> Right."),
+    ]
     spans = p.sections[0].paragraphs[0].ref_spans
     assert [(s.text, s.ref_id) for s in spans] == [("2(b)", "2401.00001_F1.2")]
 
@@ -92,31 +118,51 @@ def test_087_sf_subfigures_with_own_captions_attach_by_nesting():
 def test_multi_caption_minipage_figure_is_split_by_container():
     mini = lambda src, n, cap: (
         f'<div class="ltx_inline-block ltx_minipage">{img(src)}<figcaption class="ltx_caption">'
-        f'<span class="ltx_tag ltx_tag_figure">Figure {n}: </span>{cap}</figcaption></div>')
-    body = section("S3", "3", "Res", '<figure id="S3.F9" class="ltx_figure">' + mini("a.png", 8, "Left one.")
-                   + mini("b.png", 9, "Right one.") + "</figure>"
-                   + para("S3.p1", 'As <a href="#S3.F9" title="Figure 9 ‣ 3 Res" class="ltx_ref">9</a> shows.'))
+        f'<span class="ltx_tag ltx_tag_figure">Figure {n}: </span>{cap}</figcaption></div>'
+    )
+    body = section(
+        "S3",
+        "3",
+        "Res",
+        '<figure id="S3.F9" class="ltx_figure">'
+        + mini("a.png", 8, "Left one.")
+        + mini("b.png", 9, "Right one.")
+        + "</figure>"
+        + para("S3.p1", 'As <a href="#S3.F9" title="Figure 9 ‣ 3 Res" class="ltx_ref">9</a> shows.'),
+    )
     p = parse(perl_page(body))
-    assert [(f.number, f.images[0].path, f.html_id) for f in p.figures] == [("8", "a.png", "S3.F9"), ("9", "b.png", "S3.F9")]
+    assert [(f.number, f.images[0].path, f.html_id) for f in p.figures] == [
+        ("8", "a.png", "S3.F9"),
+        ("9", "b.png", "S3.F9"),
+    ]
     spans = p.sections[0].paragraphs[0].ref_spans
     assert [s.ref_id for s in spans] == ["2401.00001_F2"]  # the title names Figure 9
 
 
 def test_multi_caption_with_images_first_pairs_in_order():
     # muse.html's S3.F9: images in a tabular, then both captions at the end.
-    inner = ('<table class="ltx_tabular"><tr><td>' + img("x7.png") + "</td><td>" + img("rater.jpg") + "</td></tr></table>")
-    el = ('<figure id="S3.F9" class="ltx_figure">' + inner
-          + '<figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure 8: </span>CLIP.</figcaption>'
-          + '<figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure 9: </span>Raters.</figcaption></figure>')
+    inner = (
+        '<table class="ltx_tabular"><tr><td>' + img("x7.png") + "</td><td>" + img("rater.jpg") + "</td></tr></table>"
+    )
+    el = (
+        '<figure id="S3.F9" class="ltx_figure">'
+        + inner
+        + '<figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure 8: </span>CLIP.</figcaption>'
+        + '<figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure 9: </span>Raters.</figcaption></figure>'
+    )
     p = parse(perl_page(section("S3", "3", "R", el)))
     assert [(f.number, [i.path for i in f.images]) for f in p.figures] == [("8", ["x7.png"]), ("9", ["rater.jpg"])]
 
 
 def test_caption_only_teaser_adopts_image_of_preceding_paragraph():
-    body = ('<div id="p1" class="ltx_para ltx_align_center">' + img("teaser.png", "p1.g1") + "</div>"
-            + '<figure id="S0.F1" class="ltx_figure"><figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">'
-            + "Figure 1: </span>Teaser.</figcaption></figure>"
-            + section("S1", "1", "Intro", para("S1.p1", "Body.")))
+    body = (
+        '<div id="p1" class="ltx_para ltx_align_center">'
+        + img("teaser.png", "p1.g1")
+        + "</div>"
+        + '<figure id="S0.F1" class="ltx_figure"><figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_figure">'
+        + "Figure 1: </span>Teaser.</figcaption></figure>"
+        + section("S1", "1", "Intro", para("S1.p1", "Body."))
+    )
     p = parse(perl_page(body))
     (f,) = p.figures
     assert f.is_teaser and p.teaser == ["2401.00001_F1"]
@@ -126,20 +172,32 @@ def test_caption_only_teaser_adopts_image_of_preceding_paragraph():
 
 
 def test_teaser_rules_teaserfigure_s0_and_before_first_section():
-    body = (figure("S0.F1", 1, "Oxide-style before abstract.", img("t.png"), cls="ltx_figure ltx_teaserfigure")
-            + section("S1", "1", "Intro", figure("S1.F2", 2, "Not a teaser.", img("n.png"))))
+    body = figure(
+        "S0.F1", 1, "Oxide-style before abstract.", img("t.png"), cls="ltx_figure ltx_teaserfigure"
+    ) + section("S1", "1", "Intro", figure("S1.F2", 2, "Not a teaser.", img("n.png")))
     p = parse(perl_page(body))
     assert p.teaser == ["2401.00001_F1"]
     assert [f.is_teaser for f in p.figures] == [True, False]
 
 
 def test_tables_and_algorithms_are_not_figures():
-    table = ('<figure id="S2.T1" class="ltx_table"><figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_table">'
-             'Table 1: </span>Numbers.</figcaption>' + img("t.png") + "</figure>")
-    algo = ('<figure id="algorithm1" class="ltx_float ltx_float_algorithm"><figcaption class="ltx_caption">'
-            '<span class="ltx_tag ltx_tag_float">Algorithm 1 </span>Steps.</figcaption></figure>')
-    body = section("S2", "2", "Data", table + algo + figure("S2.F1", 1, "Real figure.", img("f.png"))
-                   + para("S2.p1", 'See <a href="#S2.T1" class="ltx_ref">Table 1</a>.'))
+    table = (
+        '<figure id="S2.T1" class="ltx_table"><figcaption class="ltx_caption"><span class="ltx_tag ltx_tag_table">'
+        "Table 1: </span>Numbers.</figcaption>" + img("t.png") + "</figure>"
+    )
+    algo = (
+        '<figure id="algorithm1" class="ltx_float ltx_float_algorithm"><figcaption class="ltx_caption">'
+        '<span class="ltx_tag ltx_tag_float">Algorithm 1 </span>Steps.</figcaption></figure>'
+    )
+    body = section(
+        "S2",
+        "2",
+        "Data",
+        table
+        + algo
+        + figure("S2.F1", 1, "Real figure.", img("f.png"))
+        + para("S2.p1", 'See <a href="#S2.T1" class="ltx_ref">Table 1</a>.'),
+    )
     p = parse(perl_page(body))
     assert [f.caption for f in p.figures] == ["<TAG> Figure 1: </TAG> Real figure."]
     assert [(t.id, t.number, t.caption) for t in p.tables] == [("2401.00001_T1", "1", "<TAG> Table 1: </TAG> Numbers.")]
@@ -148,22 +206,40 @@ def test_tables_and_algorithms_are_not_figures():
 
 
 def test_section_tree_ids_levels_numbers_and_figure_ids():
-    sub = section("S2.SS1", "2.1", "Sub", para("S2.SS1.p1", "Deep.") + figure("S2.F1", 1, "In sub.", img("a.png")),
-                  cls="ltx_subsection", h="h3")
-    parag = ('<section id="S2.SS1.SSS0.Px1" class="ltx_paragraph"><h4 class="ltx_title ltx_title_paragraph">Details.</h4>'
-             + para("S2.SS1.SSS0.Px1.p1", "Para text.") + "</section>")
-    body = section("S1", "1", "Intro", para("S1.p1", "One.")) + section("S2", "2", "Method", para("S2.p1", "Two.") + sub + parag)
+    sub = section(
+        "S2.SS1",
+        "2.1",
+        "Sub",
+        para("S2.SS1.p1", "Deep.") + figure("S2.F1", 1, "In sub.", img("a.png")),
+        cls="ltx_subsection",
+        h="h3",
+    )
+    parag = (
+        '<section id="S2.SS1.SSS0.Px1" class="ltx_paragraph"><h4 class="ltx_title ltx_title_paragraph">Details.</h4>'
+        + para("S2.SS1.SSS0.Px1.p1", "Para text.")
+        + "</section>"
+    )
+    body = section("S1", "1", "Intro", para("S1.p1", "One.")) + section(
+        "S2", "2", "Method", para("S2.p1", "Two.") + sub + parag
+    )
     body += section("A1", "Appendix A", "Extra", para("A1.p1", "App."), cls="ltx_appendix")
     body += '<section id="bib" class="ltx_bibliography"><h2 class="ltx_title">References</h2><ul><li>Ref.</li></ul></section>'
     p = parse(perl_page(body))
-    rows = [(s.id.split("_", 1)[1], s.parent_id and s.parent_id.split("_", 1)[1], s.level, s.number, s.title) for s in p.sections]
-    assert rows == [
-        ("S1", None, 1, "1", "<TAG> 1 </TAG> Intro"),
-        ("S2", None, 1, "2", "<TAG> 2 </TAG> Method"),
-        ("S2.1", "S2", 2, "2.1", "<TAG> 2.1 </TAG> Sub"),
-        ("S2.P1", "S2", 2, None, "Details."),
-        ("A1", None, 1, "Appendix A", "<TAG> Appendix A </TAG> Extra"),
-    ] or rows[3][0] == "S2.1.0.P1"
+    rows = [
+        (s.id.split("_", 1)[1], s.parent_id and s.parent_id.split("_", 1)[1], s.level, s.number, s.title)
+        for s in p.sections
+    ]
+    assert (
+        rows
+        == [
+            ("S1", None, 1, "1", "<TAG> 1 </TAG> Intro"),
+            ("S2", None, 1, "2", "<TAG> 2 </TAG> Method"),
+            ("S2.1", "S2", 2, "2.1", "<TAG> 2.1 </TAG> Sub"),
+            ("S2.P1", "S2", 2, None, "Details."),
+            ("A1", None, 1, "Appendix A", "<TAG> Appendix A </TAG> Extra"),
+        ]
+        or rows[3][0] == "S2.1.0.P1"
+    )
     sub_sec = p.sections[2]
     assert sub_sec.figure_ids == ["2401.00001_F1"] and p.figures[0].section_id == sub_sec.id
     assert all("Ref." not in s.body for s in p.sections)
@@ -175,7 +251,9 @@ def test_text_outside_sections_goes_to_front_section():
 
 
 def test_uncaptioned_figure_has_no_number():
-    p = parse(perl_page(section("S1", "1", "I", '<figure id="S1.fig1" class="ltx_figure">' + img("u.png") + "</figure>")))
+    p = parse(
+        perl_page(section("S1", "1", "I", '<figure id="S1.fig1" class="ltx_figure">' + img("u.png") + "</figure>"))
+    )
     (f,) = p.figures
     assert (f.number, f.label, f.caption, f.id) == (None, None, "", "2401.00001_F1")
 
@@ -183,25 +261,48 @@ def test_uncaptioned_figure_has_no_number():
 def test_metadata_wins_for_identity_and_bibliographic_fields():
     from sciga.schemas.records import Author, PaperMeta
 
-    meta = PaperMeta(id="2401.00001v3", title="Clean Title", authors=[Author("A. B.", ["Uni"])], categories=["cs.CV", "cs.LG"],
-                     comment="CVPR 2024", license="http://creativecommons.org/licenses/by/4.0/")
+    meta = PaperMeta(
+        id="2401.00001v3",
+        title="Clean Title",
+        authors=[Author("A. B.", ["Uni"])],
+        categories=["cs.CV", "cs.LG"],
+        comment="CVPR 2024",
+        license="http://creativecommons.org/licenses/by/4.0/",
+    )
     p = parse(perl_page(section("S1", "1", "I", para("S1.p1", "x"))), meta=meta)
-    assert (p.id, p.version, p.title, p.primary_category, p.subjects.arxiv) == ("2401.00001", "v3", "Clean Title", "cs.CV", ["cs.CV", "cs.LG"])
+    assert (p.id, p.version, p.title, p.primary_category, p.subjects.arxiv) == (
+        "2401.00001",
+        "v3",
+        "Clean Title",
+        "cs.CV",
+        ["cs.CV", "cs.LG"],
+    )
     assert p.provenance.id_source == "metadata" and p.authors[0].affiliations == ["Uni"]
 
 
 def test_fallback_id_when_page_names_no_paper():
-    page = (b'<html><body><article class="ltx_document"><h1 class="ltx_title ltx_title_document">T</h1>'
-            b'<section id="S1" class="ltx_section"><div class="ltx_para"><p class="ltx_p">x</p></div></section></article></body></html>')
+    page = (
+        b'<html><body><article class="ltx_document"><h1 class="ltx_title ltx_title_document">T</h1>'
+        b'<section id="S1" class="ltx_section"><div class="ltx_para"><p class="ltx_p">x</p></div></section></article></body></html>'
+    )
     p = parse_latexml_html(page, input_uri="muse.html", fallback_id="muse", fallback_id_source="stem")
     assert p.id == "muse" and p.provenance.id_source == "stem" and p.provenance.generator is None
 
 
-@pytest.mark.parametrize("stamp,expected", [
-    ("<!--Generated on Tue Feb  6 19:39:27 2024 by LaTeXML (version 0.8.7) http://dlmf.nist.gov/LaTeXML/.-->", ("LaTeXML", "0.8.7")),
-    ("<!--Generated by LaTeXML oxide (version 0.7.6) http://dlmf.nist.gov/LaTeXML/.-->", ("LaTeXML oxide", "0.7.6")),
-    ("<!--Generated by LaTeXML oxide 0.7.6-->", ("LaTeXML oxide", "0.7.6")),
-])
+@pytest.mark.parametrize(
+    "stamp,expected",
+    [
+        (
+            "<!--Generated on Tue Feb  6 19:39:27 2024 by LaTeXML (version 0.8.7) http://dlmf.nist.gov/LaTeXML/.-->",
+            ("LaTeXML", "0.8.7"),
+        ),
+        (
+            "<!--Generated by LaTeXML oxide (version 0.7.6) http://dlmf.nist.gov/LaTeXML/.-->",
+            ("LaTeXML oxide", "0.7.6"),
+        ),
+        ("<!--Generated by LaTeXML oxide 0.7.6-->", ("LaTeXML oxide", "0.7.6")),
+    ],
+)
 def test_generator_stamps(stamp, expected):
     from sciga.transforms.parse.front_matter import generator_of
 

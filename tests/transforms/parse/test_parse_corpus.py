@@ -1,4 +1,5 @@
 """Facts about real pages in ../shared/corpus, each checked by reading the HTML."""
+
 from __future__ import annotations
 
 import re
@@ -10,11 +11,18 @@ from sciga.transforms.parse import parse_latexml_html
 
 def load(corpus, rel, fid=None):
     path = corpus / rel
-    return parse_latexml_html(path.read_bytes(), input_uri=str(path), fallback_id=fid or path.stem, fallback_id_source="stem")
+    return parse_latexml_html(
+        path.read_bytes(), input_uri=str(path), fallback_id=fid or path.stem, fallback_id_source="stem"
+    )
 
 
 def all_text(p):
-    return [p.title, p.abstract] + [s.title for s in p.sections] + [s.body for s in p.sections] + [f.caption for f in p.figures]
+    return (
+        [p.title, p.abstract]
+        + [s.title for s in p.sections]
+        + [s.body for s in p.sections]
+        + [f.caption for f in p.figures]
+    )
 
 
 def test_bloomberggpt_ar5iv_088(corpus):
@@ -72,7 +80,8 @@ def test_dd3d_subfloat(corpus):
     # One \subfloat holding three plots, no subcaption text (only the tag "(a)"): three
     # panels, one per image, captionless until the linking stage reads Left/Middle/Right.
     assert [(s.html_id, s.label, s.caption, s.caption_source) for s in f3.subfigures] == [
-        (f"S5.F3.sf1.g{k}", None, "", "none") for k in (1, 2, 3)]
+        (f"S5.F3.sf1.g{k}", None, "", "none") for k in (1, 2, 3)
+    ]
     assert [len(s.images) for s in f3.subfigures] == [1, 1, 1]
     assert f3.subfigures[0].images[0].path == "figures/scaling_laws/PacknetFT_depth_metrics_k3d_val_abs_rel.png"
     assert len(p.tables) == 7
@@ -105,9 +114,19 @@ def test_eml_and_a1709(corpus):
     assert [x.name for x in a.authors] == ["Alberto Pepe", "Matteo Cantiello", "Josh Nicholson"]
 
 
-@pytest.mark.parametrize("rel", ["html/2303.17564.html", "html/submission-5393936.html", "latexml/muse.html",
-                                 "latexml/dd3d.html", "latexml/distildoc.html", "latexml/honline.html",
-                                 "latexml/eml.html", "latexml/a1709.html"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "html/2303.17564.html",
+        "html/submission-5393936.html",
+        "latexml/muse.html",
+        "latexml/dd3d.html",
+        "latexml/distildoc.html",
+        "latexml/honline.html",
+        "latexml/eml.html",
+        "latexml/a1709.html",
+    ],
+)
 def test_tokens_balanced_and_whitespace_normalized(corpus, rel):
     p = load(corpus, rel)
     for t in all_text(p):
@@ -122,5 +141,8 @@ def test_tokens_balanced_and_whitespace_normalized(corpus, rel):
             if m.group(1):
                 assert depth and depth.pop() == m.group(2)
             else:
-                assert not depth or (depth == ["NOTE"] and m.group(2) == "MATH"), (rel, t[max(0, m.start() - 80):m.end()])
+                assert not depth or (depth == ["NOTE"] and m.group(2) == "MATH"), (
+                    rel,
+                    t[max(0, m.start() - 80) : m.end()],
+                )
                 depth.append(m.group(2))

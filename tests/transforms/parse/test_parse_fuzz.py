@@ -1,5 +1,6 @@
 """Property tests: mutated real pages never make an exception other than ParseError escape,
 and whatever comes out keeps the contract (tokens balanced, ids well-formed)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -17,9 +18,29 @@ PAGES = [
 if (CORPUS / "latexml" / "dd3d.html").exists():
     PAGES.append((CORPUS / "latexml" / "dd3d.html").read_bytes())
 
-TAGS = [b"<figure", b"</figure>", b"<figcaption", b"</figcaption>", b"<section", b"</section>", b"<math", b"</math>",
-        b'<span class="ltx_note ltx_role_footnote">', b'<span class="ltx_tag">', b"</span>", b"<div", b"</div>",
-        b'<img src="', b'class="ltx_figure"', b'class="ltx_table"', b"\x00", b"\xff\xfe", b"<!--", b"-->", b"&#x0;"]
+TAGS = [
+    b"<figure",
+    b"</figure>",
+    b"<figcaption",
+    b"</figcaption>",
+    b"<section",
+    b"</section>",
+    b"<math",
+    b"</math>",
+    b'<span class="ltx_note ltx_role_footnote">',
+    b'<span class="ltx_tag">',
+    b"</span>",
+    b"<div",
+    b"</div>",
+    b'<img src="',
+    b'class="ltx_figure"',
+    b'class="ltx_table"',
+    b"\x00",
+    b"\xff\xfe",
+    b"<!--",
+    b"-->",
+    b"&#x0;",
+]
 
 
 def check(data: bytes):
@@ -40,13 +61,16 @@ def check(data: bytes):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(page=st.sampled_from(PAGES), cuts=st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.02)), max_size=6),
-       inserts=st.lists(st.tuples(st.floats(0, 1), st.sampled_from(TAGS)), max_size=8))
+@given(
+    page=st.sampled_from(PAGES),
+    cuts=st.lists(st.tuples(st.floats(0, 1), st.floats(0, 0.02)), max_size=6),
+    inserts=st.lists(st.tuples(st.floats(0, 1), st.sampled_from(TAGS)), max_size=8),
+)
 def test_mutated_pages(page, cuts, inserts):
     data = bytearray(page)
     for pos, length in cuts:  # delete random stretches (drops closing tags, halves elements)
         i = int(pos * len(data))
-        del data[i:i + int(length * len(data))]
+        del data[i : i + int(length * len(data))]
     for pos, frag in inserts:  # splice in structural fragments
         i = int(pos * len(data))
         data[i:i] = frag
@@ -72,6 +96,6 @@ def test_arbitrary_bytes(data):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("<>/= \"'abcdefghijklmnopqrstuvwxyz_.0123456789")) , max_size=400))
+@given(st.text(alphabet=st.sampled_from(list("<>/= \"'abcdefghijklmnopqrstuvwxyz_.0123456789")), max_size=400))
 def test_tag_soup_with_latexml_classes(soup):
-    check(("<html><body><article class=\"ltx_document\">" + soup + "</article></body></html>").encode())
+    check(('<html><body><article class="ltx_document">' + soup + "</article></body></html>").encode())

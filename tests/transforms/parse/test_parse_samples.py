@@ -1,4 +1,5 @@
 """The embedded sample corpus parses to the facts listed in samples/EXPECTED.md."""
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,23 @@ def test_cvpr_teaser_strip_subfigures_and_refs(samples):
     assert [i.path for i in teaser.images] == ["figs/teaser.png"]  # adopted from div#p2
     assert teaser.caption.startswith("<TAG> Figure 1: </TAG> Glimpse processes only a few keyframes densely")
     f3 = p.figures[2]
-    assert [(s.html_id, s.label) for s in f3.subfigures] == [("S4.F2.sf1", "(a)"), ("S4.F2.sf2", "(b)"), ("S4.F2.sf3", "(c)")]
+    assert [(s.html_id, s.label) for s in f3.subfigures] == [
+        ("S4.F2.sf1", "(a)"),
+        ("S4.F2.sf2", "(b)"),
+        ("S4.F2.sf3", "(c)"),
+    ]
     assert f3.subfigures[1].caption == "<TAG> (b) </TAG> Accuracy per video attribute."
     assert [i.path for i in f3.images] == ["figs/res_curve.png", "figs/res_bars.png", "figs/res_qual.png"]
     refs = {(r.text, r.ref_id) for s in p.sections for para in s.paragraphs for r in para.ref_spans}
-    assert {("1", "2511.99001_F1"), ("2", "2511.99001_F2"), ("3", "2511.99001_F3"), ("2(a)", "2511.99001_F3.1"),
-            ("2(b)", "2511.99001_F3.2"), ("2(c)", "2511.99001_F3.3"), ("1", "2511.99001_T1")} <= refs
+    assert {
+        ("1", "2511.99001_F1"),
+        ("2", "2511.99001_F2"),
+        ("3", "2511.99001_F3"),
+        ("2(a)", "2511.99001_F3.1"),
+        ("2(b)", "2511.99001_F3.2"),
+        ("2(c)", "2511.99001_F3.3"),
+        ("1", "2511.99001_T1"),
+    } <= refs
     text = " ".join(s.body for s in p.sections)
     assert text.count("<NOTE>") == 2 and "<TAG> (1) </TAG>" in text
     assert "Figs. 2 and 3" in text and "Fig. 3b" in text
@@ -39,10 +51,18 @@ def test_cvpr_teaser_strip_subfigures_and_refs(samples):
 def test_acm_teaserfigure_duplicated_caption_grid_and_picture(samples):
     p = load(samples, "2511.99002")
     assert [(f.number, f.html_id) for f in p.figures] == [
-        ("1", "S0.F1"), ("2", "S3.F3"), ("3", "S3.F3"), ("4", "S3.F4"), ("5", "S3.F5"), ("6", "A1.F6")]
+        ("1", "S0.F1"),
+        ("2", "S3.F3"),
+        ("3", "S3.F3"),
+        ("4", "S3.F4"),
+        ("5", "S3.F5"),
+        ("6", "A1.F6"),
+    ]
     assert p.teaser == ["2511.99002_F1"]
     f2, f3 = p.figures[1], p.figures[2]
-    assert [i.path for i in f2.images] == ["figs/study_setup.png"] and [i.path for i in f3.images] == ["figs/task_times.png"]
+    assert [i.path for i in f2.images] == ["figs/study_setup.png"] and [i.path for i in f3.images] == [
+        "figs/task_times.png"
+    ]
     grid = p.figures[3]
     assert [i.path for i in grid.images] == ["figs/grid_a.png", "figs/grid_b.png", "figs/grid_c.png", "figs/grid_d.png"]
     assert len(grid.subfigures) == 4

@@ -1,6 +1,7 @@
 """TeX figures: main file, \\input trees, \\graphicspath, missing extensions, numbering,
 captions; rasterization with poppler / ghostscript; TeX <-> HTML figure matching and the
 recovery of lost / absent / blank images."""
+
 from __future__ import annotations
 
 import gzip
@@ -50,11 +51,16 @@ def test_cvpr_teaser_captionof_and_multi_caption_float():
     assert (d1.figures[0].env, d1.figures[0].number) == ("captionof", "1")
     assert d1.figures[0].graphics[0].path == "figs/teaser.png"
     assert [g.subcaption for g in d1.figures[2].graphics] == [
-        "Accuracy against compute.", "Accuracy per video attribute.", "A routed frame with its mask."]
+        "Accuracy against compute.",
+        "Accuracy per video attribute.",
+        "A routed frame with its mask.",
+    ]
     d2 = parse_document(read_source_dir(str(ROOT / "samples" / "tex" / "2511.99002")))
     # Two \caption in one float are Figures 2 and 3, each with its own graphic.
     assert [(f.number, [g.path for g in f.graphics]) for f in d2.figures[1:3]] == [
-        ("2", ["figs/study_setup.png"]), ("3", ["figs/task_times.png"])]
+        ("2", ["figs/study_setup.png"]),
+        ("3", ["figs/task_times.png"]),
+    ]
     assert d2.figures[4].graphics == []  # picture environment: nothing to rasterize
 
 
@@ -69,8 +75,9 @@ def test_input_tree_of_a_real_source():
 
 
 def test_graphicspath_missing_extension_import_and_numbering():
-    t = tree({
-        "paper.tex": r"""\documentclass{article}
+    t = tree(
+        {
+            "paper.tex": r"""\documentclass{article}
 \usepackage{graphicx,import}
 \graphicspath{{img/}{plots/}}
 \DeclareGraphicsExtensions{.png,.pdf}
@@ -83,14 +90,15 @@ def test_graphicspath_missing_extension_import_and_numbering():
 \begin{table}\caption{A table caption does not count}\end{table}
 \begin{figure}\includegraphics{"file name".png}\caption*{Unnumbered figure}\end{figure}
 \end{document}""",
-        "sec/appendix.tex": r"""\subimport{../chapters/}{extra}""",
-        "chapters/extra.tex": r"""\begin{figure}\includegraphics{local}\caption{Imported figure.}\end{figure}""",
-        "chapters/local.PDF": b"%PDF-1.4",
-        "img/scheme.png": b"\x89PNG",
-        "plots/curve.pdf": b"%PDF-1.4",
-        "img/curve.png": b"\x89PNG",
-        "file name.png": b"\x89PNG",
-    })
+            "sec/appendix.tex": r"""\subimport{../chapters/}{extra}""",
+            "chapters/extra.tex": r"""\begin{figure}\includegraphics{local}\caption{Imported figure.}\end{figure}""",
+            "chapters/local.PDF": b"%PDF-1.4",
+            "img/scheme.png": b"\x89PNG",
+            "plots/curve.pdf": b"%PDF-1.4",
+            "img/curve.png": b"\x89PNG",
+            "file name.png": b"\x89PNG",
+        }
+    )
     assert find_main(t) == "paper.tex"
     doc = parse_document(t)
     got = [(f.number, f.caption, [g.path for g in f.graphics]) for f in doc.figures]
@@ -103,8 +111,12 @@ def test_graphicspath_missing_extension_import_and_numbering():
 
 
 def test_input_cycles_and_missing_inputs_are_problems_not_crashes():
-    t = tree({"main.tex": r"\documentclass{article}\begin{document}\input{a}\input{nothere}\end{document}",
-              "a.tex": r"\input{main}"})
+    t = tree(
+        {
+            "main.tex": r"\documentclass{article}\begin{document}\input{a}\input{nothere}\end{document}",
+            "a.tex": r"\input{main}",
+        }
+    )
     doc = parse_document(t)
     assert any("cycle" in p for p in doc.problems)
     assert any("nothere" in p for p in doc.problems)
@@ -170,12 +182,16 @@ def test_caption_tokens_and_jaccard():
 
 def test_match_by_number_and_by_caption_with_threshold():
     cap = lambda s: tokens(s)
-    html = [("1", cap("Overview of the method and its parts")),
-            ("2", cap("Qualitative results on the test set")),
-            (None, cap("An uncaptioned grid of samples from the model"))]
-    tex = [("1", cap("Overview of the method and its main parts")),
-           ("3", cap("Qualitative results on the test set")),  # counter drift
-           (None, cap("An uncaptioned grid of samples from the model"))]
+    html = [
+        ("1", cap("Overview of the method and its parts")),
+        ("2", cap("Qualitative results on the test set")),
+        (None, cap("An uncaptioned grid of samples from the model")),
+    ]
+    tex = [
+        ("1", cap("Overview of the method and its main parts")),
+        ("3", cap("Qualitative results on the test set")),  # counter drift
+        (None, cap("An uncaptioned grid of samples from the model")),
+    ]
     ms = match_figures(html, tex)
     assert [(m.html_index, m.tex_index, m.by) for m in ms] == [(0, 0, "number"), (1, 1, "caption"), (2, 2, "caption")]
     # Numbers agree but the captions have nothing in common: refused (drifted counter).
@@ -205,8 +221,9 @@ def _paper(figs) -> Paper:
 
 
 def test_recovery_repoints_lost_absent_and_blank_images_only():
-    t = tree({
-        "main.tex": r"""\documentclass{article}\begin{document}
+    t = tree(
+        {
+            "main.tex": r"""\documentclass{article}\begin{document}
 \begin{figure}\includegraphics{a.pdf}\caption{First figure shows the pipeline.}\end{figure}
 \begin{figure}\includegraphics{b.png}\caption{Second figure shows results.}\end{figure}
 \begin{figure}\includegraphics{c.eps}\caption{Third figure shows a blank plot.}\end{figure}
@@ -214,8 +231,14 @@ def test_recovery_repoints_lost_absent_and_blank_images_only():
 \begin{figure}\includegraphics{gone.png}\caption{Fifth figure lost everywhere.}\end{figure}
 \begin{figure}\includegraphics{s1.png}\includegraphics{s2.png}\caption{Sixth figure with two panels.}\end{figure}
 \end{document}""",
-        "a.pdf": b"%PDF", "b.png": b"\x89PNG", "c.eps": b"%!PS", "d.png": b"\x89PNG", "s1.png": b"1", "s2.png": b"2",
-    })
+            "a.pdf": b"%PDF",
+            "b.png": b"\x89PNG",
+            "c.eps": b"%!PS",
+            "d.png": b"\x89PNG",
+            "s1.png": b"1",
+            "s2.png": b"2",
+        }
+    )
     doc = parse_document(t)
     lost = Image(path=None, kind="missing", html_id="S1.F1.g1")
     absent = Image(path="x2.png", url="https://ar5iv.org/html/2401.00001/assets/x2.png", kind="raster")
@@ -223,12 +246,54 @@ def test_recovery_repoints_lost_absent_and_blank_images_only():
     fine = Image(path="x4.png", kind="raster")
     lost5 = Image(path=None, kind="missing")
     figs = [
-        Figure("2401.00001_F1", "S1.F1", 1, "1", "Figure 1:", "<TAG> Figure 1: </TAG> First figure shows the pipeline.", [lost]),
-        Figure("2401.00001_F2", "S1.F2", 2, "2", "Figure 2:", "<TAG> Figure 2: </TAG> Second figure shows results.", [absent]),
-        Figure("2401.00001_F3", "S1.F3", 3, "3", "Figure 3:", "<TAG> Figure 3: </TAG> Third figure shows a blank plot.", [blank]),
-        Figure("2401.00001_F4", "S1.F4", 4, "4", "Figure 4:", "<TAG> Figure 4: </TAG> Fourth figure is fine in the HTML.", [fine]),
-        Figure("2401.00001_F5", "S1.F5", 5, "5", "Figure 5:", "<TAG> Figure 5: </TAG> Fifth figure lost everywhere.", [lost5]),
-        Figure("2401.00001_F6", "S1.F6", 6, "6", "Figure 6:", "<TAG> Figure 6: </TAG> Sixth figure with two panels.", []),
+        Figure(
+            "2401.00001_F1",
+            "S1.F1",
+            1,
+            "1",
+            "Figure 1:",
+            "<TAG> Figure 1: </TAG> First figure shows the pipeline.",
+            [lost],
+        ),
+        Figure(
+            "2401.00001_F2",
+            "S1.F2",
+            2,
+            "2",
+            "Figure 2:",
+            "<TAG> Figure 2: </TAG> Second figure shows results.",
+            [absent],
+        ),
+        Figure(
+            "2401.00001_F3",
+            "S1.F3",
+            3,
+            "3",
+            "Figure 3:",
+            "<TAG> Figure 3: </TAG> Third figure shows a blank plot.",
+            [blank],
+        ),
+        Figure(
+            "2401.00001_F4",
+            "S1.F4",
+            4,
+            "4",
+            "Figure 4:",
+            "<TAG> Figure 4: </TAG> Fourth figure is fine in the HTML.",
+            [fine],
+        ),
+        Figure(
+            "2401.00001_F5",
+            "S1.F5",
+            5,
+            "5",
+            "Figure 5:",
+            "<TAG> Figure 5: </TAG> Fifth figure lost everywhere.",
+            [lost5],
+        ),
+        Figure(
+            "2401.00001_F6", "S1.F6", 6, "6", "Figure 6:", "<TAG> Figure 6: </TAG> Sixth figure with two panels.", []
+        ),
     ]
     paper = _paper(figs)
     state = {id(lost): "lost", id(absent): "absent", id(blank): "blank", id(lost5): "lost"}
@@ -247,12 +312,27 @@ def test_recovery_repoints_lost_absent_and_blank_images_only():
 
 
 def test_recovery_leaves_ambiguous_figures_alone():
-    t = tree({"main.tex": r"""\documentclass{article}\begin{document}
+    t = tree(
+        {
+            "main.tex": r"""\documentclass{article}\begin{document}
 \begin{figure}\includegraphics{a.png}\includegraphics{b.png}\includegraphics{c.png}\caption{Three panels here.}\end{figure}
-\end{document}""", "a.png": b"1", "b.png": b"2", "c.png": b"3"})
+\end{document}""",
+            "a.png": b"1",
+            "b.png": b"2",
+            "c.png": b"3",
+        }
+    )
     imgs = [Image(path=None, kind="missing"), Image(path=None, kind="missing")]
-    fig = Figure("p_F1", None, 1, "1", "Figure 1:", "<TAG> Figure 1: </TAG> Three panels here.", imgs,
-                 [Subfigure("p_F1.1", None, None, "", [imgs[0]]), Subfigure("p_F1.2", None, None, "", [imgs[1]])])
+    fig = Figure(
+        "p_F1",
+        None,
+        1,
+        "1",
+        "Figure 1:",
+        "<TAG> Figure 1: </TAG> Three panels here.",
+        imgs,
+        [Subfigure("p_F1.1", None, None, "", [imgs[0]]), Subfigure("p_F1.2", None, None, "", [imgs[1]])],
+    )
     rep = recover_figures(_paper([fig]), parse_document(t), lambda img: "lost")
     assert rep.ambiguous == ["p_F1"] and rep.recovered == 0
     assert all(i.source == "html" for i in imgs)

@@ -3,6 +3,7 @@
 shared model in a real multi-process DirectRunner, the memory-adaptive batch, bf16.
 
 Tests marked ``gpu`` run where torch sees a CUDA device and skip elsewhere."""
+
 from __future__ import annotations
 
 import argparse
@@ -73,8 +74,12 @@ def test_uint8_images_normalised_next_to_the_model_give_the_float32_results(tiny
     # the same on the embedding task, and from bytes (JPEG draft decode included)
     e = FigureModelHandler(tiny, "embed")
     em = e.load_model()
-    np.testing.assert_allclose(np.stack([r.inference for r in e.run_inference(compact, em)]),
-                               np.stack([r.inference for r in e.run_inference(floats, em)]), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(
+        np.stack([r.inference for r in e.run_inference(compact, em)]),
+        np.stack([r.inference for r in e.run_inference(floats, em)]),
+        rtol=0,
+        atol=1e-6,
+    )
     assert np.array_equal(image_to_model_input(FIGS[0].read_bytes(), 32), compact[0])
     with pytest.raises(TypeError, match="uint8 images or float32"):
         model(np.zeros((1, 3, 32, 32), dtype=np.float64))
@@ -86,8 +91,11 @@ def test_classify_images_reads_references_and_every_key_comes_out_once(tiny, tmp
     (tmp_path / "drawing.svg").write_bytes(SVG)
     good = FIGS[:5]
     items = [(f"ok{i}", str(p)) for i, p in enumerate(good)] + [
-        ("bomb", str(tmp_path / "bomb.png")), ("broken", str(tmp_path / "broken.png")),
-        ("svg", str(tmp_path / "drawing.svg")), ("missing", str(tmp_path / "nope.png"))]
+        ("bomb", str(tmp_path / "bomb.png")),
+        ("broken", str(tmp_path / "broken.png")),
+        ("svg", str(tmp_path / "drawing.svg")),
+        ("missing", str(tmp_path / "nope.png")),
+    ]
     expected = {f"ok{i}": v for i, v in enumerate(_expected(tiny, good))}
 
     def check_probs(out):
@@ -105,7 +113,11 @@ def test_classify_images_reads_references_and_every_key_comes_out_once(tiny, tmp
         assert "nope.png" in got["missing"]
 
     with beam.Pipeline("DirectRunner") as p:
-        res = p | beam.Create(items) | ClassifyImages(tiny, InferenceOptions(max_batch_size=3), load_bytes=read_image_file)
+        res = (
+            p
+            | beam.Create(items)
+            | ClassifyImages(tiny, InferenceOptions(max_batch_size=3), load_bytes=read_image_file)
+        )
         assert_that(res.probabilities, check_probs, label="probabilities")
         assert_that(res.failed, check_failed, label="failed")
 
@@ -113,14 +125,22 @@ def test_classify_images_reads_references_and_every_key_comes_out_once(tiny, tmp
 def _classify_in_two_processes(weights, paths, check, monkeypatch, record, precision="fp32", batch=4):
     """ClassifyImages with share_model=True and --device cuda on a 2-process DirectRunner,
     through a handler that records what its model process receives; the record's lines."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
-    handler = recording_handler(weights, "classify", "cuda", max_batch_size=batch, share_model=True, precision=precision,
-                                record=str(record))
-    options = InferenceOptions(device="cuda", max_batch_size=batch, share_model=True, precision=precision, torch_threads=1)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(ROOT), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
+    )
+    handler = recording_handler(
+        weights, "classify", "cuda", max_batch_size=batch, share_model=True, precision=precision, record=str(record)
+    )
+    options = InferenceOptions(
+        device="cuda", max_batch_size=batch, share_model=True, precision=precision, torch_threads=1
+    )
     opts = PipelineOptions(["--direct_num_workers", "2", "--direct_running_mode", "multi_processing"])
     with beam.Pipeline("DirectRunner", options=opts) as p:
-        res = (p | beam.Create([(q.name, str(q)) for q in paths])
-               | ClassifyImages(handler=handler, options=options, load_bytes=read_image_file))
+        res = (
+            p
+            | beam.Create([(q.name, str(q)) for q in paths])
+            | ClassifyImages(handler=handler, options=options, load_bytes=read_image_file)
+        )
         assert_that(res.probabilities, check)
     return [json.loads(x) for x in record.read_text().splitlines()]
 
@@ -199,7 +219,9 @@ def test_out_of_memory_halves_the_batch_retries_and_remembers(tiny, caplog):
 @pytest.fixture(scope="module")
 def confident(tmp_path_factory):
     images = figure_variants(64)
-    return save_trained_head_classifier(tmp_path_factory.mktemp("w") / "confident.pt", images, input_size=64), np.stack(images)
+    return save_trained_head_classifier(tmp_path_factory.mktemp("w") / "confident.pt", images, input_size=64), np.stack(
+        images
+    )
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
@@ -235,7 +257,9 @@ def test_shared_model_on_the_gpu_in_bf16_keeps_the_cpu_fp32_labels(confident, tm
     for i, a in enumerate(x):  # lossless files of the 64 px variants: what the workers read is x
         paths.append(tmp_path / f"v{i:03d}.png")
         Image.fromarray(a).save(paths[-1])
-    want = {p.name: int(v.argmax()) for p, v in zip(paths, FigureModelHandler(weights, "classify", "cpu").load_model()(x))}
+    want = {
+        p.name: int(v.argmax()) for p, v in zip(paths, FigureModelHandler(weights, "classify", "cpu").load_model()(x))
+    }
 
     def check(out):
         got = dict(out)
@@ -254,9 +278,22 @@ def test_inference_options_map_the_flags_and_record_the_precision():
     add_vision_arguments(ap)
     o = inference_options_from_args(ap.parse_args([]))
     assert o == InferenceOptions() and o.precision == "fp32" and not o.shared
-    o = inference_options_from_args(ap.parse_args(["--device", "cuda", "--vision-batch-size", "256",
-                                                   "--vision-min-batch-size", "8", "--vision-model-copies", "2",
-                                                   "--vision-precision", "bf16"]))
+    o = inference_options_from_args(
+        ap.parse_args(
+            [
+                "--device",
+                "cuda",
+                "--vision-batch-size",
+                "256",
+                "--vision-min-batch-size",
+                "8",
+                "--vision-model-copies",
+                "2",
+                "--vision-precision",
+                "bf16",
+            ]
+        )
+    )
     assert (o.device, o.max_batch_size, o.min_batch_size, o.model_copies, o.precision) == ("cuda", 256, 8, 2, "bf16")
     assert o.shared and not o.share_model  # copies imply sharing
     assert o.provenance()["vision_precision"] == "bf16" and o.provenance()["vision_device"] == "cuda"

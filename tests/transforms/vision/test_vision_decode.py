@@ -1,4 +1,5 @@
 """Image decoding with limits: bombs, corrupt files, odd colour modes, SVG-only figures."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,9 +15,23 @@ from sciga.transforms.vision.phash import hamming
 
 
 def row(data=None, kind="raster", path="x.png"):
-    return FigureRow(id="2401.00001_F1", paper_id="2401.00001", parent_id=None, kind="figure", index=1, number="1",
-                     label="Figure 1:", caption="", subcaption=None, subcaption_source=None, image_bytes=data,
-                     image_path=path, image_paths=[path] if path else [], image_kind=kind, image_source="html")
+    return FigureRow(
+        id="2401.00001_F1",
+        paper_id="2401.00001",
+        parent_id=None,
+        kind="figure",
+        index=1,
+        number="1",
+        label="Figure 1:",
+        caption="",
+        subcaption=None,
+        subcaption_source=None,
+        image_bytes=data,
+        image_path=path,
+        image_paths=[path] if path else [],
+        image_kind=kind,
+        image_source="html",
+    )
 
 
 def test_100_megapixel_bomb_is_a_row_error_not_a_crash():

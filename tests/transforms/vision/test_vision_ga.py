@@ -1,5 +1,6 @@
 """Graphical abstracts: typing accuracy on a synthetic set built from real figures, the
 manifest (local files and a real 127.0.0.1 server with faults), de-facto GAs, and the build."""
+
 from __future__ import annotations
 
 import collections
@@ -45,8 +46,14 @@ def test_ga_typing_accuracy_per_type(papers):
         right[typ] += d.type == typ
         comps_exact[typ] += d.type == typ and sorted(d.components) == sorted(comps)
     acc = {t: right[t] / total[t] for t in total}
-    print("\nGA typing on", sum(total.values()), "synthetic GAs from", len(papers), "papers:",
-          {t: f"{right[t]}/{total[t]} correct, {comps_exact[t]} with exact components" for t in total})
+    print(
+        "\nGA typing on",
+        sum(total.values()),
+        "synthetic GAs from",
+        len(papers),
+        "papers:",
+        {t: f"{right[t]}/{total[t]} correct, {comps_exact[t]} with exact components" for t in total},
+    )
     assert total["Reused"] >= 26 and total["Modified"] >= 15 and total["Original"] >= 13
     assert acc["Reused"] >= 0.95 and acc["Original"] >= 0.95 and acc["Modified"] >= 0.85
     assert comps_exact["Reused"] == right["Reused"]  # components exact on every Reused
@@ -54,13 +61,18 @@ def test_ga_typing_accuracy_per_type(papers):
 
 def test_a_mosaic_of_all_panels_of_one_figure_is_that_figure_reused():
     figs = ROOT / "samples" / "html" / "2511.99002" / "figs"
-    panels = [(f"P_F5.{i}", prepare(Image.open(figs / f"grid_{c}.png").convert("RGB"))) for i, c in enumerate("abcd", 1)]
+    panels = [
+        (f"P_F5.{i}", prepare(Image.open(figs / f"grid_{c}.png").convert("RGB"))) for i, c in enumerate("abcd", 1)
+    ]
     other = [("P_F2", prepare(Image.open(figs / "study_setup.png").convert("RGB")))]
     ga = mosaic([Image.open(figs / f"grid_{c}.png").convert("RGB") for c in "abcd"])
     d = decide(prepare(ga), other + panels, panels={"P_F5": [p for p, _ in panels]})
     assert (d.type, d.components) == ("Reused", ["P_F5"])
-    d = decide(prepare(mosaic([Image.open(figs / f"grid_{c}.png").convert("RGB") for c in "abc"])), other + panels,
-               panels={"P_F5": [p for p, _ in panels]})
+    d = decide(
+        prepare(mosaic([Image.open(figs / f"grid_{c}.png").convert("RGB") for c in "abc"])),
+        other + panels,
+        panels={"P_F5": [p for p, _ in panels]},
+    )
     assert d.type == "Modified" and d.components == ["P_F5.1", "P_F5.2", "P_F5.3"]
 
 
@@ -69,11 +81,29 @@ def _paper(teaser=(), intro_refs=(), intro_title="<TAG> 1 </TAG> Introduction"):
     for f in figs:
         f.is_teaser = f.id in teaser
     text = " ".join(f"See ref{i}." for i in range(len(intro_refs)))
-    spans = [RefSpan(text.index(f"ref{i}"), text.index(f"ref{i}") + 4, f"ref{i}", rid) for i, rid in enumerate(intro_refs)]
-    secs = [Section(id="P_S1", parent_id=None, level=1, number="1", title=intro_title, body=text,
-                    paragraphs=[Paragraph(text=text, ref_spans=spans)]),
-            Section(id="P_S1.1", parent_id="P_S1", level=2, number="1.1", title="Scope", body="",
-                    paragraphs=[Paragraph(text="Figure 1.", ref_spans=[RefSpan(0, 8, "Figure 1", "P_F1")])])]
+    spans = [
+        RefSpan(text.index(f"ref{i}"), text.index(f"ref{i}") + 4, f"ref{i}", rid) for i, rid in enumerate(intro_refs)
+    ]
+    secs = [
+        Section(
+            id="P_S1",
+            parent_id=None,
+            level=1,
+            number="1",
+            title=intro_title,
+            body=text,
+            paragraphs=[Paragraph(text=text, ref_spans=spans)],
+        ),
+        Section(
+            id="P_S1.1",
+            parent_id="P_S1",
+            level=2,
+            number="1.1",
+            title="Scope",
+            body="",
+            paragraphs=[Paragraph(text="Figure 1.", ref_spans=[RefSpan(0, 8, "Figure 1", "P_F1")])],
+        ),
+    ]
     return Paper(id="P", title="t", abstract="a", sections=secs, figures=figs, teaser=list(teaser))
 
 
@@ -86,9 +116,14 @@ def test_de_facto_ga_is_the_teaser_else_the_first_figure_the_introduction_refere
 
 def test_manifest_reading(tmp_path):
     m = tmp_path / "ga.csv"
-    m.write_text("arxiv_id,path,source\n2401.00001v2,ga/a.png,Cell\n2401.00001,ga/b.png,\nq-bio/0601999,https://x.org/a.jpg,\n,,\n")
+    m.write_text(
+        "arxiv_id,path,source\n2401.00001v2,ga/a.png,Cell\n2401.00001,ga/b.png,\nq-bio/0601999,https://x.org/a.jpg,\n,,\n"
+    )
     entries = read_ga_manifest(str(m))
-    assert [(e.paper_id, e.path, e.source) for e in entries] == [("2401.00001", "ga/a.png", "Cell"), ("q-bio/0601999", "https://x.org/a.jpg", None)]
+    assert [(e.paper_id, e.path, e.source) for e in entries] == [
+        ("2401.00001", "ga/a.png", "Cell"),
+        ("q-bio/0601999", "https://x.org/a.jpg", None),
+    ]
     assert entries[0].uri == f"{tmp_path}/ga/a.png" and entries[0].extra_paths == ["ga/b.png"]
     m.write_text("id,file\n1,2\n")
     with pytest.raises(ManifestError, match="needs the columns arxiv_id,path"):
@@ -99,8 +134,9 @@ def test_manifest_reading(tmp_path):
 
 def test_polite_fetch_with_faults():
     img = png_bytes(Image.new("RGB", (10, 10), "red"))
-    with LocalServer({"/flaky.png": [(500, b"oops"), (200, img)], "/big.png": [(200, b"x" * (2 << 20))],
-                      "/gone.png": [(404, b"")]}) as srv:
+    with LocalServer(
+        {"/flaky.png": [(500, b"oops"), (200, img)], "/big.png": [(200, b"x" * (2 << 20))], "/gone.png": [(404, b"")]}
+    ) as srv:
         e = lambda p: GAEntry(paper_id="P", path=srv.url(p), uri=srv.url(p))
         assert fetch_ga_bytes(e("/flaky.png"), timeout=5) == img and srv.hits["/flaky.png"] == 2
         with pytest.raises(OSError, match="above the 1 MiB limit"):
@@ -116,8 +152,15 @@ def test_build_with_ga_manifest(tmp_path, caplog):
     d2 = copy_sample(src, "2511.99002")
     copy_sample(src, "q-bio0601999")
     (tmp_path / "ga").mkdir()
-    (tmp_path / "ga" / "99001.png").write_bytes(png_bytes(Image.open(d1 / "figs" / "overview.png").convert("RGB").resize((960, 450))))  # 1.5x the 640x300 figure
-    combo = mosaic([Image.open(d2 / "figs" / n).convert("RGB") for n in ("study_setup.png", "task_times.png", "appendix_ratings.png", "teaser.png")])
+    (tmp_path / "ga" / "99001.png").write_bytes(
+        png_bytes(Image.open(d1 / "figs" / "overview.png").convert("RGB").resize((960, 450)))
+    )  # 1.5x the 640x300 figure
+    combo = mosaic(
+        [
+            Image.open(d2 / "figs" / n).convert("RGB")
+            for n in ("study_setup.png", "task_times.png", "appendix_ratings.png", "teaser.png")
+        ]
+    )
     tiny = save_tiny_classifier(tmp_path / "emb.pt")
     with LocalServer({"/ga/99002.png": [(200, png_bytes(combo))]}) as srv:
         (tmp_path / "manifest.csv").write_text(
@@ -125,22 +168,49 @@ def test_build_with_ga_manifest(tmp_path, caplog):
             "2511.99001v1,ga/99001.png,Journal A\n"
             f"2511.99002,{srv.url('/ga/99002.png')},Journal B\n"
             f"q-bio/0601999,{srv.url('/ga/missing.png')},\n"
-            "2511.00000,ga/none.png,\n")
+            "2511.00000,ga/none.png,\n"
+        )
         with caplog.at_level(logging.WARNING):
-            rc = run_build(["--input", str(src), "--output", str(tmp_path / "out"), "--ga-manifest", str(tmp_path / "manifest.csv"),
-                            "--ga-embedding-weights", tiny, "--ga-timeout", "5"])
+            rc = run_build(
+                [
+                    "--input",
+                    str(src),
+                    "--output",
+                    str(tmp_path / "out"),
+                    "--ga-manifest",
+                    str(tmp_path / "manifest.csv"),
+                    "--ga-embedding-weights",
+                    tiny,
+                    "--ga-timeout",
+                    "5",
+                ]
+            )
     assert rc == 0
     assert "2511.00000, which is not among the built papers" in caplog.text
     papers = {p["id"]: p for p in read_rows(tmp_path / "out", "papers")}
     ga1, ga2, ga3 = (papers[k]["graphical_abstract"] for k in ("2511.99001", "2511.99002", "q-bio/0601999"))
-    assert (ga1["type"], ga1["components"], ga1["source"], ga1["de_facto"]) == ("Reused", ["2511.99001_F2"], "Journal A", False)
-    assert ga2["type"] == "Modified" and set(ga2["components"]) == {"2511.99002_F1", "2511.99002_F2", "2511.99002_F3", "2511.99002_F6"}
+    assert (ga1["type"], ga1["components"], ga1["source"], ga1["de_facto"]) == (
+        "Reused",
+        ["2511.99001_F2"],
+        "Journal A",
+        False,
+    )
+    assert ga2["type"] == "Modified" and set(ga2["components"]) == {
+        "2511.99002_F1",
+        "2511.99002_F2",
+        "2511.99002_F3",
+        "2511.99002_F6",
+    }
     assert ga3["type"] is None and "HTTP 404" in ga3["error"]
     figs = {r["id"]: r for r in read_rows(tmp_path / "out", "figures")}
-    assert figs["2511.99001_F2"]["ga_role"] == "ga_reused" and figs["2511.99001_F1"]["ga_role"] is None  # teaser is no longer de facto
+    assert (
+        figs["2511.99001_F2"]["ga_role"] == "ga_reused" and figs["2511.99001_F1"]["ga_role"] is None
+    )  # teaser is no longer de facto
     assert {k for k, r in figs.items() if r["ga_role"] == "ga_component"} == set(ga2["components"])
     row = figs["2511.99001_GA"]
-    assert row["kind"] == "graphical_abstract" and row["ga_role"] == "ga" and (row["width"], row["height"]) == (960, 450)
+    assert (
+        row["kind"] == "graphical_abstract" and row["ga_role"] == "ga" and (row["width"], row["height"]) == (960, 450)
+    )
     assert row["image"]["bytes"][:4] == b"\x89PNG" and row["image"]["path"] == "ga/99001.png"
     assert row["medical"]["is_medical"] is False and row["medical"]["keyword_hits"] == []
     assert figs["q-bio/0601999_GA"]["image"] is None and "HTTP 404" in figs["q-bio/0601999_GA"]["image_error"]
@@ -158,4 +228,10 @@ def test_build_without_manifest_marks_de_facto_gas(tmp_path):
     ga3 = papers["2511.99003"]["graphical_abstract"]
     assert (ga3["de_facto"], ga3["source"], ga3["components"]) == (True, "first_intro_reference", ["2511.99003_F1"])
     assert {k for k, r in figs.items() if r["ga_role"] == "de_facto_ga"} == {
-        "2511.99001_F1", "2511.99002_F1", "2511.99003_F1", "2511.99003_F1.1", "2511.99003_F1.2", "2511.99003_F1.3"}
+        "2511.99001_F1",
+        "2511.99002_F1",
+        "2511.99003_F1",
+        "2511.99003_F1.1",
+        "2511.99003_F1.2",
+        "2511.99003_F1.3",
+    }

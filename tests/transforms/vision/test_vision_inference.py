@@ -1,5 +1,6 @@
 """The RunInference model handler: tiny models built here, saved, loaded through the same
 handler the build uses, run on Beam's DirectRunner (CPU)."""
+
 from __future__ import annotations
 
 import logging
@@ -35,7 +36,9 @@ def test_checkpoint_records_arch_and_labels_and_loads_weights_only(tiny, tmp_pat
     assert not model.training
     # a checkpoint that needs pickled code is refused, not executed
     evil = tmp_path / "evil.pt"
-    torch.save({"format": "sciga-figure-cnn/1", "state_dict": {}, "arch": "resnet18", "obj": Image.new("RGB", (1, 1))}, evil)
+    torch.save(
+        {"format": "sciga-figure-cnn/1", "state_dict": {}, "arch": "resnet18", "obj": Image.new("RGB", (1, 1))}, evil
+    )
     with pytest.raises(WeightsError, match="could not be read"):
         read_meta(str(evil))
     torch.save(model.state_dict(), tmp_path / "plain.pt")
@@ -90,8 +93,10 @@ def test_run_inference_on_direct_runner_applies_the_top_k_rule(tmp_path):
     never = save_tiny_classifier(tmp_path / "never.pt", bias={"Medical image": -50.0})
     meta = read_meta(never)
     model, _ = load_model(never)
-    requests = [(ClassifyKey("k", "2401.00001", f"2401.00001_F{i}", ("MRI",)), p.read_bytes())
-                for i, p in enumerate(FIGS[:5], 1)]
+    requests = [
+        (ClassifyKey("k", "2401.00001", f"2401.00001_F{i}", ("MRI",)), p.read_bytes())
+        for i, p in enumerate(FIGS[:5], 1)
+    ]
     requests.append((ClassifyKey("k", "2401.00001", "2401.00001_F10", ("MRI",)), bomb_png()))  # no pixels
     expected = {}
     with torch.no_grad():
@@ -133,8 +138,25 @@ def test_build_with_and_without_medical_weights(tmp_path, caplog):
 
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert run_build(["--input", str(src), "--output", str(tmp_path / "med"), "--medical-weights", always,
-                          "--medical-top-k", "1", "--device", "cuda", "--vision-batch-size", "4"]) == 0
+        assert (
+            run_build(
+                [
+                    "--input",
+                    str(src),
+                    "--output",
+                    str(tmp_path / "med"),
+                    "--medical-weights",
+                    always,
+                    "--medical-top-k",
+                    "1",
+                    "--device",
+                    "cuda",
+                    "--vision-batch-size",
+                    "4",
+                ]
+            )
+            == 0
+        )
     if not torch.cuda.is_available():
         assert "running the vision models on CPU" in caplog.text
     rows = {r["id"]: r for r in read_rows(tmp_path / "med", "figures")}

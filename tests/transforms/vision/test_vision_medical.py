@@ -1,4 +1,5 @@
 """MedICaT medical filter: the keyword list, stage 1 on captions + references, the top-K rule."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -59,17 +60,45 @@ def test_sentence_around_skips_abbreviations():
 
 
 def _paper():
-    fig1 = Figure(id="P_F1", html_id="S1.F1", index=1, number="1", label="Figure 1:", caption="<TAG> Figure 1: </TAG> Setup.")
-    sub = [Subfigure(id=f"P_F2.{i}", html_id=None, label=f"({c})", caption=f"<TAG> ({c}) </TAG> {t}")
-           for i, (c, t) in enumerate([("a", "Loss curve."), ("b", "Axial view.")], 1)]
-    fig2 = Figure(id="P_F2", html_id="S1.F2", index=2, number="2", label="Figure 2:", caption="<TAG> Figure 2: </TAG> Results.",
-                  subfigures=sub)
-    fig3 = Figure(id="P_F3", html_id="S1.F3", index=3, number="3", label="Figure 3:", caption="<TAG> Figure 3: </TAG> Positron emission tomography.")
+    fig1 = Figure(
+        id="P_F1", html_id="S1.F1", index=1, number="1", label="Figure 1:", caption="<TAG> Figure 1: </TAG> Setup."
+    )
+    sub = [
+        Subfigure(id=f"P_F2.{i}", html_id=None, label=f"({c})", caption=f"<TAG> ({c}) </TAG> {t}")
+        for i, (c, t) in enumerate([("a", "Loss curve."), ("b", "Axial view.")], 1)
+    ]
+    fig2 = Figure(
+        id="P_F2",
+        html_id="S1.F2",
+        index=2,
+        number="2",
+        label="Figure 2:",
+        caption="<TAG> Figure 2: </TAG> Results.",
+        subfigures=sub,
+    )
+    fig3 = Figure(
+        id="P_F3",
+        html_id="S1.F3",
+        index=3,
+        number="3",
+        label="Figure 3:",
+        caption="<TAG> Figure 3: </TAG> Positron emission tomography.",
+    )
     t1 = "Figure 1 shows the lab. In Figure 2b we show an MRI slice of the brain. The rest is plain."
     t2 = "Figure 2 has two panels."
-    paras = [Paragraph(text=t1, ref_spans=[RefSpan(0, 8, "Figure 1", "P_F1"), RefSpan(t1.index("Figure 2b"), t1.index("Figure 2b") + 9, "Figure 2b", "P_F2.2")]),
-             Paragraph(text=t2, ref_spans=[RefSpan(0, 8, "Figure 2", "P_F2")])]
-    sec = Section(id="P_S1", parent_id=None, level=1, number="1", title="<TAG> 1 </TAG> Introduction", body="", paragraphs=paras)
+    paras = [
+        Paragraph(
+            text=t1,
+            ref_spans=[
+                RefSpan(0, 8, "Figure 1", "P_F1"),
+                RefSpan(t1.index("Figure 2b"), t1.index("Figure 2b") + 9, "Figure 2b", "P_F2.2"),
+            ],
+        ),
+        Paragraph(text=t2, ref_spans=[RefSpan(0, 8, "Figure 2", "P_F2")]),
+    ]
+    sec = Section(
+        id="P_S1", parent_id=None, level=1, number="1", title="<TAG> 1 </TAG> Introduction", body="", paragraphs=paras
+    )
     return Paper(id="P", title="t", abstract="a", sections=[sec], figures=[fig1, fig2, fig3])
 
 
@@ -99,7 +128,10 @@ def test_top_k_rule_on_crafted_probabilities():
     p[med] = 0.12  # fourth
     r = rule.apply(rows["P_F3"], p)
     assert r.medical.is_medical is True and r.medical.topk_labels[3] == "Medical image"
-    assert r.medical.topk_scores == sorted(r.medical.topk_scores, reverse=True) and r.medical.keyword_hits == ["positron", "tomography"]
+    assert r.medical.topk_scores == sorted(r.medical.topk_scores, reverse=True) and r.medical.keyword_hits == [
+        "positron",
+        "tomography",
+    ]
     # a figure without keyword hits is never medical, whatever the classifier says
     p[med] = 0.9
     assert rule.apply(rows["P_F1"], p).medical.is_medical is False

@@ -5,6 +5,7 @@ validate`` / ``publish``) checks against the limit the build was made with (mani
 The large image is real: a 13,400 x 13,400 one-bit PNG (179.6 MP, just above Pillow's
 178.96 MP refusal) written with zlib row by row: 22 KB on disk, about 1 GB to decode.
 """
+
 from __future__ import annotations
 
 import struct
@@ -60,9 +61,23 @@ def test_the_flag_is_the_only_limit_in_the_vision_stage(big):
     with pytest.raises(ImageDecodeError) as e:
         decode_image(big)  # the default limit still refuses it, with our message
     assert e.value.kind == "decompression_bomb" and "raise --max-image-pixels" in e.value.message
-    row = FigureRow(id="2401.00001_F1", paper_id="2401.00001", parent_id=None, kind="figure", index=1, number="1",
-                    label="Figure 1:", caption="", subcaption=None, subcaption_source=None, image_bytes=big,
-                    image_path="big.png", image_paths=["big.png"], image_kind="raster", image_source="html")
+    row = FigureRow(
+        id="2401.00001_F1",
+        paper_id="2401.00001",
+        parent_id=None,
+        kind="figure",
+        index=1,
+        number="1",
+        label="Figure 1:",
+        caption="",
+        subcaption=None,
+        subcaption_source=None,
+        image_bytes=big,
+        image_path="big.png",
+        image_paths=["big.png"],
+        image_kind="raster",
+        image_source="html",
+    )
     row = annotate_image(row, max_pixels=ABOVE_PILLOW)
     assert (row.width, row.height, row.image_error) == (SIDE, SIDE, None)
     assert row.image_bytes is big and len(row.phash) == 16
@@ -77,6 +92,7 @@ def test_the_gate_image_check_takes_the_same_limit(big):
 
 def _embed_big_image(out, big, limit):
     """A build made with --max-image-pixels LIMIT holding one 179.6 MP figure image."""
+
     def put(rows):
         r = next(r for r in rows if r["image"] and r["image"]["bytes"] and r["kind"] == "figure")
         r["image"] = {"bytes": big, "path": r["image"]["path"]}
@@ -93,7 +109,9 @@ def test_validate_checks_images_against_the_builds_limit(build_copy, big, capsys
     assert result.success, [(c.table, c.examples) for c in result.failed]
     assert (result.options["max_pixels"], result.options["max_pixels_source"]) == (ABOVE_PILLOW, "manifest")
     assert main(["validate", str(build_copy), "--image-check", "header", "--image-workers", "1"]) == 0
-    assert "pixel limit 200,000,000 (the build's --max-image-pixels" in (build_copy / "quality" / "report.md").read_text()
+    assert (
+        "pixel limit 200,000,000 (the build's --max-image-pixels" in (build_copy / "quality" / "report.md").read_text()
+    )
     # An explicit flag still wins over the manifest.
     assert main(["validate", str(build_copy), "--image-check", "header", "--max-image-pixels", "100000000"]) == 1
     assert "exceeds the limit of 100000000 pixels" in capsys.readouterr().err
@@ -116,8 +134,21 @@ def test_publish_gate_uses_the_builds_limit(build_copy, big, monkeypatch, tmp_pa
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
     try:
-        rc = main(["publish", str(build_copy), "--repo-id", "sciga-org/big", "--version", "v1.1.0",
-                   "--endpoint", server.url, "--dry-run", "--image-check", "header"])
+        rc = main(
+            [
+                "publish",
+                str(build_copy),
+                "--repo-id",
+                "sciga-org/big",
+                "--version",
+                "v1.1.0",
+                "--endpoint",
+                server.url,
+                "--dry-run",
+                "--image-check",
+                "header",
+            ]
+        )
     finally:
         server.stop()
     assert rc == 0, capsys.readouterr().err

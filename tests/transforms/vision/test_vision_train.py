@@ -1,5 +1,6 @@
 """`sciga train medical-filter`: data layouts, the training job on a tiny generated set, the
 report, and the checkpoint the build loads."""
+
 from __future__ import annotations
 
 import json
@@ -83,9 +84,30 @@ def test_stratified_split_and_metrics():
 @pytest.mark.e2e  # trains a checkpoint end to end
 def test_train_writes_the_checkpoint_the_build_loads(folder, tmp_path, capsys):
     out, report = tmp_path / "med.pt", tmp_path / "report.json"
-    rc = main(["train", "medical-filter", "--data", str(folder), "--output", str(out), "--arch", "resnet18",
-               "--epochs", "2", "--batch-size", "8", "--input-size", "32", "--lr", "1e-3", "--patience", "2",
-               "--report", str(report)])
+    rc = main(
+        [
+            "train",
+            "medical-filter",
+            "--data",
+            str(folder),
+            "--output",
+            str(out),
+            "--arch",
+            "resnet18",
+            "--epochs",
+            "2",
+            "--batch-size",
+            "8",
+            "--input-size",
+            "32",
+            "--lr",
+            "1e-3",
+            "--patience",
+            "2",
+            "--report",
+            str(report),
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "per-class F1" in text and "K=4" in text and "--medical-weights" in text
     rep = json.loads(report.read_text())
@@ -94,7 +116,9 @@ def test_train_writes_the_checkpoint_the_build_loads(folder, tmp_path, capsys):
     assert set(rep["medical_rule"]) == {"1", "2", "3", "4", "5"}
     assert rep["medical_rule"]["3"]["recall"] == 1.0  # 3 classes: Medical is always in the top 3
     meta = read_meta(str(out))
-    assert meta.arch == "resnet18" and meta.labels == ["Line graph", "Bar plot", "Medical image"] and meta.input_size == 32
+    assert (
+        meta.arch == "resnet18" and meta.labels == ["Line graph", "Bar plot", "Medical image"] and meta.input_size == 32
+    )
     assert meta.metrics["test_accuracy"] == rep["test_accuracy"]
     h = FigureModelHandler(str(out), "classify")
     model = h.load_model()
@@ -123,7 +147,9 @@ def test_imagenet_initialisation_only_from_a_file_the_user_gives(tmp_path):
 def test_train_errors_are_one_sentence(tmp_path, capsys):
     (tmp_path / "Line graph").mkdir()
     Image.new("RGB", (8, 8)).save(tmp_path / "Line graph" / "a.png")
-    rc = main(["train", "medical-filter", "--data", str(tmp_path), "--output", str(tmp_path / "w.pt"), "--arch", "resnet18"])
+    rc = main(
+        ["train", "medical-filter", "--data", str(tmp_path), "--output", str(tmp_path / "w.pt"), "--arch", "resnet18"]
+    )
     assert rc == 2 and "no 'Medical' class" in capsys.readouterr().out
     assert main(["train", "medical-filter", "--data", str(tmp_path / "absent"), "--output", "w.pt"]) == 2
 
