@@ -221,7 +221,7 @@ def scoped_environ(env: dict):
     """``env`` set in this process's environment for the block, then put back as it was
     (for code that reads the environment itself, in-process CLI runs and session fixtures,
     where pytest's function-scoped ``monkeypatch`` does not reach)."""
-    from sciga.pipelines.local_run import restore_environ
+    from sciga.transforms.common.environ import restore_environ
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)

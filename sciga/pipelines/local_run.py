@@ -17,6 +17,7 @@ from typing import Optional
 
 import fsspec
 
+from sciga.transforms.common.environ import restore_environ
 from sciga.transforms.common.errors import exception_chain
 
 PAPERS_PER_WORKER_START = 16  # starting a worker process costs about what parsing this many papers does
@@ -91,15 +92,6 @@ def remove_if_empty(fs, path: str) -> None:
             fs.rmdir(path)
     except (FileNotFoundError, OSError):
         pass
-
-
-def restore_environ(saved: dict[str, Optional[str]]) -> None:
-    """Put environment variables back as they were (None: it was not set)."""
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
 
 
 class WorkerOutput:

@@ -13,6 +13,8 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from sciga.transforms.common.environ import restore_environ
+
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
@@ -23,8 +25,4 @@ def hub_offline() -> Iterator[None]:
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        restore_environ(saved)
