@@ -21,7 +21,8 @@ class Command:
     module: str
     help: str
     beam_flags: bool = False  # unknown flags are Apache Beam pipeline options (--runner ...)
-    heavy: bool = False  # its options import Apache Beam (~2.5 s): defined only when it is the command
+    heavy: bool = False  # its options import Apache Beam (~2.5 s); kept as documentation: no command's
+    # options are defined unless it is the command (see make_parser)
     forwards_to: Optional[str] = None  # unknown flags may be this command's (update passes them to build)
 
 
@@ -99,9 +100,10 @@ class Parser(argparse.ArgumentParser):
 
 
 def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
-    """The full parser, from ``COMMANDS``. Given the command line, a heavy command's options
-    are only defined when it is the command, so that `sciga sql`, `validate`, `fetch`...
-    start fast."""
+    """The parser, from ``COMMANDS``. Given the command line, only the named command's module
+    is imported and its options defined (`sciga --help` imports none: it lists names and one
+    line of help each), so that every command starts without loading the libraries of the
+    others. Without a command line (the docs' CLI reference), every command is defined."""
     import importlib
 
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
@@ -122,7 +124,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser
     for c in COMMANDS:
         p = sub.add_parser(c.name, help=c.help)
         ap.command_parsers[c.name] = p
-        if c.heavy and argv is not None and command != c.name:
+        if argv is not None and command != c.name:
             continue  # not this command: its options are not needed to parse the line
         module = importlib.import_module(c.module)
         module.add_arguments(p)

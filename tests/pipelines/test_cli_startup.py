@@ -1,0 +1,47 @@
+"""`sciga` starts fast because a command imports only what it runs: `sciga --help` lists
+the commands without importing any of their modules, and `sciga X --help` imports X's
+module only. Checked by what a fresh interpreter has imported, not by a stopwatch (timings
+are the benchmarks' business: bench/scale.py prints `sciga --help` against a bare Python)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("apache_beam", "duckdb", "pyarrow", "fsspec", "PIL", "numpy", "great_expectations", "torch", "lxml")
+
+
+def imported_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys, json\nfrom sciga.pipelines.cli import main\n"
+        "try:\n    main(json.loads(sys.argv[1]))\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(argv)], cwd=str(ROOT), env=env, capture_output=True, text=True
+    )
+    line = [x for x in r.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    return set(json.loads(line[len("MODULES ") :]))
+
+
+def test_top_level_help_imports_no_command_and_no_library():
+    mods = imported_after(["--help"])
+    commands = sorted(m for m in mods if m.startswith("sciga.pipelines.") and m not in {"sciga.pipelines.cli"})
+    assert [m for m in commands if m != "sciga.pipelines.cli_logging"] == []
+    assert [m for m in HEAVY if m in mods] == []
+
+
+@pytest.mark.parametrize("command,module", [("sql", "sql_shell"), ("validate", "validate"), ("show", "show")])
+def test_a_commands_help_imports_only_that_command(command, module):
+    mods = imported_after([command, "--help"])
+    assert f"sciga.pipelines.{module}" in mods
+    others = {"build", "publish", "update", "train", "evaluate", "browse", "fetch", "stats", "diff"}
+    assert [m for m in others if f"sciga.pipelines.{m}" in mods] == []
+    assert "apache_beam" not in mods
