@@ -154,6 +154,174 @@ def text_corpus(workdir: Path, n: int) -> Path:
     return d
 
 
+def real_figure_corpus(workdir: Path, copies: int) -> Path:
+    """Real papers with their real figures, ``copies`` times (distinct ids, files hard-linked):
+    the LaTeXML pages of ../shared/corpus/latexml whose TeX trees are in ../shared/corpus/tex
+    (dd3d: its PNG figures; eml and a1709: their PDF figures rasterized the way the build
+    rasterizes a TeX figure, at its DPI) and the embedded sample's four papers with their
+    figures. (The corpus has no real JPEG figure; JPEG cost is in bench/decode.py.)"""
+    import tarfile
+
+    from sciga.samples import sample_dir
+    from sciga.samples.scale_corpus import _link_or_copy, paper_ids
+    from sciga.transforms.eprints.rasterize import pdf_to_png
+
+    d = workdir / f"real_figures_{copies}"
+    if (d / ".done").exists():
+        return d
+    c = corpus_dir()
+    src = workdir / "real_figure_sources"
+    made = src / "made"
+    made.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(c / "tex" / "1709.07020" / "1709.07020v1.tar.gz") as tf:
+        inset = tf.extractfile("preprint_inset.pdf").read()
+    rasters = {
+        "eml": {
+            "x1.png": (c / "tex" / "2603.21852" / "Fig1_graph_spiral.pdf").read_bytes(),
+            "x2.png": (c / "tex" / "2603.21852" / "Fig2_trees.pdf").read_bytes(),
+        },
+        "a1709": {"x1.png": inset},
+    }
+    papers: list[tuple[Path, dict[str, Path]]] = []
+    for name, files in rasters.items():
+        out = {}
+        for rel, pdf in files.items():
+            f = made / name / rel
+            if not f.exists():
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_bytes(pdf_to_png(pdf, f"{name}/{rel}"))
+            out[rel] = f
+        papers.append((c / "latexml" / f"{name}.html", out))
+    dd3d = c / "tex" / "dd3d"
+    papers.append((c / "latexml" / "dd3d.html", {str(p.relative_to(dd3d)): p for p in dd3d.rglob("*.png")}))
+    for page in sorted(Path(sample_dir()).glob("*/*.html")):
+        papers.append(
+            (page, {str(p.relative_to(page.parent)): p for p in page.parent.rglob("*") if p.is_file() and p != page})
+        )
+    for i, pid in enumerate(paper_ids(copies * len(papers), "2603")):
+        page, files = papers[i % len(papers)]
+        folder = d / pid
+        folder.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(page, folder / f"{pid}.html")
+        for rel, f in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            _link_or_copy(f, folder / rel)
+    (d / ".done").write_text("ok")
+    return d
+
+
+def cpu_seconds_tree(cmd: list[str]) -> tuple[float, float]:
+    """(wall, CPU seconds of the process and its children) of a command (resource usage)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, cwd=str(ROOT), env=e, capture_output=True)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{r.stderr.decode()[-3000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def lxml_floor(pages: Path) -> float:
+    """Seconds to parse every page with lxml in one process (the least a text build does)."""
+    code = (
+        "import sys, pathlib, lxml.html\n"
+        "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.html')):\n"
+        "    lxml.html.fromstring(p.read_bytes())\n"
+    )
+    return cpu_seconds_tree([sys.executable, "-c", code, str(pages)])[0]
+
+
+def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
+    """The issue-26 rows: `sciga --help` vs a bare interpreter; an unchanged rebuild, a 1%
+    rebuild and 1 vs n workers on ``text_n`` real text pages; the text build vs lxml."""
+    rows = []
+    bare = min(cpu_seconds_tree([sys.executable, "-c", "pass"])[0] for _ in range(3))
+    helps = min(cpu_seconds_tree([sys.executable, "-m", "sciga", "--help"])[0] for _ in range(3))
+    rows.append(
+        (
+            "`sciga --help`",
+            f"{helps:.2f} s",
+            "bare `python -c pass`",
+            f"{bare:.2f} s",
+            f"{helps / bare:.1f}x",
+            "< 0.5 s",
+        )
+    )
+    pages = text_corpus(workdir, text_n)
+    outs = {}
+    for w in sorted({1, n_all}):
+        out = workdir / f"out_start_{text_n}_w{w}"
+        shutil.rmtree(out, ignore_errors=True)
+        outs[w] = build(pages, out, w)
+    if n_all != 1:
+        same = digests(workdir / f"out_start_{text_n}_w1") == digests(workdir / f"out_start_{text_n}_w{n_all}")
+        rows.append(
+            (
+                f"clean build, {text_n} text pages, --workers {n_all}",
+                f"{outs[n_all]['wall']:.1f} s",
+                "--workers 1",
+                f"{outs[1]['wall']:.1f} s",
+                f"{outs[1]['wall'] / outs[n_all]['wall']:.2f}x faster (same bytes: {same})",
+                ">= 1.8x",
+            )
+        )
+    floor_s = lxml_floor(pages)
+    rows.append(
+        (
+            f"clean build, {text_n} text pages, --workers {n_all}",
+            f"{outs[n_all]['wall']:.1f} s",
+            "lxml parse of the same pages, 1 core",
+            f"{floor_s:.1f} s",
+            f"{outs[n_all]['wall'] / floor_s:.2f}x",
+            "<= 1.5x",
+        )
+    )
+    out = workdir / f"out_start_{text_n}_w{n_all}"
+    nothing = min(build(pages, out, n_all)["wall"] for _ in range(3))
+    rows.append(
+        (
+            f"unchanged rebuild, {text_n} text pages",
+            f"{nothing:.2f} s",
+            "the clean build",
+            f"{outs[n_all]['wall']:.1f} s",
+            f"{nothing / outs[n_all]['wall']:.3f}",
+            "<= 2 s",
+        )
+    )
+    work = workdir / f"inc_text_{text_n}"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pages, work, copy_function=os.link)
+    inc_out = workdir / "inc_text_out"
+    shutil.rmtree(inc_out, ignore_errors=True)
+    clean = build(work, inc_out, n_all)
+    changed = max(1, text_n // 100)
+    for page in sorted(work.glob("*.html"))[:changed]:
+        text = page.read_text(encoding="utf-8")
+        page.unlink()  # hard link: write a new file, leave the corpus alone
+        page.write_text(text.replace("</body>", "<p>An added paragraph.</p></body>", 1), encoding="utf-8")
+    again = build(work, inc_out, n_all)
+    rows.append(
+        (
+            f"{changed} of {text_n} text pages changed ({again['reused']} reused)",
+            f"{again['wall']:.1f} s",
+            "clean build of the same pages",
+            f"{clean['wall']:.1f} s",
+            f"{again['wall'] / clean['wall']:.2f}",
+            "<= 0.15",
+        )
+    )
+    for w in outs:
+        shutil.rmtree(workdir / f"out_start_{text_n}_w{w}", ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(inc_out, ignore_errors=True)
+    return rows
+
+
 def build(pages: Path, out: Path, workers: int, extra: list[str] | None = None) -> dict:
     cmd = [
         sys.executable,
@@ -210,6 +378,15 @@ def main() -> int:
     ap.add_argument("--workdir", default=None, help="where corpora and builds go (default: a temporary folder)")
     ap.add_argument("--keep", action="store_true", help="keep the builds")
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
+    ap.add_argument(
+        "--real-copies", type=int, default=10, help="copies of the real papers with real figures (0: skip that row)"
+    )
+    ap.add_argument(
+        "--start-text", type=int, default=1000, help="text pages for the start-up and rebuild rows (0: skip them)"
+    )
+    ap.add_argument(
+        "--speed-only", action="store_true", help="only the speed table (real figures, start-up, rebuilds, workers)"
+    )
     ap.add_argument("--floor-only", nargs=2, metavar=("PAGES", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.floor_only:
@@ -217,11 +394,44 @@ def main() -> int:
         return 0
     if args.quick:
         args.image_sizes, args.text_sizes, args.incremental, args.figures = [10, 40], [200], 20, 60
+        args.real_copies, args.start_text = 2, 200
+    if args.speed_only:
+        args.image_sizes, args.text_sizes, args.incremental = [], [], 0
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="sciga-bench-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
     n_all = args.workers
     print(f"machine: {os.cpu_count()} cores; all cores = {n_all} workers; workdir {workdir}", file=sys.stderr)
     rows_img, rows_txt, notes = [], [], []
+    speed: list[tuple] = []
+    if args.real_copies:
+        pages = real_figure_corpus(workdir, args.real_copies)
+        print(f"real figures x{args.real_copies}: floor ...", file=sys.stderr)
+        fl_out = workdir / "floor_real.parquet"
+        fl_wall, _, fl_json = run_measured(
+            [sys.executable, str(HERE / "scale.py"), "--floor-only", str(pages), str(fl_out)]
+        )
+        fl_out.unlink()
+        n_papers = sum(1 for _ in pages.glob("*/*.html"))
+        for w in sorted({1, n_all}):
+            out = workdir / f"out_real_w{w}"
+            shutil.rmtree(out, ignore_errors=True)
+            print(f"real figures: build --workers {w} ...", file=sys.stderr)
+            r = build(pages, out, w)
+            speed.append(
+                (
+                    f"whole build, {n_papers} real papers with {json.loads(fl_json)['images']} real figures, "
+                    f"--workers {w}",
+                    f"{r['wall']:.1f} s",
+                    "floor: lxml parse + read + full Pillow decode + zstd write, 1 core",
+                    f"{fl_wall:.1f} s",
+                    f"{r['wall'] / fl_wall:.2f}x",
+                    "<= 0.8x" if w == n_all else "",
+                )
+            )
+            if not args.keep:
+                shutil.rmtree(out, ignore_errors=True)
+    if args.start_text:
+        speed += start_up_rows(workdir, args.start_text, n_all)
 
     for n in args.image_sizes:
         pages = image_corpus(workdir, n, args.figures, args.image_kb)
@@ -303,6 +513,14 @@ def main() -> int:
 
     # ---- report
     print()
+    if speed:
+        print(f"Speed (issue 26): each row against its baseline measured in the same run. {os.cpu_count()} cores.")
+        print()
+        print(fmt_row(["measure", "value", "baseline", "baseline value", "ratio", "goal"]))
+        print(fmt_row(["---", "---:", "---", "---:", "---:", "---"]))
+        for row in speed:
+            print(fmt_row(row))
+        print()
     mean_kb = 0.0
     if rows_img:
         figs = list((workdir / f"image_{args.figures}x{args.image_kb}kb_{rows_img[0][0]}" / ".figures").glob("*.png"))

@@ -58,9 +58,9 @@ if TYPE_CHECKING:  # option types of the stages; imported where they are built (
     from sciga.pipelines.remote_run import RunOutcome
     from sciga.pipelines.sources_options import IdFetchOptions
     from sciga.transforms.latexml.convert import LatexmlOptions
-    from sciga.transforms.link.stage import LinkOptions
-    from sciga.transforms.parse.stage import ParseOptions
-    from sciga.transforms.tex_recovery.stage import TexOptions
+    from sciga.transforms.link.options import LinkOptions
+    from sciga.transforms.parse.options import ParseOptions
+    from sciga.transforms.tex_recovery.options import TexOptions
     from sciga.transforms.vision.options import VisionOptions
 
 log = logging.getLogger("sciga.build")
@@ -201,8 +201,8 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         tex_options_from_args,
     )
     from sciga.pipelines.vision import vision_options_from_args
-    from sciga.transforms.link.stage import LinkOptions
-    from sciga.transforms.parse.stage import ParseOptions
+    from sciga.transforms.link.options import LinkOptions
+    from sciga.transforms.parse.options import ParseOptions
 
     specs = list(args.input)
     if args.sample:
@@ -291,9 +291,10 @@ class BuildResult:
     # Set when the runner did not run the job to completion here (dry run, template, a job
     # submitted without waiting): nothing was finalized, ``counts`` are empty.
     outcome: Optional[RunOutcome] = None
+    up_to_date: bool = False  # nothing had changed since the last build: nothing was written
 
 
-def _input_list_file(inputs: Sequence[str], staging: str) -> str:
+def _input_list_file(inputs: Sequence[str], staging: str, hashes=None) -> str:
     """The input URIs as a file in the staging folder (a million URIs inlined with
     beam.Create would exceed Dataflow's job-graph size, a file scales), one JSON string a
     line: any name a file system allows (a newline in it included) comes back as it was."""
@@ -303,7 +304,7 @@ def _input_list_file(inputs: Sequence[str], staging: str) -> str:
     fs, p = fsspec.core.url_to_fs(path)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with fs.open(p, "w", encoding="ascii") as f:
-        f.writelines(input_list_lines(inputs))
+        f.writelines(input_list_lines(inputs, hashes.sha256 if hashes is not None else None))
     return path
 
 
@@ -350,7 +351,7 @@ def build_pipeline(
 
     from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.common.progress import Progress
-    from sciga.transforms.inputs.build_inputs import PlanInputs, PlanOptions
+    from sciga.transforms.inputs.plan import PlanInputs, PlanOptions
     from sciga.transforms.link.stage import LinkPapers
     from sciga.transforms.parse.stage import ParsePapers
     from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex
@@ -367,13 +368,13 @@ def build_pipeline(
         uris = fetched.uris | "Spread" >> beam.Reshuffle()
         early_refs.append(fetched[DEAD_LETTER_TAG] | "FetchDeadRefs" >> beam.Map(_fetch_dead_ref))
     else:
-        from sciga.transforms.inputs.build_inputs import input_from_line
+        from sciga.transforms.inputs.build_inputs import input_from_line, planned_input_from_line
 
         uris = (
             p
             | "Inputs" >> beam.io.ReadFromText(inputs_file)
             | "NonEmpty" >> beam.Filter(bool)
-            | "Decode" >> beam.Map(input_from_line)
+            | "Decode" >> beam.Map(input_from_line if pages is not None else planned_input_from_line)
             | "Spread" >> beam.Reshuffle()
         )
         if pages is not None:
@@ -594,21 +595,22 @@ def _on_failure(out_dir: str):
 
 
 def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: contextlib.ExitStack) -> BuildResult:
-    import apache_beam as beam
-
-    from sciga.pipelines.remote_run import check_build_locations, run_outcome, runner_of
-    from sciga.transforms.common.progress import ProgressMonitor
+    # Apache Beam is imported only once the build knows it has something to do (~3 s).
+    from sciga.pipelines.remote_run import check_build_locations, runner_of
     from sciga.transforms.common.result_store import store_root
+    from sciga.transforms.inputs.page_index import page_hashes
     from sciga.transforms.inputs.pages import input_list_hash
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
     from sciga.transforms.write.layout import layout_for
+    from sciga.transforms.write.up_to_date import build_signature, up_to_date_manifest
 
     t0 = time.time()
     opts = build_options_from_args(args)
     check_output_folder(opts.output, "--output")
     check_sentencizer(opts.link.sentencizer)
     # Buckets exist and may be used; a remote runner is handed no local path (workers cannot see it).
-    check_build_locations(args, opts.specs, runner_of(beam_args))
+    named_runner = runner_of(beam_args)
+    check_build_locations(args, opts.specs, named_runner)
     if opts.fetch_ids:
         inputs = list(opts.fetch_ids)
     else:
@@ -641,6 +643,32 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         raise SystemExit(f"sciga build: {e}") from None
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
+    sroot = store_root(out_dir)
+    inputs_hash = input_list_hash(inputs)
+    # The pages' SHA-256s, read again only where a page's size or mtime moved since the last
+    # build (local pages; the pipeline plans the others).
+    hashes = (
+        page_hashes(inputs, sroot, opts.parse.max_page_bytes, use_record=not opts.rebuild)
+        if not opts.fetch_ids and opts.html_from == "ar5iv"
+        else None
+    )
+    signature = build_signature(fingerprint, inputs_hash, len(inputs), layout, opts.recorded)
+    if (
+        not opts.rebuild
+        and not beam_args  # the default local runner, nothing for Beam to check
+        and not opts.eprints_bulk
+        and not opts.finalize_in_job
+        and not vision.ga_entries_uri
+    ):
+        manifest = up_to_date_manifest(out_dir, sroot, inputs, hashes, fingerprint, signature, inputs_hash)
+        if manifest is not None:
+            return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
+
+    import apache_beam as beam
+
+    from sciga.pipelines.remote_run import run_outcome
+    from sciga.transforms.common.progress import ProgressMonitor
+
     options, runner = pipeline_options(
         beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs))
     )
@@ -661,9 +689,8 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
             bulk=bulk,
         )
     local = runner in LOCAL_RUNNERS
-    sroot = store_root(out_dir)
     parts_root = posixpath.join(staging, "parts")
-    inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging)
+    inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging, hashes)
     prev_uri = None if opts.rebuild else _stage_previous_parts(out_dir, staging)
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
@@ -675,7 +702,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         parts_root=parts_root,
         store_root=sroot,
         n_inputs=len(inputs),
-        inputs_hash=input_list_hash(inputs),
+        inputs_hash=inputs_hash,
         recorded=opts.recorded,
         ga_entries_uri=vision.ga_entries_uri,
         run={"runner": runner, "workers": workers, "started_unix": t0},
@@ -736,7 +763,32 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         counts = mf.counts_from_manifest(manifest)
     else:
         counts, manifest = finalize_build(fin)
+    _record_pages(sroot, hashes if local and not opts.finalize_in_job else None, signature)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
+
+
+def _record_pages(sroot: str, hashes, signature: str) -> None:
+    """What the next build needs to know that nothing changed (``inputs/page_index.py``)."""
+    from sciga.transforms.inputs.page_index import forget_page_index, save_page_index
+
+    try:
+        if hashes is not None:
+            save_page_index(sroot, hashes, signature)
+        else:
+            forget_page_index(sroot)
+    except OSError as e:  # the build is done; the next one hashes its pages again
+        log.warning("could not record the pages' hashes in %s: %s", sroot, e)
+
+
+def _nothing_to_do(out_dir: str, staging: str, manifest: dict, n_inputs: int, t0: float) -> BuildResult:
+    """The build in OUT is what this build would write: leave it as it is."""
+    fs, path = fsspec.core.url_to_fs(staging)
+    if fs.exists(path):  # resolving the options may have staged a file (none is needed now)
+        fs.rm(path, recursive=True)
+        remove_if_empty(fs, posixpath.dirname(path.rstrip("/")))
+    counts = mf.counts_from_manifest(manifest)
+    counts.reused, counts.recomputed = n_inputs, 0
+    return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0, up_to_date=True)
 
 
 def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
@@ -753,6 +805,11 @@ def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
     # took: from the start of the command (imports and Beam's start-up included), not of the pipeline
     started = getattr(args, "started", None)
     print(mf.summary_text(result.counts, result.out_dir, time.time() - started if started else result.seconds))
+    if result.up_to_date:
+        print(
+            "  up to date: no page, image or option changed since the last build, so nothing was written "
+            "(--rebuild recomputes everything)"
+        )
     if result.counts.dead_letter:
         print("\n".join(dead_letter_lines(result.out_dir)))
     if not result.counts.papers and result.counts.inputs:

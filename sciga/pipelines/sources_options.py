@@ -27,7 +27,7 @@ from sciga.transforms.fetch.endpoints import (
 if TYPE_CHECKING:
     from sciga.transforms.fetch.beam import FetchPapers
     from sciga.transforms.latexml.convert import LatexmlOptions
-    from sciga.transforms.tex_recovery.stage import TexOptions
+    from sciga.transforms.tex_recovery.options import TexOptions
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def tex_dirs(args: argparse.Namespace) -> list[str]:
 
 
 def tex_options_from_args(args: argparse.Namespace) -> TexOptions:
-    from sciga.transforms.tex_recovery.stage import TexOptions
+    from sciga.transforms.tex_recovery.options import TexOptions
 
     return TexOptions(
         enabled=not args.no_tex,

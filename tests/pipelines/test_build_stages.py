@@ -18,7 +18,7 @@ from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput, ResultHe
 from sciga.schemas.records import Medical
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.result_store import ResultStore, result_key
-from sciga.transforms.inputs.build_inputs import PlanInputs, PlanOptions
+from sciga.transforms.inputs.plan import PlanInputs, PlanOptions
 from sciga.transforms.link.stage import LinkPapers
 from sciga.transforms.parse.stage import ParseOptions, ParsePapers
 from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex, TexOptions

@@ -1,13 +1,6 @@
-"""List and plan the inputs of a build: what must be computed, what can be reused.
-
-Per input page the plan reads and hashes the page (streamed, so a page costs no memory),
-derives its result key and asks the result store whether a result with that key exists,
-is complete and still matches every file it was made from (sidecar, e-print, images,
-GA-manifest row). Such a paper skips parsing, linking and vision entirely: a few hundred
-bytes (``ResultRef``) go straight to the writer. Everything else goes on to be parsed.
-
-``--rebuild`` turns the lookup off. The shard layout does not depend on the plan: it is
-fixed from the number of inputs before the pipeline starts.
+"""List the inputs of a build, before the pipeline starts (no Apache Beam here: a build with
+nothing to do answers without importing it). Planning them, what must be computed and what
+can be reused, is ``inputs/plan.py``.
 """
 
 from __future__ import annotations
@@ -15,17 +8,10 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Optional
+from collections.abc import Mapping, Sequence
+from typing import Optional, Union
 
-import apache_beam as beam
-from apache_beam.metrics import Metrics
-
-from sciga.schemas.build import FileDep, PlannedInput, ResultHeader, ResultRef
 from sciga.transforms.common.input_files import parent_of, read_input
-from sciga.transforms.common.progress import Progress
-from sciga.transforms.common.result_store import ResultStore, dep_still_valid, hash_file, result_key
 from sciga.transforms.inputs.pages import (
     MAX_SIDECAR_BYTES,
     META_SUFFIX,
@@ -35,126 +21,35 @@ from sciga.transforms.inputs.pages import (
     page_candidates,
 )
 
-REUSED = "reused"
 log = logging.getLogger("sciga.build")
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    store_root: str  # where results are kept (``<out>/.sciga`` by default)
-    fingerprint: str  # code + result-changing options (``result_store.result_key``)
-    rebuild: bool = False  # recompute everything, reuse nothing
-    max_page_bytes: int = 128 * 1024 * 1024
-    progress_dir: Optional[str] = None
-
-
-def ref_from_header(header: ResultHeader, reused: bool) -> ResultRef:
-    """The ``ResultRef`` a stored result stands for."""
-    return ResultRef(
-        uri=header.uri,
-        key=header.key,
-        paper_id=header.paper_id,
-        is_paper=header.is_paper,
-        reused=reused,
-        version=header.version,
-        n_figures=header.n_figures,
-        n_paragraphs=header.n_paragraphs,
-        content_sha256=header.content_sha256,
-        dead=list(header.dead),
-        stats=dict(header.stats),
-        sizes={k: list(v) for k, v in header.sizes.items()},
-    )
-
-
-def reusable(
-    header: Optional[ResultHeader], checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None
-) -> bool:
-    """A stored result that can stand for the input as it is now (complete, final: not made
-    while a tool was interrupted or an I/O error struck, and its dependencies unchanged)."""
-    if header is None or not header.complete or not header.final:
-        return False
-    return all(dep_still_valid(d, checkers) for d in header.deps)
-
-
-class PlanInput(beam.DoFn):
-    """input URI -> ``PlannedInput`` (main output) or a reusable ``ResultRef`` (``reused``)."""
-
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
-        self.options = options
-        self.checkers = dict(checkers or {})
-        self.progress = Progress(options.progress_dir)
-        self.reused = Metrics.counter("sciga", "inputs_reused")
-        self.planned = Metrics.counter("sciga", "inputs_planned")
-
-    def setup(self):
-        self.store = ResultStore(self.options.store_root)
-        for c in self.checkers.values():
-            if hasattr(c, "setup"):
-                c.setup()
-
-    def process(self, uri: str):
-        try:
-            sha, _ = hash_file(uri, limit=self.options.max_page_bytes, root=parent_of(uri))
-        except Exception:  # noqa: BLE001 - the parse stage reads it again and says what is wrong
-            self.planned.inc()
-            yield PlannedInput(uri=uri, key=None)
-            return
-        key = result_key(uri, sha, self.options.fingerprint)
-        if not self.options.rebuild:
-            header = self.store.header(key)
-            if reusable(header, self.checkers):
-                ref = ref_from_header(header, reused=True)
-                self.reused.inc()
-                self.progress.add(
-                    inputs=1,
-                    reused=1,
-                    papers=int(ref.is_paper),
-                    dead=int(not ref.is_paper),
-                    images=int(ref.stats.get("images_read", 0)),
-                )
-                yield beam.pvalue.TaggedOutput(REUSED, ref)
-                return
-        self.planned.inc()
-        yield PlannedInput(uri=uri, key=key, page_sha256=sha)
-
-    def finish_bundle(self):
-        self.progress.flush()
-
-
-class PlanInputs(beam.PTransform):
-    """PCollection[input URI] -> {``planned``: PlannedInput, ``reused``: ResultRef}."""
-
-    def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
-        super().__init__()
-        self.options = options
-        self.checkers = checkers
-
-    def expand(self, uris):
-        return uris | "PlanInput" >> beam.ParDo(PlanInput(self.options, self.checkers)).with_outputs(
-            REUSED, main="planned"
-        )
 
 
 # ------------------------------------------------------------------ listing (before the pipeline)
 
 
-def input_list_lines(inputs: Sequence[str]) -> list[str]:
+def input_list_lines(inputs: Sequence[str], page_sha256: Optional[Mapping[str, str]] = None) -> list[str]:
     """The lines of a build's input-list file: one JSON string each, ASCII (newlines,
-    ``::``, spaces and any Unicode in a name are escaped, so no name splits or merges)."""
-    return [json.dumps(u, ensure_ascii=True) + "\n" for u in inputs]
+    ``::``, spaces and any Unicode in a name are escaped, so no name splits or merges);
+    ``[uri, sha256]`` for a page whose SHA-256 the launcher already knows."""
+    known = page_sha256 or {}
+    return [json.dumps([u, known[u]] if u in known else u, ensure_ascii=True) + "\n" for u in inputs]
 
 
 def input_from_line(line: str) -> str:
     """An input URI back from its input-list line (``input_list_lines``)."""
-    return json.loads(line)
+    got = json.loads(line)
+    return got[0] if isinstance(got, list) else got
+
+
+def planned_input_from_line(line: str) -> Union[str, tuple[str, str]]:
+    """The input URI, or (URI, page SHA-256) when the line carries it (``inputs/plan.py``)."""
+    got = json.loads(line)
+    return (got[0], got[1]) if isinstance(got, list) else got
 
 
 def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[str]:
     """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
     paper's page from its e-print (``latexml:<metadata sidecar>``)."""
-    from sciga.transforms.inputs.tex_inputs import id_keys, page_keys, source_paper_id, tex_sources
-    from sciga.transforms.latexml.pages_from_eprints import convert_request
-
     pages = list_inputs(specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
     metas = list_metadata(specs)
     page_set = set(pages)
@@ -169,6 +64,9 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
                 without_page[0],
             )
         return pages
+    from sciga.transforms.inputs.tex_inputs import id_keys, page_keys, source_paper_id, tex_sources
+    from sciga.transforms.latexml.pages_from_eprints import convert_request
+
     # A paper is known by its id: a sidecar or TeX folder elsewhere than the paper's page still has that page.
     keys = page_keys(pages)
     metas_by_id = {m: _meta_id(m) for m in metas if m not in beside or html_from == "latexml"}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import apache_beam as beam
@@ -12,14 +11,8 @@ from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.link.link_paper import SENTENCE_CUT, STAGE, link_paper
 from sciga.transforms.link.mentions import mention_rows
-from sciga.transforms.link.sentences import NONE, PYSBD, Sentencizer
-
-
-@dataclass(frozen=True)
-class LinkOptions:
-    # pysbd (scispaCy's pysbd_sentencizer), an installed spaCy/scispaCy model such as
-    # en_core_sci_sm or a pipeline folder, or "none" (mentions get no sentence).
-    sentencizer: str = PYSBD
+from sciga.transforms.link.options import LinkOptions
+from sciga.transforms.link.sentences import NONE, Sentencizer
 
 
 class LinkPaper(PaperStageFn):

@@ -7,9 +7,6 @@ work item (stage ``read`` or ``parse``) on the ``dead_letter`` output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
 import apache_beam as beam
 
 from sciga.schemas.build import PaperWork, PlannedInput
@@ -23,15 +20,8 @@ from sciga.transforms.inputs.pages import (
     read_sidecar_bytes,
     sidecar_meta,
 )
-from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES
 from sciga.transforms.parse.latexml_html import parse_latexml_html
-
-
-@dataclass(frozen=True)
-class ParseOptions:
-    max_page_bytes: int = DEFAULT_MAX_BYTES
-    source: Optional[str] = None  # provenance source label (default: detected from the page)
-    metadata_dir: Optional[str] = None  # folder of <stem>.meta.json sidecars (default: beside each page)
+from sciga.transforms.parse.options import ParseOptions
 
 
 class ParsePage(PaperStageFn):

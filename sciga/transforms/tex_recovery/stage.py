@@ -14,8 +14,7 @@ an e-print later recomputes exactly that paper.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -24,27 +23,12 @@ from sciga.schemas.build import PaperWork
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
 from sciga.transforms.common.result_store import absent_dep, stat_dep
 from sciga.transforms.common.stage_fn import PaperStageFn, is_transient
-from sciga.transforms.eprints.rasterize import DEFAULT_DPI, DEFAULT_MAX_SIDE, DEFAULT_TIMEOUT
-from sciga.transforms.tex_recovery.figure_match import DEFAULT_NUMBER_MIN_JACCARD, DEFAULT_THRESHOLD
+from sciga.transforms.tex_recovery.options import TexOptions
 
 if TYPE_CHECKING:
-    from sciga.transforms.eprints.bulk_reader import BulkEprints
+    pass
 
 STAGE = "tex_source"
-
-
-@dataclass(frozen=True)
-class TexOptions:
-    enabled: bool = True
-    tex_dirs: tuple[str, ...] = field(default_factory=tuple)  # --tex-input folders
-    threshold: float = DEFAULT_THRESHOLD  # caption token Jaccard for a match without a number
-    number_min_jaccard: float = DEFAULT_NUMBER_MIN_JACCARD  # overlap still needed when numbers agree
-    dpi: int = DEFAULT_DPI
-    max_side: int = DEFAULT_MAX_SIDE
-    timeout: float = DEFAULT_TIMEOUT  # seconds per PDF / EPS figure
-    check_blank: bool = True
-    # arXiv's bulk tars (--eprints-bulk), for papers whose source is in none of the places above.
-    bulk: Optional[BulkEprints] = None
 
 
 def tex_image_paths(paper) -> list[str]:

@@ -38,9 +38,6 @@ from typing import Optional
 
 import numpy as np
 from PIL import Image
-from scipy import fft as sfft
-from scipy.fft import next_fast_len
-from scipy.ndimage import gaussian_filter
 
 from sciga.transforms.vision.phash import hamming, phash_hex
 
@@ -108,6 +105,8 @@ def _bandpass(a: np.ndarray) -> np.ndarray:
     """Structure only: a difference of Gaussians drops pixel noise and the smooth shading
     (sky, gradients, paper tone) that makes unrelated photographs correlate."""
     a = a.astype(np.float64)
+    from scipy.ndimage import gaussian_filter  # here: `sciga build --help` needs this module's defaults, not scipy
+
     return gaussian_filter(a, 0.8, mode="nearest") - gaussian_filter(a, 3.0, mode="nearest")
 
 
@@ -167,6 +166,9 @@ class _Canvas:
         self.H, self.W = arr.shape
         # Circular correlation at the canvas' own size is exact on every placement where
         # the template lies inside the canvas (the only ones we read): no 2x padding.
+        from scipy import fft as sfft
+        from scipy.fft import next_fast_len
+
         self.shape = (next_fast_len(self.H, real=True), next_fast_len(self.W, real=True))
         self.fft = sfft.rfft2(arr.astype(np.float32), self.shape)
         self.c1 = np.pad(arr, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
@@ -186,6 +188,8 @@ class _Canvas:
         tn = math.sqrt(float((t * t).sum()))
         if tn < 1e-6:
             return 0.0, 0, 0
+        from scipy import fft as sfft
+
         full = sfft.irfft2(self.fft * sfft.rfft2(t[::-1, ::-1].astype(np.float32), self.shape), self.shape)
         num = full[th - 1 : self.H, tw - 1 : self.W]
         n = th * tw

@@ -191,6 +191,7 @@ def counts_from_manifest(manifest: dict) -> BuildCounts:
         reused=inc.get("reused", 0),
         recomputed=inc.get("recomputed", 0),
         stats=dict(manifest.get("stats") or {}),
+        image_status=dict(manifest.get("image_status") or {}),
     )
 
 

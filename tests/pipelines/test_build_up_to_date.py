@@ -1,0 +1,175 @@
+"""A build with nothing to do says so without starting Apache Beam and writes nothing; any
+change a build would act on (a page, an image, an option that shapes the shards, a lost
+shard, --rebuild) still runs the pipeline, and what it writes is what a clean build writes.
+Pages are hashed again only when their size or mtime moved (``inputs/page_index.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sciga.pipelines.build import add_arguments, run_build
+from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
+from sciga.transforms.inputs.page_index import PAGE_INDEX, page_hashes, save_page_index
+
+from conftest import ROOT
+
+COMMON = ("--workers", "1", "--quiet", "--figures-per-shard", "8")
+
+
+def build(pages: Path, out: Path, *extra: str):
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    return run_build(ap.parse_args(["--input", str(pages), "--output", str(out), *COMMON, *extra]))
+
+
+def snapshot(out: Path) -> dict:
+    """Every file of the build folder with its bytes' hash and mtime: "nothing written" means
+    this does not move."""
+    return {
+        str(p.relative_to(out)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(out.rglob("*"))
+        if p.is_file()
+    }
+
+
+def digests(out: Path) -> dict:
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*"))}
+
+
+def cli_in_fresh_process(*argv: str) -> tuple[str, bool]:
+    """(stdout, whether Apache Beam was imported) of `sciga ARGV` in a new interpreter."""
+    code = (
+        "import sys, json\nfrom sciga.pipelines.cli import main\n"
+        "rc = main(json.loads(sys.argv[1]))\n"
+        "print('BEAM', 'apache_beam' in sys.modules, 'RC', rc)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(list(argv))], cwd=str(ROOT), env=env, capture_output=True, text=True
+    )
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.endswith("RC 0"), r.stdout + r.stderr[-3000:]
+    return r.stdout, last.startswith("BEAM True")
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 6, n_figures=3, image_kb=4, distinct_images=2)
+    return pages
+
+
+def test_nothing_to_do_answers_without_beam_and_writes_nothing(corpus, tmp_path):
+    out = tmp_path / "out"
+    first = build(corpus, out)
+    assert first.counts.papers == 6 and not first.up_to_date
+    assert (out / ".sciga" / PAGE_INDEX).is_file()
+    before = snapshot(out)
+    stdout, beam = cli_in_fresh_process("build", "--input", str(corpus), "--output", str(out), *COMMON)
+    assert "up to date" in stdout and "reused                 6" in stdout
+    assert "papers                 6" in stdout  # the summary is the build's, read from its manifest
+    assert beam is False, "a build with nothing to do imported Apache Beam"
+    assert snapshot(out) == before
+    # --workers does not change a byte of the shards: still nothing to do
+    again = build(corpus, out, "--workers", "2")
+    assert again.up_to_date and snapshot(out) == before
+
+
+def test_every_change_a_build_acts_on_runs_the_pipeline(corpus, tmp_path):
+    out = tmp_path / "out"
+    build(corpus, out)
+    page = sorted(corpus.glob("*/*.html"))[0]
+    image = sorted(page.parent.glob("figs/*.png"))[0]
+
+    # a page touched but not changed: hashed again, same key, still nothing to do
+    os.utime(page, ns=(page.stat().st_atime_ns, page.stat().st_mtime_ns + 10**9))
+    assert build(corpus, out).up_to_date
+
+    # a page's text
+    text = page.read_text(encoding="utf-8")
+    page.unlink()  # hard-linked corpus files: write a new file
+    page.write_text(text.replace("</article>", "<p>An added paragraph.</p></article>", 1), encoding="utf-8")
+    r = build(corpus, out)
+    assert not r.up_to_date and (r.counts.reused, r.counts.recomputed) == (5, 1)
+    assert build(corpus, out).up_to_date
+
+    # an image (not a page): the result's dependency moved
+    image.unlink()
+    image.write_bytes(figure_png(seed=99, target_kb=4))
+    r = build(corpus, out)
+    assert not r.up_to_date and (r.counts.reused, r.counts.recomputed) == (5, 1)
+
+    # an option that shapes the shards
+    r = build(corpus, out, "--papers-per-shard", "3")
+    assert not r.up_to_date and r.counts.recomputed == 0
+
+    # a shard lost from the folder
+    shard = sorted((out / "data" / "figures").glob("*.parquet"))[0]
+    shard.unlink()
+    r = build(corpus, out, "--papers-per-shard", "3")
+    assert not r.up_to_date and shard.is_file()
+
+    # --rebuild always rebuilds
+    r = build(corpus, out, "--papers-per-shard", "3", "--rebuild")
+    assert not r.up_to_date and r.counts.recomputed == 6
+
+    # and what the incremental builds left is what a clean build writes
+    clean = tmp_path / "clean"
+    build(corpus, clean, "--papers-per-shard", "3")
+    assert digests(out) == digests(clean)
+
+
+def test_pages_are_hashed_again_only_when_their_size_or_mtime_moved(corpus, tmp_path):
+    store = tmp_path / "store"
+    pages = [str(p) for p in sorted(corpus.glob("*/*.html"))]
+    first = page_hashes(pages, str(store), max_page_bytes=1 << 30)
+    assert first is not None and (first.hashed, first.recorded, first.same_as_record) == (6, 0, False)
+    save_page_index(str(store), first, signature="s")
+
+    again = page_hashes(pages, str(store), max_page_bytes=1 << 30)
+    assert (again.hashed, again.recorded, again.same_as_record) == (0, 6, True)
+    assert again.sha256 == first.sha256
+
+    # one page rewritten with other content: only it is read, and the record no longer holds
+    Path(pages[2]).unlink()
+    Path(pages[2]).write_text("<html><body><p>other</p></body></html>", encoding="utf-8")
+    changed = page_hashes(pages, str(store), max_page_bytes=1 << 30)
+    assert (changed.hashed, changed.recorded, changed.same_as_record) == (1, 5, False)
+    assert changed.sha256[pages[2]] == hashlib.sha256(Path(pages[2]).read_bytes()).hexdigest()
+
+    # a damaged record costs a round of hashing, never a wrong hash
+    (store / PAGE_INDEX).write_text("{not json", encoding="utf-8")
+    damaged = page_hashes(pages, str(store), max_page_bytes=1 << 30)
+    assert (damaged.hashed, damaged.recorded) == (6, 0) and damaged.sha256 == changed.sha256
+
+    # --rebuild ignores the record; a convert request or a remote page leaves planning to the pipeline
+    assert page_hashes(pages, str(store), 1 << 30, use_record=False).recorded == 0
+    assert page_hashes([*pages, "latexml:/x/a.meta.json"], str(store), 1 << 30) is None
+    assert page_hashes([*pages, "gs://bucket/a.html"], str(store), 1 << 30) is None
+
+
+def test_the_convert_prefix_is_the_converters():
+    from sciga.transforms.inputs import page_index
+    from sciga.transforms.latexml.pages_from_eprints import CONVERT_PREFIX
+
+    assert page_index.CONVERT_PREFIX == CONVERT_PREFIX
+
+
+def test_a_build_with_pages_from_eprints_keeps_no_stale_record(corpus, tmp_path):
+    """A build the record cannot describe removes it, so an older record never says
+    "up to date" for a folder another kind of build wrote."""
+    out = tmp_path / "out"
+    build(corpus, out)
+    assert (out / ".sciga" / PAGE_INDEX).is_file()
+    shutil.copytree(corpus, tmp_path / "more")
+    r = build(tmp_path / "more", out, "--html-from", "auto")
+    assert not r.up_to_date and not (out / ".sciga" / PAGE_INDEX).exists()
