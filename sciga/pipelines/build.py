@@ -130,7 +130,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
-        f"{PAPERS_PER_WORKER_START} inputs); 1 runs in this process",
+        f"{PAPERS_PER_WORKER_START} inputs to compute: a rebuild with a few changed pages runs in this process); "
+        "1 runs in this process",
     )
     run.add_argument(
         "--rebuild",
@@ -644,7 +645,6 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
     sroot = store_root(out_dir)
-    inputs_hash = input_list_hash(inputs)
     # The pages' SHA-256s, read again only where a page's size or mtime moved since the last
     # build (local pages; the pipeline plans the others).
     hashes = (
@@ -652,7 +652,8 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         if not opts.fetch_ids and opts.html_from == "ar5iv"
         else None
     )
-    signature = build_signature(fingerprint, inputs_hash, len(inputs), layout, opts.recorded)
+    inputs_hash = input_list_hash(inputs, {u: st.size for u, st in hashes.stats.items()} if hashes else None)
+    signature = build_signature(fingerprint, inputs, layout, opts.recorded)
     if (
         not opts.rebuild
         and not beam_args  # the default local runner, nothing for Beam to check
@@ -670,7 +671,10 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     from sciga.transforms.common.progress import ProgressMonitor
 
     options, runner = pipeline_options(
-        beam_args, opts.workers if opts.workers is not None else default_workers(len(inputs))
+        beam_args,
+        opts.workers
+        if opts.workers is not None
+        else default_workers(_inputs_to_compute(inputs, hashes, sroot, signature, opts.rebuild)),
     )
     tex, pages = opts.tex, None
     if opts.eprints_bulk:
@@ -765,6 +769,18 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         counts, manifest = finalize_build(fin)
     _record_pages(sroot, hashes if local and not opts.finalize_in_job else None, signature)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
+
+
+def _inputs_to_compute(inputs: Sequence[str], hashes, sroot: str, signature: str, rebuild: bool) -> int:
+    """How many inputs the pipeline will probably compute: with the same build signature as
+    the last build, only the pages that changed since (an image that changed is not seen
+    here; this only sizes the default number of worker processes, whose start-up costs
+    more than a few papers do)."""
+    from sciga.transforms.inputs.page_index import load_build_signature
+
+    if rebuild or hashes is None or load_build_signature(sroot) != signature:
+        return len(inputs)
+    return len(inputs) - hashes.unchanged
 
 
 def _record_pages(sroot: str, hashes, signature: str) -> None:

@@ -173,3 +173,25 @@ def test_a_build_with_pages_from_eprints_keeps_no_stale_record(corpus, tmp_path)
     shutil.copytree(corpus, tmp_path / "more")
     r = build(tmp_path / "more", out, "--html-from", "auto")
     assert not r.up_to_date and not (out / ".sciga" / PAGE_INDEX).exists()
+
+
+def test_a_rebuild_of_a_few_changed_pages_runs_in_this_process_by_default(tmp_path):
+    """--workers unset: one worker process per 16 inputs *to compute*, so a rebuild of one
+    changed page does not start worker processes (each costs seconds to start)."""
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 34, n_figures=1, image_kb=2, distinct_images=1)
+    out = tmp_path / "out"
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+
+    def default_build():
+        return run_build(ap.parse_args(["--input", str(pages), "--output", str(out), "--quiet"]))
+
+    first = default_build()
+    assert first.manifest["run"]["workers"] == min(os.cpu_count() or 1, 34 // 16)
+    page = sorted(pages.glob("*/*.html"))[0]
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace("</article>", "<p>An added paragraph.</p></article>", 1), encoding="utf-8")
+    again = default_build()
+    assert (again.counts.reused, again.counts.recomputed) == (33, 1)
+    assert again.manifest["run"]["workers"] == 1

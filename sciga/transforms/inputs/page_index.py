@@ -46,6 +46,7 @@ class PageHashes:
     recorded: int = 0  # pages whose hash came from the record
     changed: bool = False  # the record differs from what is on disk now (to be written again)
     same_as_record: bool = False  # every page has the SHA-256 the record has, and the record no other page
+    unchanged: int = 0  # pages with the SHA-256 the record has
 
     def get(self, uri: str) -> Optional[str]:
         return self.sha256.get(uri)
@@ -129,6 +130,7 @@ def page_hashes(
         out.changed = True
     if set(record) - set(out.stats):
         out.changed = True  # pages gone since the record
+    out.unchanged = sum(1 for u, h in out.sha256.items() if record.get(u, (0, 0, ""))[2] == h)
     out.same_as_record = (
         bool(record)
         and len(record) == len(inputs)

@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Optional
 
 from sciga.schemas import ids
@@ -162,15 +162,18 @@ def page_candidates(meta_uri: str) -> list[str]:
     return [base + suf for suf in HTML_SUFFIXES]
 
 
-def input_list_hash(uris: list[str]) -> str:
-    """Identifies the input set of a build (names and sizes, cheap to compute)."""
+def input_list_hash(uris: list[str], sizes: Optional[Mapping[str, int]] = None) -> str:
+    """Identifies the input set of a build (names and sizes, cheap to compute); ``sizes``:
+    those already known (the launcher stats local pages anyway)."""
     h = hashlib.sha256()
     for u in uris:
-        fs, path = _fs_and_path(u)
-        try:
-            size = fs.size(path)
-        except OSError:
-            size = -1
+        size = sizes.get(u) if sizes is not None else None
+        if size is None:
+            fs, path = _fs_and_path(u)
+            try:
+                size = fs.size(path)
+            except OSError:
+                size = -1
         h.update(f"{u}\t{size}\n".encode())
     return h.hexdigest()
 

@@ -36,11 +36,13 @@ from sciga.transforms.inputs.page_index import PageHashes, load_build_signature
 NOT_SHAPING = ("workers", "rebuild", "fetch_workers", "vision_batch_size", "vision_min_batch_size")
 
 
-def build_signature(fingerprint: str, inputs_hash: str, n_inputs: int, layout: object, recorded: Mapping) -> str:
-    """One hash of everything besides the pages' content that decides what the shards hold."""
+def build_signature(fingerprint: str, inputs: Sequence[str], layout: object, recorded: Mapping) -> str:
+    """One hash of everything besides the pages' content that decides what the shards hold:
+    versions, code, the input list (names, in order), the shard layout, the options."""
     shaping = {k: v for k, v in sorted(recorded.items()) if k not in NOT_SHAPING}
+    names = hashlib.sha256("\n".join(json.dumps(u) for u in inputs).encode("utf-8")).hexdigest()
     blob = json.dumps(
-        [BUILDER_VERSION, SCHEMA_VERSION, fingerprint, inputs_hash, n_inputs, repr(layout), shaping],
+        [BUILDER_VERSION, SCHEMA_VERSION, fingerprint, names, len(inputs), repr(layout), shaping],
         sort_keys=True,
         default=str,
         separators=(",", ":"),
