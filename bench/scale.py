@@ -154,6 +154,43 @@ def text_corpus(workdir: Path, n: int) -> Path:
     return d
 
 
+def cpu_timeline(cmd: list[str], every: float = 1.0) -> tuple[float, list[tuple[float, float, float, int]]]:
+    """(wall, rows of (second, launcher CPU %, workers' CPU %, worker processes)) of a command:
+    where a multi-worker build loses its second core (start-up, a stage that runs in one
+    process, the launcher shuttling data between stages)."""
+    import psutil
+
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, cwd=str(ROOT), env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    top = psutil.Process(p.pid)
+    seen: dict[int, float] = {}  # pid -> CPU seconds at the last sample
+    rows = []
+    while p.poll() is None:
+        time.sleep(every)
+        launcher = workers = 0.0
+        n = 0
+        try:
+            procs = [top, *top.children(recursive=True)]
+        except psutil.Error:
+            continue
+        for q in procs:
+            try:
+                t = q.cpu_times()
+            except psutil.Error:
+                continue
+            total = t.user + t.system
+            delta, seen[q.pid] = total - seen.get(q.pid, 0.0), total
+            if q.pid == p.pid:
+                launcher += delta
+            else:
+                workers += delta
+                n += 1
+        rows.append((time.perf_counter() - t0, 100 * launcher / every, 100 * workers / every, n))
+    return time.perf_counter() - t0, rows
+
+
 def real_figure_corpus(workdir: Path, copies: int) -> Path:
     """Real papers with their real figures, ``copies`` times (distinct ids, files hard-linked):
     the LaTeXML pages of ../shared/corpus/latexml whose TeX trees are in ../shared/corpus/tex
@@ -387,6 +424,13 @@ def main() -> int:
     ap.add_argument(
         "--speed-only", action="store_true", help="only the speed table (real figures, start-up, rebuilds, workers)"
     )
+    ap.add_argument(
+        "--timeline",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only: a per-second CPU timeline (launcher vs workers) of a build of N text pages, 1 and all workers",
+    )
     ap.add_argument("--floor-only", nargs=2, metavar=("PAGES", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.floor_only:
@@ -400,6 +444,21 @@ def main() -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="sciga-bench-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)
     n_all = args.workers
+    if args.timeline:
+        pages = text_corpus(workdir, args.timeline)
+        for w in sorted({1, n_all}):
+            out = workdir / f"out_timeline_w{w}"
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out)]
+            wall, rows = cpu_timeline([*cmd, "--workers", str(w), "--quiet"])
+            print(f"--workers {w}: {wall:.1f} s wall")
+            print(fmt_row(["s", "launcher CPU %", "workers CPU %", "worker processes"]))
+            print(fmt_row(["---:", "---:", "---:", "---:"]))
+            for t, a, b, n in rows:
+                print(fmt_row([f"{t:.0f}", f"{a:.0f}", f"{b:.0f}", n]))
+            print()
+            shutil.rmtree(out, ignore_errors=True)
+        return 0
     print(f"machine: {os.cpu_count()} cores; all cores = {n_all} workers; workdir {workdir}", file=sys.stderr)
     rows_img, rows_txt, notes = [], [], []
     speed: list[tuple] = []
