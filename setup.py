@@ -80,7 +80,7 @@ EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})
 
 setup(
     name="sciga-builder",
-    version="0.1.0",
+    version="0.1.1",
     description="Open, reproducible dataset builder for scientific figures in context (SciGA-style).",
     long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read()
     if os.path.exists(os.path.join(HERE, "README.md"))
