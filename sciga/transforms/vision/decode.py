@@ -241,7 +241,7 @@ def decode_reduced(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: 
         im = _load_pixels(im, data, fmt, width, height, frames)
         if fmt in _EXIF_FORMATS:
             try:
-                im = ImageOps.exif_transpose(im)
+                ImageOps.exif_transpose(im, in_place=True)
             except Exception:  # noqa: BLE001 - a broken EXIF block must not lose the picture
                 pass
         w, h = im.size

@@ -222,3 +222,60 @@ def test_hashes_moved_few_and_little_and_labels_kept_on_the_sample_and_the_corpu
     changed = [n for n, a, b in zip(names, old_top, new_top) if a != b]
     assert len(set(old_top)) >= 3, "a classifier with varied labels"
     assert changed == [], f"top-1 labels changed: {changed}"
+
+
+def test_a_ready_model_input_is_not_decoded_again(monkeypatch):
+    from sciga.transforms.vision import inference
+
+    decodes = []
+    real = inference.decode_reduced
+    monkeypatch.setattr(inference, "decode_reduced", lambda *a, **k: decodes.append(1) or real(*a, **k))
+    fn = inference.DecodeForModel(224)
+    x = measure_image(row(_jpeg(_photo(2000, 1500))), model_input_size=224)
+    out = list(fn.process(("k", x)))
+    assert len(out) == 1 and out[0][1] is x and decodes == []
+    data = _jpeg(_photo(900, 700))
+    (key, y), *_ = fn.process(("b", data))  # bytes are still accepted, and decoded
+    assert key == "b" and y.shape == (224, 224, 3) and decodes == [1]
+
+
+def test_a_build_with_the_classifier_decodes_each_figure_once(tmp_path, monkeypatch):
+    """The build measures each figure with one decode and hands the classifier the input made
+    from it: no second read and decode in the classifier step; sizes and statuses as before."""
+    from vision_fixtures import copy_sample, read_rows, run_build, save_tiny_classifier
+
+    from sciga.transforms.vision import figure_images, inference
+
+    calls: dict[str, int] = {"measure": 0, "classifier": 0, "full": 0}
+
+    def counting(name, fn):
+        def wrapped(*a, **k):
+            calls[name] += 1
+            return fn(*a, **k)
+
+        return wrapped
+
+    monkeypatch.setattr(figure_images, "decode_reduced", counting("measure", figure_images.decode_reduced))
+    monkeypatch.setattr(inference, "decode_reduced", counting("classifier", inference.decode_reduced))
+    monkeypatch.setattr(decode_mod, "decode_image", counting("full", decode_mod.decode_image))
+    src = tmp_path / "in"
+    copy_sample(src, edit=("Overview of Glimpse.", "Overview of Glimpse on an MRI scan."))
+    always = save_tiny_classifier(tmp_path / "always.pt", bias={"Medical image": 50.0})
+    argv = [
+        "--input",
+        str(src),
+        "--output",
+        str(tmp_path / "med"),
+        "--medical-weights",
+        always,
+        "--medical-classify",
+        "all",
+    ]
+    assert run_build(argv) == 0
+    rows = read_rows(tmp_path / "med", "figures")
+    with_pixels = [r for r in rows if r["image_status"] == "embedded"]
+    assert len(with_pixels) == 5 and all(r["medical"]["classifier_run"] for r in with_pixels)
+    assert calls == {"measure": len(with_pixels), "classifier": 0, "full": 0}, calls
+    for r in with_pixels:
+        im = Image.open(io.BytesIO(r["image"]["bytes"]))
+        assert (r["width"], r["height"]) == im.size and len(r["phash"]) == 16
