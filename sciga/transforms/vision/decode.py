@@ -324,6 +324,8 @@ def reduce_to_rgb(im: Image.Image, factor: tuple[int, int]) -> Image.Image:
     """A loaded image -> 8-bit RGB box-reduced by ``factor``, converting colours after the
     reduction where that gives the same picture (so the conversion costs 1/(fx*fy))."""
     mode = im.mode
+    if mode == "RGBA" and im.getchannel("A").getextrema()[0] == 255:  # opaque: on white it is its RGB
+        im, mode = im.convert("RGB"), "RGB"
     if mode in _ALPHA_MODES or (mode in ("P", "L") and "transparency" in im.info):
         # Premultiplied (Pillow's own rule when it reduces RGBA), then over white:
         # C*alpha + 255*(1 - alpha). Cheaper than alpha_composite even unreduced.
