@@ -24,6 +24,11 @@ Colour handling, so that every consumer sees 8-bit RGB:
 
 SVG and PDF are vector formats: they are recognised by their first bytes and reported as
 not decodable here (a figure that only has an SVG is recorded as such, not guessed).
+
+``decode_image`` gives the full-size picture. A build needs less: ``decode_reduced``
+decodes a figure once at the smallest scale its size, pHash and classifier input need
+(JPEG DCT scaling; PNG by libspng; box reduction before the colour rules above, which it
+keeps), and ``model_input`` makes the classifier's input from that picture.
 """
 
 from __future__ import annotations
@@ -264,7 +269,7 @@ def decode_reduced(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: 
 
 def _load_pixels(im: Image.Image, data: bytes, fmt: Optional[str], width: int, height: int, frames: int):
     """The opened image with its pixels loaded (first frame, draft scale applied)."""
-    if fmt == "PNG" and frames == 1:
+    if fmt == "PNG" and frames == 1 and width * height >= _SPNG_FROM_PIXELS:
         fast = png_pixels(data, im)
         if fast is not None:
             return fast
@@ -280,6 +285,8 @@ def _load_pixels(im: Image.Image, data: bytes, fmt: Optional[str], width: int, h
     return im
 
 
+# Below about a quarter megapixel Pillow's PNG decoder is as fast (bench/decode.py: "sample").
+_SPNG_FROM_PIXELS = 250_000
 # Stored PNG mode -> the pixel format libspng is asked for (the same pixels Pillow gives:
 # tests/transforms/vision/test_vision_decode_reduced.py compares them on real figures).
 _SPNG_FORMATS = {"RGB": "RGB", "RGBA": "RGBA", "L": "L"}
@@ -314,7 +321,7 @@ def _png_bit_depth(data: bytes) -> int:
     return data[24] if len(data) > 24 and data[12:16] == b"IHDR" else 0
 
 
-try:  # optional: the ``fastpng`` extra; without it Pillow decodes PNGs (the same pixels)
+try:  # a dependency (setup.py); an install without it decodes PNGs with Pillow (the same pixels)
     import pyspng as _spng
 except ImportError:  # pragma: no cover - depends on the install
     _spng = None

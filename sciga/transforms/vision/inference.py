@@ -143,7 +143,8 @@ class ClassifyImages(beam.PTransform):
     Give ``weights`` (+ ``options``), or a ready ``handler`` (a ``FigureModelHandler``).
     ``input_size`` defaults to the checkpoint's (read on the launching machine, which also
     checks that the weights are there and readable). ``reshuffle`` spreads the inputs over
-    the workers before decoding (cheap when payloads are references)."""
+    the workers before decoding (cheap when payloads are references; payloads that are the
+    decoded input already are not reshuffled)."""
 
     def __init__(
         self,
@@ -175,7 +176,13 @@ class ClassifyImages(beam.PTransform):
         from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
         if self.reshuffle:
-            items = items | "Spread" >> beam.Reshuffle()
+            # Spread the references over the workers; inputs decoded already (the build's
+            # MeasureFigures sends them) are not shuffled: pixels stay off the shuffle.
+            size = self.input_size
+            ready, refs = items | "ReadyOrNot" >> beam.Partition(
+                lambda kv, n, size=size: 0 if ready_model_input(kv[1], size) is not None else 1, 2
+            )
+            items = (ready, refs | "Spread" >> beam.Reshuffle()) | "AllInputs" >> beam.Flatten()
         prepared = items | "Decode" >> beam.ParDo(
             DecodeForModel(self.input_size, self.load_bytes, self.max_pixels, self.options)
         ).with_outputs(FAILED, main="ready")

@@ -279,3 +279,22 @@ def test_a_build_with_the_classifier_decodes_each_figure_once(tmp_path, monkeypa
     for r in with_pixels:
         im = Image.open(io.BytesIO(r["image"]["bytes"]))
         assert (r["width"], r["height"]) == im.size and len(r["phash"]) == 16
+
+
+def test_classify_images_takes_ready_inputs_and_bytes_together(tmp_path):
+    """Ready inputs skip the decode (and the reshuffle); bytes are decoded as before; every
+    key comes out once."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+    from vision_fixtures import save_tiny_classifier
+
+    from sciga.transforms.vision.inference import ClassifyImages
+
+    weights = save_tiny_classifier(tmp_path / "tiny.pt", input_size=32)
+    data = SAMPLE_FIGS[0].read_bytes()
+    ready = measure_image(row(data), model_input_size=32)
+    items = [("ready", ready), ("bytes", data), ("broken", data[:100])]
+    with beam.Pipeline("DirectRunner") as p:
+        res = p | beam.Create(items) | ClassifyImages(weights)
+        assert_that(res.probabilities | beam.Map(lambda kv: kv[0]), equal_to(["ready", "bytes"]), label="ok")
+        assert_that(res.failed | beam.Map(lambda kv: kv[0]), equal_to(["broken"]), label="failed")
