@@ -34,6 +34,9 @@ CORE = [
     "matplotlib>=3.8",
     "scipy>=1.10",  # vision: FFT tile matching for graphical abstracts
     "imagehash>=4.3",  # vision: perceptual hashes of figures
+    # vision: PNG figures decoded by libspng, the same pixels as Pillow's at ~1.6x the speed
+    # (decode.png_pixels; without it Pillow decodes them)
+    "pyspng>=0.1.4,<0.2",
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
     "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]
@@ -77,7 +80,7 @@ EXTRAS["all"] = sorted({r for v in EXTRAS.values() for r in v})
 
 setup(
     name="sciga-builder",
-    version="0.1.0",
+    version="0.1.1",
     description="Open, reproducible dataset builder for scientific figures in context (SciGA-style).",
     long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read()
     if os.path.exists(os.path.join(HERE, "README.md"))

@@ -8,4 +8,4 @@ root, while every tool (Python from a checkout, mypy, import-linter, an import-g
 an IDE's go-to-definition) resolves ``sciga.<folder>`` to real files by ordinary means.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"  # 0.1.1: figures decoded once at reduced scale; some pHashes moved by <= 2 bits

@@ -419,3 +419,55 @@ def _recording_handler_class():
 
 def recording_handler(*args, record: str, **kw):
     return _recording_handler_class()(*args, record=record, **kw)
+
+
+# ------------------------------------------------------------------ figure files as a build meets them
+
+_DECODE_SET: list = []
+
+
+def figure_files(large: bool = True) -> list[tuple[str, bytes]]:
+    """(name, file bytes) of real figures as a build reads them: the sample's PNGs, the
+    corpus TeX trees' PNGs, the corpus PDF figures rasterised as the build does
+    (``eprints.rasterize.pdf_to_png`` at its DPI), JPEG re-encodings of all of them (the
+    corpus has no real JPEG figure), and with ``large`` arXiv-size versions (longer side
+    2400 px, PNG keeping the stored mode, alpha included, and JPEG)."""
+    if not _DECODE_SET:
+        files = [(p.name, p.read_bytes()) for p in sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))]
+        corpus = corpus_dir()
+        if corpus:
+            files += [(p.name, p.read_bytes()) for p in sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))]
+            pdfs = [(p.name, p.read_bytes()) for p in sorted((corpus / "tex" / "2603.21852").glob("*.pdf"))]
+            tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
+            if tarball.is_file():
+                with tarfile.open(tarball) as tf:
+                    pdfs += [
+                        (m.name, tf.extractfile(m).read())  # type: ignore[union-attr]
+                        for m in tf.getmembers()
+                        if m.isfile() and m.name.lower().endswith(".pdf")
+                    ]
+            if shutil.which("pdftoppm"):
+                from sciga.transforms.eprints.rasterize import pdf_to_png
+
+                files += [(f"{n}.png", pdf_to_png(d, n)) for n, d in pdfs]
+        jpegs, bigs = [], []
+        for name, data in files:
+            im = Image.open(io.BytesIO(data))
+            im.load()
+            jpegs.append((f"{name}.jpg", _encode(im.convert("RGB"), "JPEG")))
+            if max(im.size) >= 400:
+                s = 2400 / max(im.size)
+                big = im.convert("RGBA" if "transparency" in im.info or im.mode in ("RGBA", "LA") else "RGB")
+                big = big.resize((round(im.width * s), round(im.height * s)), Image.Resampling.LANCZOS)
+                bigs += [
+                    (f"{name}.2400.png", _encode(big, "PNG")),
+                    (f"{name}.2400.jpg", _encode(big.convert("RGB"), "JPEG")),
+                ]
+        _DECODE_SET.extend([("small", n, d) for n, d in files + jpegs] + [("large", n, d) for n, d in bigs])
+    return [(n, d) for kind, n, d in _DECODE_SET if large or kind == "small"]
+
+
+def _encode(im: Image.Image, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    im.save(buf, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
+    return buf.getvalue()

@@ -15,6 +15,8 @@ import pytest
 from hub_fixtures import FakeHub
 from quality_fixtures import edit_manifest, read_rows, rewrite_shard, shard
 
+from sciga.schemas.version import BUILDER_VERSION
+
 from conftest import SAMPLES, run_cli
 
 TOKEN = "hf_sciga_TEST_diff_token_0c1d2e"
@@ -244,7 +246,7 @@ def test_only_shards_that_differ_are_read_and_without_a_manifest_all_are(build_c
     with diff_builds(str(old), str(build_copy)) as d:
         assert d.files_read["papers"] == (1, 1) and d.files_read["figures"] == (1, 1)
         assert list(d.changed_papers()) == changed
-        assert d.builder_versions == (["0.1.0"], ["0.1.0"]), "the old one from its card"
+        assert d.builder_versions == ([BUILDER_VERSION], [BUILDER_VERSION]), "the old one from its card"
 
 
 def test_a_schema_change_is_reported_not_a_crash(build_copy, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from training_fixtures import tiny_build
 
 from sciga.pipelines.cli import main
-from sciga.schemas.version import SCHEMA_VERSION
+from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.write.manifest import read_manifest
 
 # e2e: trains the baselines through `sciga train` on a tiny build
@@ -70,7 +70,7 @@ def test_results_table_in_sciga_format(run):
         "(iii) Abs2Fig | tiny dual encoder",
     ):
         assert label in md
-    assert f"schema {SCHEMA_VERSION} / builder 0.1.0 / inputs synthetic-16" in md
+    assert f"schema {SCHEMA_VERSION} / builder {BUILDER_VERSION} / inputs synthetic-16" in md
 
 
 def test_results_json_records_model_data_version_and_seed(run):

@@ -24,6 +24,11 @@ Colour handling, so that every consumer sees 8-bit RGB:
 
 SVG and PDF are vector formats: they are recognised by their first bytes and reported as
 not decodable here (a figure that only has an SVG is recorded as such, not guessed).
+
+``decode_image`` gives the full-size picture. A build needs less: ``decode_reduced``
+decodes a figure once at the smallest scale its size, pHash and classifier input need
+(JPEG DCT scaling; PNG by libspng; box reduction before the colour rules above, which it
+keeps), and ``model_input`` makes the classifier's input from that picture.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageChops, ImageOps, UnidentifiedImageError
 
 # Pillow's default limit (about 89.5 megapixels: a 9459 x 9459 image), as an explicit value.
 DEFAULT_MAX_PIXELS = 89_478_485
@@ -187,6 +192,177 @@ def decode_image(
     except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError) as e:
         raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
     return DecodedImage(image=rgb, width=width, height=height, format=fmt, mode=mode, frames=frames)
+
+
+# The side a figure is decoded at for everything a build derives from its pixels: the
+# pHash needs >= 96 px (32 x 32 through ``reducing_gap=3``) and a 224-px classifier input
+# >= 448 px (``resize_for_model``'s ``reducing_gap=2``). One fixed value, so a figure's
+# pHash never depends on which models a build runs.
+REDUCED_SIDE = 448
+_EXIF_FORMATS = ("JPEG", "TIFF", "MPO", "WEBP")
+_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
+
+
+@dataclass
+class ReducedImage:
+    """One decode of a figure, at the smallest scale its consumers need.
+
+    ``image`` is the whole picture (first frame, EXIF orientation applied) as 8-bit RGB,
+    shrunk by whole factors so that each side keeps at least ``min_side`` pixels (or all it
+    has). ``extent`` is the full picture's width and height in ``image``'s pixels: a
+    reduction whose last box is partial leaves a fraction, which a resize with
+    ``box=(0, 0, *extent)`` honours exactly as Pillow's own ``reducing_gap`` does."""
+
+    image: Image.Image
+    width: int  # size of the stored image (first frame), from its header
+    height: int
+    format: Optional[str]
+    mode: str  # the stored mode ("CMYK", "P", "I;16" ...)
+    extent: tuple[float, float]
+    frames: int = 1
+
+
+def decode_reduced(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: int = REDUCED_SIDE) -> ReducedImage:
+    """Bytes -> ReducedImage, decoding the pixels once. Raises ImageDecodeError.
+
+    JPEGs are decoded at 1/2, 1/4 or 1/8 scale inside libjpeg (DCT scaling) when both sides
+    stay >= ``min_side``; other formats are decoded whole and then box-reduced (exact
+    averages) by ``w // min_side`` x ``h // min_side``, the factors Pillow's
+    ``resize(..., reducing_gap=2)`` to ``min_side / 2`` would use. The colour rules of
+    ``decode_image`` apply, but the costly ones (transparency on white, palette, 1-bit) run
+    on the reduced picture: transparent pixels are averaged premultiplied, so compositing
+    on white after the reduction gives what compositing before it gives (to rounding).
+    """
+    im = _open(data)
+    width, height = im.size
+    check_pixels(width, height, max_pixels)
+    fmt, mode = im.format, im.mode
+    frames = int(getattr(im, "n_frames", 1) or 1)
+    try:
+        if frames > 1:
+            im.seek(0)
+        if fmt == "JPEG":
+            im.draft("RGB", (min_side, min_side))
+        im = _load_pixels(im, data, fmt, width, height, frames)
+        if fmt in _EXIF_FORMATS:
+            try:
+                ImageOps.exif_transpose(im, in_place=True)
+            except Exception:  # noqa: BLE001 - a broken EXIF block must not lose the picture
+                pass
+        w, h = im.size
+        factor = (max(1, w // min_side), max(1, h // min_side))
+        rgb = reduce_to_rgb(im, factor)
+    except ImageDecodeError:
+        raise
+    except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError) as e:
+        raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
+    return ReducedImage(
+        image=rgb,
+        width=width,
+        height=height,
+        format=fmt,
+        mode=mode,
+        extent=(w / factor[0], h / factor[1]),
+        frames=frames,
+    )
+
+
+def _load_pixels(im: Image.Image, data: bytes, fmt: Optional[str], width: int, height: int, frames: int):
+    """The opened image with its pixels loaded (first frame, draft scale applied)."""
+    if fmt == "PNG" and frames == 1 and width * height >= _SPNG_FROM_PIXELS:
+        fast = png_pixels(data, im)
+        if fast is not None:
+            return fast
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        try:
+            im.load()
+        except Image.DecompressionBombError as e:  # TIFF / GIF repeat Pillow's check in load()
+            raise ImageDecodeError(
+                "decompression_bomb",
+                f"{width}x{height}: Pillow's {fmt} decoder refuses images above {_plugin_limit()} itself ({e})",
+            ) from None
+    return im
+
+
+# Below about a quarter megapixel Pillow's PNG decoder is as fast (bench/decode.py: "sample").
+_SPNG_FROM_PIXELS = 250_000
+# Stored PNG mode -> the pixel format libspng is asked for (the same pixels Pillow gives:
+# tests/transforms/vision/test_vision_decode_reduced.py compares them on real figures).
+_SPNG_FORMATS = {"RGB": "RGB", "RGBA": "RGBA", "L": "L"}
+
+
+def png_pixels(data: bytes, opened: Image.Image) -> Optional[Image.Image]:
+    """A single-frame 8-bit PNG decoded by libspng (``pyspng``), which inflates and
+    unfilters about 1.6x faster than Pillow; None when pyspng is not installed or the
+    image is one Pillow should decode (16-bit, 1-bit, a tRNS chunk ...). A palette image
+    comes back as RGB."""
+    if _spng is None:
+        return None
+    mode = opened.mode
+    if "transparency" in opened.info:  # tRNS: libspng leaves it out (palette alpha stays 255)
+        return None
+    spng_format = "RGB" if mode == "P" else _SPNG_FORMATS.get(mode)
+    if spng_format is None:
+        return None
+    depth = _png_bit_depth(data)
+    if depth != 8 and not (mode == "P" and depth in (1, 2, 4)):  # 16-bit and 1/2/4-bit grey: Pillow's rules
+        return None
+    try:
+        a = _spng.load(data, spng_format)
+    except Exception:  # noqa: BLE001 - libspng is stricter on damaged files: Pillow decides
+        return None
+    if a.dtype != np.uint8 or a.shape[:2] != (opened.size[1], opened.size[0]):
+        return None
+    return Image.fromarray(a, spng_format)
+
+
+def _png_bit_depth(data: bytes) -> int:
+    return data[24] if len(data) > 24 and data[12:16] == b"IHDR" else 0
+
+
+try:  # a dependency (setup.py); an install without it decodes PNGs with Pillow (the same pixels)
+    import pyspng as _spng
+except ImportError:  # pragma: no cover - depends on the install
+    _spng = None
+
+
+def reduce_to_rgb(im: Image.Image, factor: tuple[int, int]) -> Image.Image:
+    """A loaded image -> 8-bit RGB box-reduced by ``factor``, converting colours after the
+    reduction where that gives the same picture (so the conversion costs 1/(fx*fy))."""
+    mode = im.mode
+    if mode == "RGBA" and im.getchannel("A").getextrema()[0] == 255:  # opaque: on white it is its RGB
+        im, mode = im.convert("RGB"), "RGB"
+    if mode in _ALPHA_MODES or (mode in ("P", "L") and "transparency" in im.info):
+        # Premultiplied (Pillow's own rule when it reduces RGBA), then over white:
+        # C*alpha + 255*(1 - alpha). Cheaper than alpha_composite even unreduced.
+        rgba = im if mode in ("RGBA", "RGBa") else im.convert("RGBA")
+        premultiplied = rgba if mode == "RGBa" else rgba.convert("RGBa")
+        if factor != (1, 1):
+            premultiplied = premultiplied.reduce(factor)
+        *colour, alpha = premultiplied.split()
+        transparent = ImageChops.invert(alpha)  # 255 * (1 - alpha), to add to each channel
+        return Image.merge("RGB", [ImageChops.add(c, transparent) for c in colour])
+    if factor == (1, 1):
+        return to_rgb(im)
+    if mode in ("RGB", "L"):
+        return im.reduce(factor).convert("RGB")
+    if mode == "P":
+        return im.convert("RGB").reduce(factor)
+    if mode == "1":
+        return im.convert("L").reduce(factor).convert("RGB")
+    return to_rgb(im).reduce(factor)  # CMYK, 16-bit, ...: rare; converted whole, as before
+
+
+def model_input(reduced: ReducedImage, input_size: int) -> np.ndarray:
+    """ReducedImage -> uint8 ``input_size`` squared x 3, the whole figure squeezed to a
+    square: ``models.resize_for_model`` of the full picture, computed from the reduced one
+    (the same pixels when the reduction is the one ``resize_for_model`` makes itself, i.e.
+    ``min_side = 2 * input_size``)."""
+    im, (ew, eh) = reduced.image, reduced.extent
+    if im.size != (input_size, input_size) or (ew, eh) != (input_size, input_size):
+        im = im.resize((input_size, input_size), Image.Resampling.BILINEAR, box=(0.0, 0.0, ew, eh), reducing_gap=2.0)
+    return np.asarray(im, dtype=np.uint8)
 
 
 def _on_white(im: Image.Image) -> Image.Image:

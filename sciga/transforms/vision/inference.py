@@ -27,7 +27,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.metrics import Metrics
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_reduced, model_input
 from sciga.transforms.vision.handlers import FigureModelHandler, probabilities
 from sciga.transforms.vision.inference_options import DEVICES, PRECISIONS, InferenceOptions  # noqa: F401 - re-exported
 
@@ -57,21 +57,28 @@ def read_image_file(path: str) -> bytes:
 
 
 def image_to_model_input(data: bytes, input_size: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
-    """Image bytes -> uint8 ``input_size`` x ``input_size`` x 3 (raises ImageDecodeError).
-    JPEGs are decoded at reduced scale when the model needs less detail."""
-    from sciga.transforms.vision.models import resize_for_model
-
+    """Image bytes -> uint8 ``input_size`` x ``input_size`` x 3 (raises ImageDecodeError):
+    ``models.resize_for_model`` of the whole picture, from one decode at reduced scale
+    (JPEG DCT scaling, box reduction before colour conversion)."""
     if data is None:
         raise ImageDecodeError("no_image", "there are no image bytes")
-    img = decode_image(data, max_pixels, draft_size=(2 * input_size, 2 * input_size)).image
-    return resize_for_model(img, input_size)
+    return model_input(decode_reduced(data, max_pixels, 2 * input_size), input_size)
+
+
+def ready_model_input(payload: Any, input_size: int) -> Optional[np.ndarray]:
+    """The payload itself when it is an already decoded model input (uint8
+    ``input_size`` squared x 3, as the build's MeasureFigures sends), else None."""
+    if isinstance(payload, np.ndarray) and payload.dtype == np.uint8 and payload.shape == (input_size, input_size, 3):
+        return payload
+    return None
 
 
 # ------------------------------------------------------------------ Beam
 
 
 class DecodeForModel(beam.DoFn):
-    """(key, payload) -> (key, uint8 SxSx3), or to ``failed``: (key, "kind: sentence")."""
+    """(key, payload) -> (key, uint8 SxSx3), or to ``failed``: (key, "kind: sentence"). A
+    payload that is already the uint8 SxSx3 input passes through without a decode."""
 
     def __init__(
         self,
@@ -84,6 +91,7 @@ class DecodeForModel(beam.DoFn):
         self.load_bytes = load_bytes or image_bytes
         self.decoded = Metrics.counter("sciga", "model_inputs_decoded")
         self.failed = Metrics.counter("sciga", "model_inputs_failed")
+        self.ready = Metrics.counter("sciga", "model_inputs_ready")
 
     def setup(self):
         import torch
@@ -94,6 +102,11 @@ class DecodeForModel(beam.DoFn):
 
     def process(self, element):
         key, payload = element
+        ready = ready_model_input(payload, self.input_size)
+        if ready is not None:  # decoded once already, where the figure was measured
+            self.ready.inc()
+            yield key, ready
+            return
         try:
             x = image_to_model_input(self.load_bytes(payload), self.input_size, self.max_pixels)
         except ImageDecodeError as e:
@@ -130,7 +143,8 @@ class ClassifyImages(beam.PTransform):
     Give ``weights`` (+ ``options``), or a ready ``handler`` (a ``FigureModelHandler``).
     ``input_size`` defaults to the checkpoint's (read on the launching machine, which also
     checks that the weights are there and readable). ``reshuffle`` spreads the inputs over
-    the workers before decoding (cheap when payloads are references)."""
+    the workers before decoding (cheap when payloads are references; payloads that are the
+    decoded input already are not reshuffled)."""
 
     def __init__(
         self,
@@ -162,7 +176,13 @@ class ClassifyImages(beam.PTransform):
         from apache_beam.ml.inference.base import KeyedModelHandler, RunInference
 
         if self.reshuffle:
-            items = items | "Spread" >> beam.Reshuffle()
+            # Spread the references over the workers; inputs decoded already (the build's
+            # MeasureFigures sends them) are not shuffled: pixels stay off the shuffle.
+            size = self.input_size
+            ready, refs = items | "ReadyOrNot" >> beam.Partition(
+                lambda kv, n, size=size: 0 if ready_model_input(kv[1], size) is not None else 1, 2
+            )
+            items = (ready, refs | "Spread" >> beam.Reshuffle()) | "AllInputs" >> beam.Flatten()
         prepared = items | "Decode" >> beam.ParDo(
             DecodeForModel(self.input_size, self.load_bytes, self.max_pixels, self.options)
         ).with_outputs(FAILED, main="ready")

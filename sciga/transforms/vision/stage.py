@@ -7,9 +7,11 @@
               -> GA requests -> LoadGA -> [embeddings: RunInference + CoGroupByKey]
                              -> TypeGA -> GAResult (+ a medical request for the GA image)
 
-Decoded pixels never leave the step that decodes them. The model steps see only the
-figures that need them (keyword hits by default) and send back small annotations, which
-the write stage merges into the stored results.
+Each figure is decoded once per build, in MeasureFigures, at the small scale its size,
+pHash and classifier input need (``decode.decode_reduced``); of its pixels only the
+classifier's compact uint8 input (150 KB at 224 px) leaves that step, for the figures
+the classifier sees (keyword hits by default). The model steps send back small
+annotations, which the write stage merges into the stored results; no pixels are stored.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Union
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.metrics import Metrics
 
 from sciga.schemas.build import GAResult, ImageRef, MedicalResult, PaperWork
@@ -29,7 +32,7 @@ from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
 from sciga.transforms.common.stage_fn import PaperStageFn
 from sciga.transforms.inputs.page_images import find_asset, read_image_ref
-from sciga.transforms.vision.figure_images import annotate_image
+from sciga.transforms.vision.figure_images import measure_image
 from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.ga import GAInput, annotate_ga, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, MedicalRule, annotate_keywords
@@ -103,15 +106,22 @@ class MeasureFigures(PaperStageFn):
             apply_de_facto(paper, rows)
         out: list = []
         payloads: dict[str, Payload] = {}
+        input_size: Optional[int] = getattr(v.medical_meta, "input_size", None)  # a CheckpointMeta
         for row in rows:
-            payload = self._measure(work, row)
+            classify = v.medical_meta is not None and bool(o.classify_all or row.medical.keyword_hits)
+            payload, model_input = self._measure(work, row, input_size if classify else None)
             if payload is not None:
                 payloads[row.id] = payload
-                if v.medical_meta is not None and (o.classify_all or row.medical.keyword_hits):
+                if classify:
+                    # The classifier gets the input made from this step's decode (the file
+                    # is not read and decoded again), else where the bytes are.
                     out.append(
                         beam.pvalue.TaggedOutput(
                             CLASSIFY,
-                            (ClassifyKey(work.key or "", paper.id, row.id, tuple(row.medical.keyword_hits)), payload),
+                            (
+                                ClassifyKey(work.key or "", paper.id, row.id, tuple(row.medical.keyword_hits)),
+                                model_input if model_input is not None else payload,
+                            ),
                         )
                     )
         if out:
@@ -138,9 +148,12 @@ class MeasureFigures(PaperStageFn):
         self.progress.add(images=images)
         return [work, *out]
 
-    def _measure(self, work: PaperWork, row: FigureRow) -> Optional[Payload]:
+    def _measure(
+        self, work: PaperWork, row: FigureRow, model_input_size: Optional[int] = None
+    ) -> tuple[Optional[Payload], Optional[np.ndarray]]:
         """Read and decode the row's image once; the row keeps its size, hash and where the
-        bytes are. Returns what a model step should read (None: no usable pixels)."""
+        bytes are. Returns what a model step should read (None: no usable pixels) and, with
+        ``model_input_size``, the classifier's uint8 input made from the same decode."""
         o = self.vision.options
         data, uri = None, None
         if row.image_source == "tex":
@@ -166,8 +179,9 @@ class MeasureFigures(PaperStageFn):
                     work.cacheable = False  # an I/O error may pass: the next build reads the image again
         row.image_bytes = data
         had = data is not None
+        model_input = None
         try:
-            annotate_image(row, o.max_pixels)
+            model_input = measure_image(row, o.max_pixels, model_input_size)
         except Exception as e:  # noqa: BLE001 - a bug on one image must not stop the paper
             log.warning("internal error decoding %s: %r", row.id, e)
             row.image_error, row.image_bytes = (
@@ -179,15 +193,15 @@ class MeasureFigures(PaperStageFn):
             (self.decoded if row.image_bytes is not None else self.undecodable).inc()
         if row.image_bytes is None:
             row.image_uri = row.image_uri or uri  # a file that was read but did not decode
-            return None
+            return None, None
         if uri is None:  # made here (TeX): the bytes stay inline, there is no file to point at
-            return row.image_bytes
+            return row.image_bytes, model_input
         import hashlib
 
         ref = ImageRef(uri=uri, sha256=hashlib.sha256(row.image_bytes).hexdigest(), size=len(row.image_bytes))
         row.image_uri, row.image_sha256, row.image_size = ref.uri, ref.sha256, ref.size
         row.image_bytes = None
-        return ref
+        return ref, model_input
 
 
 def _exists(uri: str) -> bool:
