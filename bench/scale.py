@@ -574,13 +574,14 @@ def main() -> int:
     if rows_img:
         figs = list((workdir / f"image_{args.figures}x{args.image_kb}kb_{rows_img[0][0]}" / ".figures").glob("*.png"))
         mean_kb = sum(f.stat().st_size for f in figs) / max(1, len(figs)) / 1024
-    print(
-        f"Image-rich papers ({args.figures} figures each, PNGs of {mean_kb:.0f} KB on average); one-core floor vs the "
-        f"build, same papers, same run. {os.cpu_count()} cores."
-    )
-    print()
-    print(fmt_row(["papers", "images", "run", "wall s", "ms/paper", "images/s", "peak RSS MB", "vs floor"]))
-    print(fmt_row(["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
+    if rows_img:
+        print(
+            f"Image-rich papers ({args.figures} figures each, PNGs of {mean_kb:.0f} KB on average); one-core floor vs the "
+            f"build, same papers, same run. {os.cpu_count()} cores."
+        )
+        print()
+        print(fmt_row(["papers", "images", "run", "wall s", "ms/paper", "images/s", "peak RSS MB", "vs floor"]))
+        print(fmt_row(["---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
     for n, fl, fl_wall, fl_rss, res, same in rows_img:
         print(
             fmt_row(
