@@ -471,3 +471,26 @@ def _encode(im: Image.Image, fmt: str) -> bytes:
     buf = io.BytesIO()
     im.save(buf, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
     return buf.getvalue()
+
+
+def figure_row(data: Optional[bytes] = None, kind: str = "raster", path: str = "x.png"):
+    """A figures row of one figure whose image is ``data`` (the vision tests' unit)."""
+    from sciga.schemas.records import FigureRow
+
+    return FigureRow(
+        id="2401.00001_F1",
+        paper_id="2401.00001",
+        parent_id=None,
+        kind="figure",
+        index=1,
+        number="1",
+        label="Figure 1:",
+        caption="",
+        subcaption=None,
+        subcaption_source=None,
+        image_bytes=data,
+        image_path=path,
+        image_paths=[path] if path else [],
+        image_kind=kind,
+        image_source="html",
+    )

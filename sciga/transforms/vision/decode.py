@@ -172,15 +172,7 @@ def decode_image(
             im.seek(0)
         if draft_size and fmt == "JPEG":
             im.draft("RGB", draft_size)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            try:
-                im.load()
-            except Image.DecompressionBombError as e:  # TIFF / GIF repeat Pillow's check in load()
-                raise ImageDecodeError(
-                    "decompression_bomb",
-                    f"{width}x{height}: Pillow's {fmt} decoder refuses images above {_plugin_limit()} itself ({e})",
-                ) from None
+        _load_checked(im, fmt, width, height)
         if fmt in ("JPEG", "TIFF", "MPO", "WEBP"):
             try:
                 im = ImageOps.exif_transpose(im)
@@ -273,16 +265,22 @@ def _load_pixels(im: Image.Image, data: bytes, fmt: Optional[str], width: int, h
         fast = png_pixels(data, im)
         if fast is not None:
             return fast
+    _load_checked(im, fmt, width, height)
+    return im
+
+
+def _load_checked(im: Image.Image, fmt: Optional[str], width: int, height: int) -> None:
+    """``im.load()`` with our limit already checked: Pillow's own warning is silenced, and its
+    error (TIFF and GIF repeat Pillow's check inside ``load()``) becomes ours."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", Image.DecompressionBombWarning)
         try:
             im.load()
-        except Image.DecompressionBombError as e:  # TIFF / GIF repeat Pillow's check in load()
+        except Image.DecompressionBombError as e:
             raise ImageDecodeError(
                 "decompression_bomb",
                 f"{width}x{height}: Pillow's {fmt} decoder refuses images above {_plugin_limit()} itself ({e})",
             ) from None
-    return im
 
 
 # Below about a quarter megapixel Pillow's PNG decoder is as fast (bench/decode.py: "sample").

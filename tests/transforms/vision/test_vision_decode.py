@@ -5,33 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PIL import Image
-from vision_fixtures import ROOT, SVG, animated_gif, bomb_png, cmyk_jpeg, png_bytes
+from vision_fixtures import ROOT, SVG, animated_gif, bomb_png, cmyk_jpeg, figure_row, png_bytes
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.schemas.records import FigureRow
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.phash import hamming
 
 
 def row(data=None, kind="raster", path="x.png"):
-    return FigureRow(
-        id="2401.00001_F1",
-        paper_id="2401.00001",
-        parent_id=None,
-        kind="figure",
-        index=1,
-        number="1",
-        label="Figure 1:",
-        caption="",
-        subcaption=None,
-        subcaption_source=None,
-        image_bytes=data,
-        image_path=path,
-        image_paths=[path] if path else [],
-        image_kind=kind,
-        image_source="html",
-    )
+    return figure_row(data, kind, path)
 
 
 def test_100_megapixel_bomb_is_a_row_error_not_a_crash():

@@ -11,10 +11,9 @@ import io
 import numpy as np
 import pytest
 from PIL import Image
-from vision_fixtures import ROOT, animated_gif, bomb_png, cmyk_jpeg, figure_files, png_bytes
+from vision_fixtures import ROOT, animated_gif, bomb_png, cmyk_jpeg, figure_files, figure_row, png_bytes
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.schemas.records import FigureRow
 from sciga.transforms.vision import decode as decode_mod
 from sciga.transforms.vision.decode import (
     REDUCED_SIDE,
@@ -32,23 +31,7 @@ SAMPLE_FIGS = sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))
 
 
 def row(data):
-    return FigureRow(
-        id="2401.00001_F1",
-        paper_id="2401.00001",
-        parent_id=None,
-        kind="figure",
-        index=1,
-        number="1",
-        label="Figure 1:",
-        caption="",
-        subcaption=None,
-        subcaption_source=None,
-        image_bytes=data,
-        image_path="x.png",
-        image_paths=["x.png"],
-        image_kind="raster",
-        image_source="html",
-    )
+    return figure_row(data)
 
 
 def _jpeg(im: Image.Image, **kw) -> bytes:

@@ -15,11 +15,11 @@ import pytest
 from hub_fixtures import FakeHub
 from PIL import Image
 from quality_fixtures import edit_manifest, rewrite_shard
+from vision_fixtures import figure_row
 
 from sciga.pipelines.cli import main
 from sciga.quality.gate import run_gate
 from sciga.quality.images import check_image
-from sciga.schemas.records import FigureRow
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image, read_size
 from sciga.transforms.vision.figure_images import annotate_image
 
@@ -61,23 +61,7 @@ def test_the_flag_is_the_only_limit_in_the_vision_stage(big):
     with pytest.raises(ImageDecodeError) as e:
         decode_image(big)  # the default limit still refuses it, with our message
     assert e.value.kind == "decompression_bomb" and "raise --max-image-pixels" in e.value.message
-    row = FigureRow(
-        id="2401.00001_F1",
-        paper_id="2401.00001",
-        parent_id=None,
-        kind="figure",
-        index=1,
-        number="1",
-        label="Figure 1:",
-        caption="",
-        subcaption=None,
-        subcaption_source=None,
-        image_bytes=big,
-        image_path="big.png",
-        image_paths=["big.png"],
-        image_kind="raster",
-        image_source="html",
-    )
+    row = figure_row(big, path="big.png")
     row = annotate_image(row, max_pixels=ABOVE_PILLOW)
     assert (row.width, row.height, row.image_error) == (SIDE, SIDE, None)
     assert row.image_bytes is big and len(row.phash) == 16
