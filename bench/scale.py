@@ -359,12 +359,16 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
     return rows
 
 
+PEAK_RSS_MB: list[float] = []  # of every build this run made
+
+
 def build(pages: Path, out: Path, workers: int | None, extra: list[str] | None = None) -> dict:
     """`sciga build`; ``workers`` None: the default (every core, one per 16 inputs to compute)."""
     cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--quiet"]
     cmd += ["--workers", str(workers)] if workers is not None else []
     cmd += extra or []
     wall, rss, _ = run_measured(cmd)
+    PEAK_RSS_MB.append(rss)
     m = json.loads((out / "manifest.json").read_text())
     return {
         "wall": wall,
@@ -569,6 +573,8 @@ def main() -> int:
         print(fmt_row(["---", "---:", "---", "---:", "---:", "---"]))
         for row in speed:
             print(fmt_row(row))
+        print()
+        print(f"Peak RSS of any build above (process tree): {max(PEAK_RSS_MB, default=0):.0f} MB (goal <= 2 GB).")
         print()
     mean_kb = 0.0
     if rows_img:
