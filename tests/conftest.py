@@ -51,6 +51,16 @@ ALLOWED_SKIPS = ("no CUDA device", "a GPU is present")  # platform-level: what t
 _skips: list = []
 
 
+def pytest_configure(config):
+    import signal
+
+    # A suite started in the background by a script (`bash .ci/run &`) inherits SIGINT
+    # ignored, and so would every `sciga` it starts; the tests that press Ctrl-C need what
+    # a terminal gives. A handled signal is reset to its default in a child at exec.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_runtest_setup(item):
     if item.get_closest_marker("corpus") and not CORPUS.is_dir():
         pytest.fail(
