@@ -152,6 +152,25 @@ def check_pixels(width: int, height: int, max_pixels: int) -> None:
         )
 
 
+# What Pillow raises on damaged image data, while seeking or decoding.
+_DAMAGED = (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError)
+
+
+def _opened(data: bytes, max_pixels: int) -> tuple[Image.Image, int, int, Optional[str], str, int]:
+    """The image opened lazily at its first frame, its size checked against our limit from the
+    header, before any pixel is decoded: (image, width, height, format, stored mode, frames)."""
+    im = _open(data)
+    width, height = im.size
+    check_pixels(width, height, max_pixels)
+    frames = int(getattr(im, "n_frames", 1) or 1)
+    if frames > 1:
+        try:
+            im.seek(0)
+        except _DAMAGED as e:
+            raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
+    return im, width, height, im.format, im.mode, frames
+
+
 def decode_image(
     data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: Optional[tuple[int, int]] = None
 ) -> DecodedImage:
@@ -162,14 +181,8 @@ def decode_image(
     decodes at 1/2, 1/4 or 1/8 scale directly in libjpeg. Width and height reported are
     always the stored size.
     """
-    im = _open(data)
-    width, height = im.size
-    check_pixels(width, height, max_pixels)
-    fmt, mode = im.format, im.mode
-    frames = int(getattr(im, "n_frames", 1) or 1)
+    im, width, height, fmt, mode, frames = _opened(data, max_pixels)
     try:
-        if frames > 1:
-            im.seek(0)
         if draft_size and fmt == "JPEG":
             im.draft("RGB", draft_size)
         _load_checked(im, fmt, width, height)
@@ -181,7 +194,7 @@ def decode_image(
         rgb = to_rgb(im)
     except ImageDecodeError:
         raise
-    except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError) as e:
+    except _DAMAGED as e:
         raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
     return DecodedImage(image=rgb, width=width, height=height, format=fmt, mode=mode, frames=frames)
 
@@ -225,14 +238,8 @@ def decode_reduced(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: 
     on the reduced picture: transparent pixels are averaged premultiplied, so compositing
     on white after the reduction gives what compositing before it gives (to rounding).
     """
-    im = _open(data)
-    width, height = im.size
-    check_pixels(width, height, max_pixels)
-    fmt, mode = im.format, im.mode
-    frames = int(getattr(im, "n_frames", 1) or 1)
+    im, width, height, fmt, mode, frames = _opened(data, max_pixels)
     try:
-        if frames > 1:
-            im.seek(0)
         if fmt == "JPEG":
             im.draft("RGB", (min_side, min_side))
         im = _load_pixels(im, data, fmt, width, height, frames)
@@ -246,7 +253,7 @@ def decode_reduced(data: bytes, max_pixels: int = DEFAULT_MAX_PIXELS, min_side: 
         rgb = reduce_to_rgb(im, factor)
     except ImageDecodeError:
         raise
-    except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError) as e:
+    except _DAMAGED as e:
         raise ImageDecodeError("corrupt", f"the image data is damaged ({type(e).__name__}: {e})") from None
     return ReducedImage(
         image=rgb,
