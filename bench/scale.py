@@ -44,12 +44,18 @@ sys.path.insert(0, str(ROOT))
 from bench.paths import corpus_dir
 
 
+def checkout_env() -> dict:
+    """The environment a benchmarked command runs in: this checkout's code first."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    return e
+
+
 def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float, str]:
     """(wall seconds, peak RSS MB of the process tree, stdout)."""
     import psutil
 
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e = checkout_env()
     e.update(env or {})
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=str(ROOT), env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -160,8 +166,7 @@ def cpu_timeline(cmd: list[str], every: float = 1.0) -> tuple[float, list[tuple[
     process, the launcher shuttling data between stages)."""
     import psutil
 
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e = checkout_env()
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, cwd=str(ROOT), env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     top = psutil.Process(p.pid)
@@ -252,8 +257,7 @@ def cpu_seconds_tree(cmd: list[str]) -> tuple[float, float]:
     import resource
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    e = dict(os.environ)
-    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e = checkout_env()
     t0 = time.perf_counter()
     r = subprocess.run(cmd, cwd=str(ROOT), env=e, capture_output=True)
     wall = time.perf_counter() - t0

@@ -213,6 +213,26 @@ def samples() -> Path:
     return SAMPLES
 
 
+def cli_in_fresh_process(argv: list[str]):
+    """`sciga ARGV` through ``cli.main`` in a new interpreter: (the completed process, whose
+    return code is main's, and the modules that interpreter had imported by the end)."""
+    import json
+    import subprocess
+
+    code = (
+        "import sys, json\nfrom sciga.pipelines.cli import main\n"
+        "try:\n    rc = main(json.loads(sys.argv[1]))\nexcept SystemExit as e:\n    rc = e.code\n"
+        "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))\nsys.exit(rc)"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(list(argv))], cwd=str(ROOT), env=env, capture_output=True, text=True
+    )
+    lines = [x for x in r.stderr.splitlines() if x.startswith("MODULES ")]
+    assert lines, r.stdout + r.stderr[-3000:]
+    return r, set(json.loads(lines[-1][len("MODULES ") :]))
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
     """Run `python -m sciga ...` from the repository root (works installed or not)."""
     import subprocess

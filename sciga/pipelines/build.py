@@ -610,8 +610,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     check_output_folder(opts.output, "--output")
     check_sentencizer(opts.link.sentencizer)
     # Buckets exist and may be used; a remote runner is handed no local path (workers cannot see it).
-    named_runner = runner_of(beam_args)
-    check_build_locations(args, opts.specs, named_runner)
+    check_build_locations(args, opts.specs, runner_of(beam_args))
     if opts.fetch_ids:
         inputs = list(opts.fetch_ids)
     else:
@@ -674,7 +673,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         beam_args,
         opts.workers
         if opts.workers is not None
-        else default_workers(_inputs_to_compute(inputs, hashes, sroot, signature, opts.rebuild)),
+        else default_workers(_inputs_to_compute(inputs, hashes, signature, opts.rebuild)),
     )
     tex, pages = opts.tex, None
     if opts.eprints_bulk:
@@ -771,14 +770,12 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
 
 
-def _inputs_to_compute(inputs: Sequence[str], hashes, sroot: str, signature: str, rebuild: bool) -> int:
+def _inputs_to_compute(inputs: Sequence[str], hashes, signature: str, rebuild: bool) -> int:
     """How many inputs the pipeline will probably compute: with the same build signature as
     the last build, only the pages that changed since (an image that changed is not seen
     here; this only sizes the default number of worker processes, whose start-up costs
     more than a few papers do)."""
-    from sciga.transforms.inputs.page_index import load_build_signature
-
-    if rebuild or hashes is None or load_build_signature(sroot) != signature:
+    if rebuild or hashes is None or hashes.record_signature != signature:
         return len(inputs)
     return len(inputs) - hashes.unchanged
 

@@ -21,8 +21,6 @@ class Command:
     module: str
     help: str
     beam_flags: bool = False  # unknown flags are Apache Beam pipeline options (--runner ...)
-    heavy: bool = False  # its options import Apache Beam (~2.5 s); kept as documentation: no command's
-    # options are defined unless it is the command (see make_parser)
     forwards_to: Optional[str] = None  # unknown flags may be this command's (update passes them to build)
 
 
@@ -38,7 +36,6 @@ COMMANDS = (
         "sciga.pipelines.build",
         "LaTeXML HTML -> Parquet shards + dead letters + manifest (Apache Beam)",
         beam_flags=True,
-        heavy=True,
     ),
     Command(
         "validate",

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +17,7 @@ from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 from sciga.transforms.inputs.page_index import PAGE_INDEX, page_hashes, save_page_index
 
-from conftest import ROOT
+from conftest import cli_in_fresh_process
 
 COMMON = ("--workers", "1", "--quiet", "--figures-per-shard", "8")
 
@@ -45,20 +42,11 @@ def digests(out: Path) -> dict:
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*"))}
 
 
-def cli_in_fresh_process(*argv: str) -> tuple[str, bool]:
+def build_in_fresh_process(*argv: str) -> tuple[str, bool]:
     """(stdout, whether Apache Beam was imported) of `sciga ARGV` in a new interpreter."""
-    code = (
-        "import sys, json\nfrom sciga.pipelines.cli import main\n"
-        "rc = main(json.loads(sys.argv[1]))\n"
-        "print('BEAM', 'apache_beam' in sys.modules, 'RC', rc)"
-    )
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(list(argv))], cwd=str(ROOT), env=env, capture_output=True, text=True
-    )
-    last = r.stdout.strip().splitlines()[-1]
-    assert last.endswith("RC 0"), r.stdout + r.stderr[-3000:]
-    return r.stdout, last.startswith("BEAM True")
+    r, modules = cli_in_fresh_process(list(argv))
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    return r.stdout, "apache_beam" in modules
 
 
 @pytest.fixture
@@ -74,7 +62,7 @@ def test_nothing_to_do_answers_without_beam_and_writes_nothing(corpus, tmp_path)
     assert first.counts.papers == 6 and not first.up_to_date
     assert (out / ".sciga" / PAGE_INDEX).is_file()
     before = snapshot(out)
-    stdout, beam = cli_in_fresh_process("build", "--input", str(corpus), "--output", str(out), *COMMON)
+    stdout, beam = build_in_fresh_process("build", "--input", str(corpus), "--output", str(out), *COMMON)
     assert "up to date" in stdout and "reused                 6" in stdout
     assert "papers                 6" in stdout  # the summary is the build's, read from its manifest
     assert beam is False, "a build with nothing to do imported Apache Beam"

@@ -5,30 +5,15 @@ are the benchmarks' business: bench/scale.py prints `sciga --help` against a bar
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import cli_in_fresh_process
+
 HEAVY = ("apache_beam", "duckdb", "pyarrow", "fsspec", "PIL", "numpy", "great_expectations", "torch", "lxml")
 
 
 def imported_after(argv: list[str]) -> set[str]:
-    code = (
-        "import sys, json\nfrom sciga.pipelines.cli import main\n"
-        "try:\n    main(json.loads(sys.argv[1]))\nexcept SystemExit:\n    pass\n"
-        "sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)))"
-    )
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(argv)], cwd=str(ROOT), env=env, capture_output=True, text=True
-    )
-    line = [x for x in r.stderr.splitlines() if x.startswith("MODULES ")][-1]
-    return set(json.loads(line[len("MODULES ") :]))
+    return cli_in_fresh_process(argv)[1]
 
 
 def test_top_level_help_imports_no_command_and_no_library():

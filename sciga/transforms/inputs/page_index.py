@@ -44,12 +44,15 @@ class PageHashes:
     stats: dict[str, PageStat] = field(default_factory=dict)  # uri -> size, mtime as now
     hashed: int = 0  # pages read and hashed in this build (new or changed since the record)
     recorded: int = 0  # pages whose hash came from the record
-    changed: bool = False  # the record differs from what is on disk now (to be written again)
-    same_as_record: bool = False  # every page has the SHA-256 the record has, and the record no other page
     unchanged: int = 0  # pages with the SHA-256 the record has
+    n_inputs: int = 0
+    record_pages: int = 0  # pages in the record (0: none, or --rebuild)
+    record_signature: Optional[str] = None  # of the build that wrote the record (``write/up_to_date.py``)
 
-    def get(self, uri: str) -> Optional[str]:
-        return self.sha256.get(uri)
+    @property
+    def same_as_record(self) -> bool:
+        """Every page has the SHA-256 the record has, and the record has no other page."""
+        return 0 < self.record_pages == self.n_inputs and self.unchanged == len(self.sha256)
 
 
 def index_path(store_root: str) -> str:
@@ -67,19 +70,12 @@ def _load_record(store_root: str) -> dict:
     return raw if isinstance(raw, dict) and raw.get("version") == INDEX_VERSION else {}
 
 
-def load_page_index(store_root: str) -> dict[str, tuple[int, int, str]]:
-    """uri -> (size, mtime_ns, sha256) from the last finished build; empty when there is no
-    (readable) record."""
+def _pages_of(raw: dict) -> dict[str, tuple[int, int, str]]:
+    """uri -> (size, mtime_ns, sha256) of a record; empty when it has none (readable)."""
     try:
-        return {u: (int(s), int(m), str(h)) for u, (s, m, h) in _load_record(store_root)["pages"].items()}
+        return {u: (int(s), int(m), str(h)) for u, (s, m, h) in raw["pages"].items()}
     except (ValueError, KeyError, TypeError, AttributeError):
         return {}  # a damaged record costs one round of hashing, never a wrong key
-
-
-def load_build_signature(store_root: str) -> Optional[str]:
-    """The signature of the build that wrote the record (``write/up_to_date.py``)."""
-    sig = _load_record(store_root).get("build")
-    return sig if isinstance(sig, str) else None
 
 
 def _stat(uri: str) -> Optional[PageStat]:
@@ -106,13 +102,18 @@ def page_hashes(
     request, a remote file): the pipeline plans those itself."""
     if not inputs or not all(is_local(u) and not u.startswith(CONVERT_PREFIX) for u in inputs):
         return None
-    record = load_page_index(store_root) if use_record else {}
-    out = PageHashes()
+    raw = _load_record(store_root) if use_record else {}
+    record = _pages_of(raw)
+    signature = raw.get("build")
+    out = PageHashes(
+        n_inputs=len(inputs),
+        record_pages=len(record),
+        record_signature=signature if isinstance(signature, str) else None,
+    )
     todo: list[str] = []
     for uri in inputs:
         st = _stat(uri)
         if st is None:
-            out.changed = out.changed or uri in record
             continue
         out.stats[uri] = st
         rec = record.get(uri)
@@ -127,15 +128,7 @@ def page_hashes(
                 if sha is not None:
                     out.sha256[uri] = sha
         out.hashed = len(todo)
-        out.changed = True
-    if set(record) - set(out.stats):
-        out.changed = True  # pages gone since the record
     out.unchanged = sum(1 for u, h in out.sha256.items() if record.get(u, (0, 0, ""))[2] == h)
-    out.same_as_record = (
-        bool(record)
-        and len(record) == len(inputs)
-        and all(record.get(u, (0, 0, ""))[2] == h for u, h in out.sha256.items())
-    )
     return out
 
 

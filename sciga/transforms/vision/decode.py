@@ -152,6 +152,8 @@ def check_pixels(width: int, height: int, max_pixels: int) -> None:
         )
 
 
+_EXIF_FORMATS = ("JPEG", "TIFF", "MPO", "WEBP")  # formats that carry an EXIF orientation
+_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 # What Pillow raises on damaged image data, while seeking or decoding.
 _DAMAGED = (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, MemoryError)
 
@@ -186,7 +188,7 @@ def decode_image(
         if draft_size and fmt == "JPEG":
             im.draft("RGB", draft_size)
         _load_checked(im, fmt, width, height)
-        if fmt in ("JPEG", "TIFF", "MPO", "WEBP"):
+        if fmt in _EXIF_FORMATS:
             try:
                 im = ImageOps.exif_transpose(im)
             except Exception:  # noqa: BLE001 - a broken EXIF block must not lose the picture
@@ -204,8 +206,6 @@ def decode_image(
 # >= 448 px (``resize_for_model``'s ``reducing_gap=2``). One fixed value, so a figure's
 # pHash never depends on which models a build runs.
 REDUCED_SIDE = 448
-_EXIF_FORMATS = ("JPEG", "TIFF", "MPO", "WEBP")
-_ALPHA_MODES = ("RGBA", "LA", "PA", "RGBa", "La")
 
 
 @dataclass
@@ -380,7 +380,7 @@ def to_rgb(im: Image.Image) -> Image.Image:
     mode = im.mode
     if mode == "RGB":
         return im
-    if mode in ("RGBA", "LA", "PA", "RGBa", "La"):
+    if mode in _ALPHA_MODES:
         return _on_white(im)
     if mode == "P":
         return _on_white(im) if "transparency" in im.info else im.convert("RGB")

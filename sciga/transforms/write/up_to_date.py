@@ -30,7 +30,7 @@ from typing import Optional
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import ResultStore, result_key, reusable
-from sciga.transforms.inputs.page_index import PageHashes, load_build_signature
+from sciga.transforms.inputs.page_index import PageHashes
 
 # Options recorded in the manifest that do not change a single byte of the shards.
 NOT_SHAPING = ("workers", "rebuild", "fetch_workers", "vision_batch_size", "vision_min_batch_size")
@@ -63,7 +63,7 @@ def up_to_date_manifest(
     there, else None (run the pipeline)."""
     if hashes is None or not is_local(out_dir) or not hashes.same_as_record:
         return None
-    if len(hashes.sha256) != len(inputs) or load_build_signature(store_root) != signature:
+    if len(hashes.sha256) != len(inputs) or hashes.record_signature != signature:
         return None
     root = local_path(out_dir)
     try:
