@@ -23,8 +23,8 @@ from typing import Optional
 
 from sciga.transforms.common.input_files import is_local, local_path, parent_of
 from sciga.transforms.common.result_store import hash_file
+from sciga.transforms.inputs.pages import CONVERT_PREFIX
 
-CONVERT_PREFIX = "latexml:"  # pages_from_eprints.CONVERT_PREFIX: a page to be made, not a file (importing it costs)
 PAGE_INDEX = "pages.json"
 INDEX_VERSION = 1
 HASH_THREADS = 8  # reading and hashing release the GIL; a few threads keep a disk or NFS busy

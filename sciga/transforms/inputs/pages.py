@@ -27,6 +27,7 @@ from sciga.transforms.common.sizes import mib
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz", ".xhtml.gz")
 META_SUFFIX = ".meta.json"
+CONVERT_PREFIX = "latexml:"  # an input-list line asking for a page made from an e-print (latexml/)
 MAX_SIDECAR_BYTES = 16 * 1024 * 1024  # real sidecars are a few KB (the abstract is the longest field)
 log = logging.getLogger("sciga.build")
 

@@ -29,13 +29,12 @@ from apache_beam.metrics import Metrics
 from sciga.schemas import ids
 from sciga.schemas.build import ResultRef
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG, dead_letter_from
-from sciga.transforms.inputs.pages import META_SUFFIX, read_sidecar_bytes, stem_of
+from sciga.transforms.inputs.pages import CONVERT_PREFIX, META_SUFFIX, read_sidecar_bytes, stem_of
 from sciga.transforms.latexml.convert import LatexmlOptions
 
 if TYPE_CHECKING:
     from sciga.transforms.eprints.bulk_reader import BulkEprints
 
-CONVERT_PREFIX = "latexml:"  # an input-list line asking for a page made from an e-print
 STAGE = "latexml"
 HTML_FROM = ("ar5iv", "latexml", "auto")
 
