@@ -103,5 +103,5 @@ setup(
     },
     install_requires=CORE,
     extras_require=EXTRAS,
-    entry_points={"console_scripts": ["sciga=sciga.pipelines.cli:main"]},
+    entry_points={"console_scripts": ["sciga=sciga.pipelines.cli:run"]},
 )

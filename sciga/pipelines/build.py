@@ -38,6 +38,7 @@ from sciga.pipelines.cli_logging import notices_off
 from sciga.pipelines.local_run import (
     PAPERS_PER_WORKER_START,
     LeanMemory,
+    QuickWorkerExit,
     QuietBeamLogs,
     ScopedTempDir,
     WorkerOutput,
@@ -716,6 +717,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
             WorkerOutput(worker_log, enabled=multi and not opts.verbose) as out,
             QuietBeamLogs(),
             LeanMemory(local),
+            QuickWorkerExit(multi),
             ProgressMonitor(
                 progress_dir or tmp,
                 len(inputs),

@@ -274,6 +274,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+def run() -> None:
+    """The ``sciga`` command: ``main``, then the process ends without the interpreter's
+    slow teardown (``quick_exit.exit_now``). Tests call ``main`` itself."""
+    from sciga.transforms.common.quick_exit import exit_now
+
+    try:
+        code = main()
+    except SystemExit as e:  # what the interpreter would print and return for it
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
+            code = 1
+    exit_now(code)
+
+
 def was_interrupted(e: Optional[BaseException]) -> bool:
     """Ctrl-C, possibly wrapped on its way out of a pipeline."""
     seen = set()

@@ -23,6 +23,7 @@ from apache_beam.metrics import Metrics
 from sciga.schemas.build import FileDep, PlannedInput
 from sciga.transforms.common.input_files import parent_of
 from sciga.transforms.common.progress import Progress
+from sciga.transforms.common.quick_exit import arm_quick_exit
 from sciga.transforms.common.result_store import ResultStore, hash_file, ref_from_header, result_key, reusable
 
 REUSED = "reused"
@@ -48,6 +49,7 @@ class PlanInput(beam.DoFn):
         self.planned = Metrics.counter("sciga", "inputs_planned")
 
     def setup(self):
+        arm_quick_exit()
         self.store = ResultStore(self.options.store_root)
         for c in self.checkers.values():
             if hasattr(c, "setup"):

@@ -63,6 +63,12 @@ DOCFIGURE_LABELS = (
 
 _TAGS = re.compile(r"</?(?:TAG|MATH|NOTE)>")
 
+# The only characters outside ASCII that Python's case-insensitive matching takes for an
+# ASCII letter (a test checks this over all of Unicode). Folded to that letter, plus
+# ``str.lower``, every text an ASCII keyword's pattern matches contains the lower-cased
+# keyword as a plain substring.
+ASCII_CASE_TWINS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
 
 def load_keywords(path: Optional[str] = None) -> list[str]:
     """Keywords from a text file (one a line, ``#`` comments), default: MedICaT's list."""
@@ -90,15 +96,23 @@ class KeywordMatcher:
 
     def __init__(self, keywords: Sequence[str]):
         self.keywords = list(keywords)
+        # (keyword, its lower case when ASCII, its pattern). The regular expression decides;
+        # a plain substring test on the case-folded text first skips the keywords that cannot
+        # match (most of them, for most captions), which is ~10x cheaper than 47 searches.
         self._patterns = [
-            (kw, re.compile(r"(?<![0-9A-Za-z])" + re.escape(kw) + r"(?![0-9A-Za-z])", re.IGNORECASE))
+            (
+                kw,
+                kw.lower() if kw.isascii() else None,
+                re.compile(r"(?<![0-9A-Za-z])" + re.escape(kw) + r"(?![0-9A-Za-z])", re.IGNORECASE),
+            )
             for kw in self.keywords
         ]
 
     def hits(self, texts: Iterable[str]) -> list[str]:
         """The keywords found in any of the texts, in list order, each once."""
         blob = "\n".join(_TAGS.sub(" ", t) for t in texts if t)
-        return [kw for kw, rx in self._patterns if rx.search(blob)]
+        folded = blob.translate(ASCII_CASE_TWINS).lower()
+        return [kw for kw, low, rx in self._patterns if (low is None or low in folded) and rx.search(blob)]
 
 
 # A sentence ends at . ! ? followed by space and a capital / digit-free start, not after

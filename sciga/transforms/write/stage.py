@@ -34,6 +34,7 @@ from apache_beam.metrics import Metrics
 from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
 from sciga.schemas.build import GAResult, MedicalResult, PaperWork, PartInfo, ResultHeader, ResultRef, WriteItem
 from sciga.transforms.common.progress import Progress
+from sciga.transforms.common.quick_exit import arm_quick_exit
 from sciga.transforms.common.result_store import (
     STORED_SCHEMAS,
     ResultStore,
@@ -138,6 +139,7 @@ class StoreResults(beam.DoFn):
         self.stored = Metrics.counter("sciga", "results_stored")
 
     def setup(self):
+        arm_quick_exit()  # every paper passes here: every local worker process sets this up
         self.store = ResultStore(self.options.store_root)
 
     def process(self, work: PaperWork):
@@ -463,6 +465,7 @@ class WritePart(beam.DoFn):
         self.parts_reused = Metrics.counter("sciga", "shard_parts_reused")
 
     def setup(self):
+        arm_quick_exit()
         self.store = ResultStore(self.options.store_root)
         self.previous: dict = {}
         if self.options.previous_parts:

@@ -143,3 +143,40 @@ def test_top_k_ties_and_label_detection():
     assert medical_label(["Line graph", "Medical images"]) == "Medical images"
     with pytest.raises(ValueError):
         medical_label(["Line graph", "Bar plot"])
+
+
+def test_case_twins_are_every_non_ascii_letter_twin():
+    """The substring pre-test folds exactly the characters Python's IGNORECASE matches to an
+    ASCII letter; a new Python that adds one fails here instead of silently losing hits."""
+    import re
+
+    from sciga.transforms.vision.medical import ASCII_CASE_TWINS
+
+    letter = re.compile("[a-z]", re.IGNORECASE)
+    twins = {c for c in range(128, 0x110000) if letter.fullmatch(chr(c))}
+    assert twins == set(ASCII_CASE_TWINS)
+
+
+def test_pretest_never_changes_the_hits():
+    """The fast path gives what the plain regular expressions give, on tricky casing too."""
+    import random
+    import re
+
+    kws = load_keywords()
+    m = KeywordMatcher(kws)
+    plain = [(kw, re.compile(r"(?<![0-9A-Za-z])" + re.escape(kw) + r"(?![0-9A-Za-z])", re.I)) for kw in kws]
+    rng = random.Random(7)
+    pieces = kws + ["x", "-", " ", "2", "\u0130", "\u0131", "\u017f", "\u212a", "é", "MRI", "scans", "<TAG>"]
+    texts = [
+        "ſcan of the brain",  # long s: IGNORECASE matches "scan"
+        "\u212aidney CT",  # Kelvin sign for K
+        "PET-MRI of a tumour",
+        "X-RAY and x-ray; microscopy",
+    ]
+    for _ in range(400):
+        words = [rng.choice(pieces) for _ in range(rng.randint(1, 8))]
+        w = "".join(rng.choice([" ", "", "-"]) + (x.upper() if rng.random() < 0.3 else x) for x in words)
+        texts.append(w)
+    for t in texts:
+        blob = re.sub(r"</?(?:TAG|MATH|NOTE)>", " ", t)
+        assert m.hits([t]) == [kw for kw, rx in plain if rx.search(blob)], t
