@@ -81,11 +81,23 @@ def _setup_sql(level: str) -> list[str]:
     retired = " ".join(f"WHEN a = '{k}' THEN '{v}'" for k, v in RETIRED.items())
     group = f"CASE WHEN a IS NULL OR a = '' THEN 'unknown' WHEN a IN ({physics}) THEN 'physics' {retired} ELSE a END"
     return [
-        # Each token with the whitespace around it becomes one 'x' (a text of only whitespace
-        # keeps its whitespace, removed by the outer, cheap replace): the count equals
-        # len(text.split()) and is the fastest form DuckDB offered among those measured.
-        r"CREATE OR REPLACE TEMP MACRO sciga_ntok(s) AS "
+        # Any text: each token with the whitespace around it becomes one 'x' (a text of only
+        # whitespace keeps its whitespace, removed by the outer, cheap replace); the count
+        # equals len(text.split()) for ASCII whitespace.
+        r"CREATE OR REPLACE TEMP MACRO sciga_ntok_any(s) AS "
         r"coalesce(length(regexp_replace(regexp_replace(s, '\s*\S+\s*', 'x', 'g'), '\s+', '', 'g')), 0)",
+        # A normalized text (what the parser writes: single spaces, none at either end, no tab,
+        # CR or LF) has one token more than it has spaces; counting spaces is a plain string
+        # operation, ~5x faster than the regular expressions. Replacing whitespace with
+        # whitespace never changes a count, so the blank line between a section's paragraphs
+        # becomes a space first. Anything else takes the general macro.
+        "CREATE OR REPLACE TEMP MACRO sciga_ntok_normalized(t) AS "
+        "CASE WHEN t IS NULL OR t = '' THEN 0 "
+        "WHEN NOT (contains(t, '  ') OR contains(t, chr(10)) OR contains(t, chr(9)) OR contains(t, chr(13)) "
+        "OR contains(t, chr(12)) OR starts_with(t, ' ') OR ends_with(t, ' ')) "
+        "THEN length(t) - length(replace(t, ' ', '')) + 1 "
+        "ELSE sciga_ntok_any(t) END",
+        "CREATE OR REPLACE TEMP MACRO sciga_ntok(s) AS sciga_ntok_normalized(replace(s, chr(10) || chr(10), ' '))",
         f"CREATE OR REPLACE TEMP MACRO sciga_group(a) AS {group}",
         "CREATE OR REPLACE TEMP MACRO sciga_archive(a) AS CASE WHEN a IS NULL OR a = '' THEN 'unknown' ELSE a END",
         f"""CREATE OR REPLACE TEMP TABLE paper_stats AS

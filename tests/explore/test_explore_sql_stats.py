@@ -139,6 +139,26 @@ def test_token_macro_counts_like_str_split():
     from sciga.explore.stats import _setup_sql
 
     con = duckdb.connect()
-    con.execute(_setup_sql("group")[0])
-    for text in ["<TAG> Figure 2: </TAG> A cat", "  spaced\tout\n words ", "", None, "<MATH> x^{2} + 1 </MATH>"]:
-        assert con.execute("SELECT sciga_ntok(?)", [text]).fetchall()[0][0] == len((text or "").split())
+    for sql in _setup_sql("group")[:3]:  # the three token macros
+        con.execute(sql)
+    texts = [
+        "<TAG> Figure 2: </TAG> A cat",
+        "  spaced\tout\n words ",
+        "",
+        None,
+        "<MATH> x^{2} + 1 </MATH>",
+        "one",
+        " ",
+        "\n\n",
+        "para one.\n\npara two",  # a section body: paragraphs joined by a blank line
+        "para one.\n\n\n\npara three",  # an empty paragraph between
+        "ends with a space ",
+        " starts with one",
+        "two  spaces",
+        "a\rb\fc\td",
+        "caf\u00e9 na\u00efve x",
+    ]
+    for text in texts:
+        want = len((text or "").split())
+        assert con.execute("SELECT sciga_ntok(?)", [text]).fetchall()[0][0] == want, repr(text)
+        assert con.execute("SELECT sciga_ntok_any(?)", [text]).fetchall()[0][0] == want, repr(text)

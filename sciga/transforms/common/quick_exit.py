@@ -30,7 +30,10 @@ _armed = False
 
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` once its threads, atexit handlers and output are done,
-    skipping the interpreter's teardown."""
+    skipping the interpreter's teardown. Under a profiler or tracer (``python -m cProfile``,
+    a debugger), which writes its results as the interpreter ends, it exits the usual way."""
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)
     try:
         me = threading.current_thread()
         for t in threading.enumerate():

@@ -155,7 +155,7 @@ class MeasureFigures(PaperStageFn):
         bytes are. Returns what a model step should read (None: no usable pixels) and, with
         ``model_input_size``, the classifier's uint8 input made from the same decode."""
         o = self.vision.options
-        data, uri = None, None
+        data, uri, sha = None, None, None
         if row.image_source == "tex":
             data = work.made_images.get(row.image_path or "")
             if data is None:
@@ -172,7 +172,9 @@ class MeasureFigures(PaperStageFn):
             data, uri = got.data, got.uri
             work.deps.extend(absent_dep(u) for u in got.looked)
             if data is not None:
-                work.deps.append(file_dep(uri, data))
+                dep = file_dep(uri, data)
+                work.deps.append(dep)
+                sha = dep.sha256  # the image's hash, taken once for both the dependency and the row
             else:
                 row.image_error, row.image_status, row.image_uri = got.error, got.status, got.expected_at
                 if got.transient:
@@ -198,7 +200,7 @@ class MeasureFigures(PaperStageFn):
             return row.image_bytes, model_input
         import hashlib
 
-        ref = ImageRef(uri=uri, sha256=hashlib.sha256(row.image_bytes).hexdigest(), size=len(row.image_bytes))
+        ref = ImageRef(uri=uri, sha256=sha or hashlib.sha256(row.image_bytes).hexdigest(), size=len(row.image_bytes))
         row.image_uri, row.image_sha256, row.image_size = ref.uri, ref.sha256, ref.size
         row.image_bytes = None
         return ref, model_input
