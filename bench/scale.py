@@ -295,10 +295,15 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
     )
     pages = text_corpus(workdir, text_n)
     outs = {}
-    for w in sorted({1, n_all}):
-        out = workdir / f"out_start_{text_n}_w{w}"
-        shutil.rmtree(out, ignore_errors=True)
-        outs[w] = build(pages, out, w)
+    # Best of two clean builds each, alternating: on a shared (virtual) machine one build's
+    # wall time moves by up to 20% between runs, which a ratio of two single runs doubles.
+    for _ in range(2):
+        for w in sorted({1, n_all}):
+            out = workdir / f"out_start_{text_n}_w{w}"
+            shutil.rmtree(out, ignore_errors=True)
+            got = build(pages, out, w)
+            if w not in outs or got["wall"] < outs[w]["wall"]:
+                outs[w] = got
     if n_all != 1:
         same = digests(workdir / f"out_start_{text_n}_w1") == digests(workdir / f"out_start_{text_n}_w{n_all}")
         rows.append(
@@ -414,7 +419,10 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the builds")
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
     ap.add_argument(
-        "--real-copies", type=int, default=10, help="copies of the real papers with real figures (0: skip that row)"
+        "--real-copies",
+        type=int,
+        default=100,
+        help="copies of the real papers with real figures (100: ~700 papers, ~2,900 figures; 0: skip that row)",
     )
     ap.add_argument(
         "--start-text", type=int, default=1000, help="text pages for the start-up and rebuild rows (0: skip them)"
