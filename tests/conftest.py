@@ -233,8 +233,9 @@ def cli_in_fresh_process(argv: list[str]):
     return r, set(json.loads(lines[-1][len("MODULES ") :]))
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
-    """Run `python -m sciga ...` from the repository root (works installed or not)."""
+def run_cli(*args: str, env: dict | None = None, timeout: int = 600, python_args: tuple[str, ...] = ()):
+    """Run `python [PYTHON_ARGS] -m sciga ...` from the repository root (works installed or
+    not); ``python_args`` e.g. ``("-m", "cProfile", "-o", path)``."""
     import subprocess
 
     e = dict(os.environ)
@@ -242,7 +243,12 @@ def run_cli(*args: str, env: dict | None = None, timeout: int = 600):
     if env:
         e.update(env)
     return subprocess.run(
-        [sys.executable, "-m", "sciga", *args], cwd=str(ROOT), env=e, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *python_args, "-m", "sciga", *args],
+        cwd=str(ROOT),
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

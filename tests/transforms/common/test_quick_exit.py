@@ -95,14 +95,6 @@ def test_a_profiled_command_still_writes_its_profile(tmp_path):
     """`python -m cProfile -o F -m sciga ...` writes F as the interpreter ends: under a
     profiler the command exits the usual way."""
     out = tmp_path / "help.prof"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    r = subprocess.run(
-        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "sciga", "--help"],
-        cwd=str(ROOT),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    r = run_cli("--help", timeout=120, python_args=("-m", "cProfile", "-o", str(out)))
     assert r.returncode == 0, r.stderr[-2000:]
     assert out.stat().st_size > 0
