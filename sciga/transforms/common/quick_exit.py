@@ -26,14 +26,17 @@ from typing import NoReturn
 QUICK_EXIT_ENV = "SCIGA_QUICK_EXIT"
 
 _armed = False
+_ending = False  # exit_now is running: the armed handler must not end the process with its own status
 
 
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code`` once its threads, atexit handlers and output are done,
     skipping the interpreter's teardown. Under a profiler or tracer (``python -m cProfile``,
     a debugger), which writes its results as the interpreter ends, it exits the usual way."""
+    global _ending
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)
+    _ending = True
     try:
         me = threading.current_thread()
         for t in threading.enumerate():
@@ -64,5 +67,7 @@ def arm_quick_exit() -> None:
 
 def _end_worker() -> None:
     atexit.unregister(_end_worker)
+    if _ending:  # exit_now, which runs this handler, ends the process with the status it was given
+        return
     failed = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
     exit_now(1 if failed is not None else 0)

@@ -45,6 +45,10 @@ def test_a_marked_process_keeps_its_status(tmp_path):
     failed = _python(body + "raise RuntimeError('a bundle failed')\n", env={"SCIGA_QUICK_EXIT": "1"})
     assert failed.returncode == 1
     assert "RuntimeError: a bundle failed" in failed.stderr
+    # Marked and ended through exit_now (a launcher started with the variable set): the
+    # status given to exit_now stands, the armed handler does not replace it with 0.
+    both = _python(body + "exit_now(3)\n", env={"SCIGA_QUICK_EXIT": "1"})
+    assert both.returncode == 3
     # Not marked: arming does nothing, the process ends the ordinary way.
     plain = _python(
         "import atexit\narm_quick_exit()\nimport sciga.transforms.common.quick_exit as q\nprint(q._armed)\n"
