@@ -31,69 +31,37 @@ shared machine do not inflate it. "mix" pools every figure of every set.
 from __future__ import annotations
 
 import argparse
-import io
 import resource
-import tarfile
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from paths import ROOT, corpus_dir
+from paths import ROOT
 from vision import LARGE_RANGE, make_large_figures, real_figure_files
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
 
-
-def _encode(im, fmt: str) -> bytes:
-    buf = io.BytesIO()
-    im.save(buf, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
-    return buf.getvalue()
+sys.path.insert(0, str(ROOT / "tests"))  # the figure fixtures import the tests' conftest
 
 
 def figure_sets(tmp: Path) -> dict[str, list[bytes]]:
-    from PIL import Image
+    """The tests' real figure sets (``vision_fixtures.figure_sets``), each file once, with
+    bench/vision.py's large figures added and arXiv-size JPEGs kept when 0.2-2 MB."""
+    from tests.vision_fixtures import LARGE_SETS
+    from tests.vision_fixtures import figure_sets as fixture_sets
 
-    from sciga.transforms.eprints.rasterize import pdf_to_png
-
-    sets: dict[str, list[bytes]] = {
-        "sample": [p.read_bytes() for p in sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))]
-    }
-    corpus = corpus_dir()
-    if corpus is not None:
+    sets: dict[str, list[bytes]] = {}
+    for name, files in fixture_sets().items():
         seen: set = set()
-        sets["corpus png"] = []
-        for p in sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png")):
-            data = p.read_bytes()
-            if data not in seen:
-                seen.add(data)
-                sets["corpus png"].append(data)
-        pdfs = [p.read_bytes() for p in sorted((corpus / "tex" / "2603.21852").glob("*.pdf"))]
-        tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
-        if tarball.is_file():
-            with tarfile.open(tarball) as tf:
-                pdfs += [
-                    tf.extractfile(m).read()  # type: ignore[union-attr]
-                    for m in tf.getmembers()
-                    if m.isfile() and m.name.lower().endswith(".pdf")
-                ]
-        sets["corpus pdf"] = [pdf_to_png(d, f"figure{i}.pdf") for i, d in enumerate(pdfs)]
-    real = [d for name in ("sample", "corpus png", "corpus pdf") for d in sets.get(name, [])]
-    sets["jpeg (re-encoded)"] = [_encode(Image.open(io.BytesIO(d)).convert("RGB"), "JPEG") for d in real]
-    large: dict[str, list[bytes]] = {"png": [], "jpeg": []}
-    for d in real:
-        im = Image.open(io.BytesIO(d))
-        if max(im.size) < 400:
-            continue
-        s = 2400 / max(im.size)
-        im = im.convert("RGBA" if "transparency" in im.info or im.mode in ("RGBA", "LA") else "RGB")
-        big = im.resize((round(im.width * s), round(im.height * s)), Image.Resampling.LANCZOS)
-        for fmt, key in (("PNG", "png"), ("JPEG", "jpeg")):
-            data = _encode(big if fmt == "PNG" else big.convert("RGB"), fmt)
-            if LARGE_RANGE[0] <= len(data) <= LARGE_RANGE[1] or fmt == "PNG":
-                large[key].append(data)
+        kept = sets.setdefault(name, [])
+        for _, data in files:
+            if data in seen or (name == "arXiv-size jpeg" and not LARGE_RANGE[0] <= len(data) <= LARGE_RANGE[1]):
+                continue
+            seen.add(data)
+            kept.append(data)
     for p in make_large_figures(tmp / "large", real_figure_files()):
-        large["png" if p.suffix == ".png" else "jpeg"].append(p.read_bytes())
-    sets["arXiv-size png"], sets["arXiv-size jpeg"] = large["png"], large["jpeg"]
+        sets.setdefault(LARGE_SETS[0] if p.suffix == ".png" else LARGE_SETS[1], []).append(p.read_bytes())
     return sets
 
 
@@ -119,26 +87,11 @@ def now_hash_only(data: bytes, size: int) -> None:
 
 
 def now(data: bytes, size: int) -> None:
-    from sciga.schemas.records import FigureRow
     from sciga.transforms.vision.figure_images import measure_image
 
-    row = FigureRow(
-        id="x_F1",
-        paper_id="x",
-        parent_id=None,
-        kind="figure",
-        index=1,
-        number="1",
-        label=None,
-        caption="",
-        subcaption=None,
-        subcaption_source=None,
-        image_bytes=data,
-        image_path="x",
-        image_paths=["x"],
-        image_kind="raster",
-        image_source="html",
-    )
+    from tests.vision_fixtures import figure_row
+
+    row = figure_row(data)
     x = measure_image(row, model_input_size=size or None)
     assert (x is not None) == bool(size)
 

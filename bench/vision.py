@@ -30,7 +30,6 @@ weights (speed does not depend on the weights).
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
 import tarfile
@@ -41,6 +40,8 @@ from pathlib import Path
 from paths import ROOT, corpus_dir
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
+
+from tests.vision_fixtures import encode_image
 
 LARGE_RANGE = (200_000, 2_000_000)  # bytes
 
@@ -95,15 +96,6 @@ def _fit(im, long_side: int):
     return im.resize((max(1, round(im.width * s)), max(1, round(im.height * s))), Image.LANCZOS)
 
 
-def _encode(im, fmt: str) -> bytes:
-    buf = io.BytesIO()
-    if fmt == "JPEG":
-        im.save(buf, "JPEG", quality=90)
-    else:
-        im.save(buf, "PNG")
-    return buf.getvalue()
-
-
 def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
     """Realistic-size figure files from real figures: 2x2 multi-panel mosaics (panels at
     1200 px, on white) and single figures at 2400 px, as PNG and JPEG in turn, plus the
@@ -125,7 +117,7 @@ def make_large_figures(dest: Path, sources: list[Path]) -> list[Path]:
     out = []
     for i, im in enumerate(candidates):
         for fmt in ("PNG", "JPEG") if i % 2 == 0 else ("JPEG", "PNG"):
-            data = _encode(im, fmt)
+            data = encode_image(im, fmt)
             if LARGE_RANGE[0] <= len(data) <= LARGE_RANGE[1]:
                 path = dest / f"large_{i:03d}.{'png' if fmt == 'PNG' else 'jpg'}"
                 path.write_bytes(data)

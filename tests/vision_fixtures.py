@@ -423,7 +423,8 @@ def recording_handler(*args, record: str, **kw):
 
 # ------------------------------------------------------------------ figure files as a build meets them
 
-_DECODE_SET: list = []
+_DECODE_SET: list = []  # (set name, file name, bytes), in the order figure_files gives them
+LARGE_SETS = ("arXiv-size png", "arXiv-size jpeg")
 
 
 def figure_files(large: bool = True) -> list[tuple[str, bytes]]:
@@ -432,11 +433,28 @@ def figure_files(large: bool = True) -> list[tuple[str, bytes]]:
     (``eprints.rasterize.pdf_to_png`` at its DPI), JPEG re-encodings of all of them (the
     corpus has no real JPEG figure), and with ``large`` arXiv-size versions (longer side
     2400 px, PNG keeping the stored mode, alpha included, and JPEG)."""
+    return [(n, d) for kind, n, d in _figure_set_rows() if large or kind not in LARGE_SETS]
+
+
+def figure_sets() -> dict[str, list[tuple[str, bytes]]]:
+    """The files of ``figure_files`` by set: "sample", "corpus png", "corpus pdf",
+    "jpeg (re-encoded)", "arXiv-size png", "arXiv-size jpeg" (bench/decode.py reports
+    each set)."""
+    out: dict[str, list[tuple[str, bytes]]] = {}
+    for kind, n, d in _figure_set_rows():
+        out.setdefault(kind, []).append((n, d))
+    return out
+
+
+def _figure_set_rows() -> list:
     if not _DECODE_SET:
-        files = [(p.name, p.read_bytes()) for p in sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))]
+        files = [("sample", p.name, p.read_bytes()) for p in sorted((ROOT / "samples" / "html").glob("*/figs/*.png"))]
         corpus = corpus_dir()
         if corpus:
-            files += [(p.name, p.read_bytes()) for p in sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))]
+            files += [
+                ("corpus png", p.name, p.read_bytes())
+                for p in sorted((corpus / "tex" / "dd3d" / "figures").glob("**/*.png"))
+            ]
             pdfs = [(p.name, p.read_bytes()) for p in sorted((corpus / "tex" / "2603.21852").glob("*.pdf"))]
             tarball = corpus / "tex" / "1709.07020" / "1709.07020v1.tar.gz"
             if tarball.is_file():
@@ -449,25 +467,26 @@ def figure_files(large: bool = True) -> list[tuple[str, bytes]]:
             if shutil.which("pdftoppm"):
                 from sciga.transforms.eprints.rasterize import pdf_to_png
 
-                files += [(f"{n}.png", pdf_to_png(d, n)) for n, d in pdfs]
+                files += [("corpus pdf", f"{n}.png", pdf_to_png(d, n)) for n, d in pdfs]
         jpegs, bigs = [], []
-        for name, data in files:
+        for _, name, data in files:
             im = Image.open(io.BytesIO(data))
             im.load()
-            jpegs.append((f"{name}.jpg", _encode(im.convert("RGB"), "JPEG")))
+            jpegs.append(("jpeg (re-encoded)", f"{name}.jpg", encode_image(im.convert("RGB"), "JPEG")))
             if max(im.size) >= 400:
                 s = 2400 / max(im.size)
                 big = im.convert("RGBA" if "transparency" in im.info or im.mode in ("RGBA", "LA") else "RGB")
                 big = big.resize((round(im.width * s), round(im.height * s)), Image.Resampling.LANCZOS)
                 bigs += [
-                    (f"{name}.2400.png", _encode(big, "PNG")),
-                    (f"{name}.2400.jpg", _encode(big.convert("RGB"), "JPEG")),
+                    ("arXiv-size png", f"{name}.2400.png", encode_image(big, "PNG")),
+                    ("arXiv-size jpeg", f"{name}.2400.jpg", encode_image(big.convert("RGB"), "JPEG")),
                 ]
-        _DECODE_SET.extend([("small", n, d) for n, d in files + jpegs] + [("large", n, d) for n, d in bigs])
-    return [(n, d) for kind, n, d in _DECODE_SET if large or kind == "small"]
+        _DECODE_SET.extend(files + jpegs + bigs)
+    return _DECODE_SET
 
 
-def _encode(im: Image.Image, fmt: str) -> bytes:
+def encode_image(im: Image.Image, fmt: str) -> bytes:
+    """``im`` as a PNG or a quality-90 JPEG file."""
     buf = io.BytesIO()
     im.save(buf, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
     return buf.getvalue()
