@@ -286,7 +286,9 @@ def remove_left_behind(prefix: str) -> int:
 class QuickWorkerExit:
     """The worker processes of a local multi-process build end without the interpreter's
     teardown (``quick_exit``): the DirectRunner waits for them one after another, ~0.85 s
-    each. They inherit the environment variable set here."""
+    each. They inherit the environment variable set here. A build in this process alone
+    runs its stages here: the variable is cleared for it, so the command's own status
+    decides how it ends."""
 
     def __init__(self, enabled: bool):
         self.enabled = enabled
@@ -297,6 +299,8 @@ class QuickWorkerExit:
         self.saved = {QUICK_EXIT_ENV: os.environ.get(QUICK_EXIT_ENV)}
         if self.enabled:
             os.environ[QUICK_EXIT_ENV] = "1"
+        else:
+            os.environ.pop(QUICK_EXIT_ENV, None)
         return self
 
     def __exit__(self, *exc):

@@ -93,6 +93,10 @@ def test_the_launcher_marks_only_its_worker_processes(monkeypatch):
     assert "SCIGA_QUICK_EXIT" not in os.environ
     with QuickWorkerExit(False):
         assert "SCIGA_QUICK_EXIT" not in os.environ
+    monkeypatch.setenv("SCIGA_QUICK_EXIT", "1")  # set where the command was started
+    with QuickWorkerExit(False):
+        assert "SCIGA_QUICK_EXIT" not in os.environ  # the launcher's own stages do not arm it
+    assert os.environ["SCIGA_QUICK_EXIT"] == "1"
 
 
 def test_a_profiled_command_still_writes_its_profile(tmp_path):
