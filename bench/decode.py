@@ -6,9 +6,10 @@ the former way (two decodes) against one reduced decode, in the same run.
 The former build (builder 0.1.0), per figure: ``decode_image`` at full size -> size and
 pHash; then, for the classifier, the file decoded again (``decode_image`` with a JPEG draft
 at twice the input size) -> ``resize_for_model``. Now: ``figure_images.measure_image``,
-one ``decode_reduced`` (JPEG DCT scaling in libjpeg, PNG by libspng, box reduction before
-colour conversion) -> size, pHash and the classifier input. "now, Pillow PNG" is the same
-without libspng (``decode._spng = None``), to show what each part brings. "size + pHash
+one ``decode_reduced`` (JPEG DCT scaling in libjpeg, PNG by Wuffs (the ``fast`` extra) or
+libspng, box reduction before colour conversion) -> size, pHash and the classifier input.
+"now, libspng PNG" is the same without Wuffs (``decode._wuffs = None``: an install without
+the extra), "now, Pillow PNG" without either, to show what each part brings. "size + pHash
 only" is a figure the classifier does not see (no keyword hit, the default), or a build
 without ``--medical-weights``: one decode before and now.
 
@@ -96,14 +97,25 @@ def now(data: bytes, size: int) -> None:
     assert (x is not None) == bool(size)
 
 
-def now_pillow_png(data: bytes, size: int) -> None:
+def now_spng(data: bytes, size: int) -> None:
+    """Now, without Wuffs (an install without the `fast` extra): libspng decodes PNGs."""
     from sciga.transforms.vision import decode
 
-    spng, decode._spng = decode._spng, None
+    wuffs, decode._wuffs = decode._wuffs, None
     try:
         now(data, size)
     finally:
-        decode._spng = spng
+        decode._wuffs = wuffs
+
+
+def now_pillow_png(data: bytes, size: int) -> None:
+    from sciga.transforms.vision import decode
+
+    spng, wuffs, decode._spng, decode._wuffs = decode._spng, decode._wuffs, None, None
+    try:
+        now(data, size)
+    finally:
+        decode._spng, decode._wuffs = spng, wuffs
 
 
 def cpu_ms(fn, datas: list[bytes], size: int, passes: int) -> float:
@@ -128,22 +140,24 @@ def main() -> None:
     sets["mix"] = [d for v in list(sets.values()) for d in v]
     print(
         f"### decode benchmark: CPU ms per figure (best of {args.passes}), classifier input "
-        f"{args.input_size} px, libspng {'yes' if decode._spng is not None else 'NOT installed'}\n"
+        f"{args.input_size} px, libspng {'yes' if decode._spng is not None else 'NOT installed'}, "
+        f"Wuffs {'yes' if decode._wuffs is not None else 'NOT installed (the fast extra)'}\n"
     )
     print(
-        "| set | figures | KB mean (max) | before: 2 decodes | now: 1 decode | now, Pillow PNG | before / now "
-        "| size + pHash only: before | now | before / now |"
+        "| set | figures | KB mean (max) | before: 2 decodes | now: 1 decode | now, libspng PNG | now, Pillow PNG "
+        "| before / now | size + pHash only: before | now | before / now |"
     )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, datas in sets.items():
         kb = [len(d) / 1024 for d in datas]
         old = cpu_ms(former, datas, args.input_size, args.passes)
         new = cpu_ms(now, datas, args.input_size, args.passes)
+        spng = cpu_ms(now_spng, datas, args.input_size, args.passes)
         pil = cpu_ms(now_pillow_png, datas, args.input_size, args.passes)
         old_h = cpu_ms(former_hash_only, datas, args.input_size, args.passes)
         new_h = cpu_ms(now_hash_only, datas, args.input_size, args.passes)
         print(
-            f"| {name} | {len(datas)} | {sum(kb) / len(kb):.0f} ({max(kb):.0f}) | {old:.1f} | {new:.1f} | {pil:.1f} "
+            f"| {name} | {len(datas)} | {sum(kb) / len(kb):.0f} ({max(kb):.0f}) | {old:.1f} | {new:.1f} | {spng:.1f} | {pil:.1f} "
             f"| **{old / new:.1f}x** | {old_h:.1f} | {new_h:.1f} | {old_h / new_h:.1f}x |",
             flush=True,
         )

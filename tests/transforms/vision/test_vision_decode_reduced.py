@@ -130,21 +130,40 @@ def test_bombs_and_damaged_files_are_refused_before_any_pixel_is_decoded(monkeyp
     assert r.image_error.startswith("decompression_bomb") and r.image_bytes is None and r.phash is None
 
 
-def test_libspng_gives_pillows_pixels():
-    """pyspng is used only because it decodes the same pixels faster: every real figure
-    and each kind of PNG it is given (palette, 4-bit palette, grey, RGBA, interlaced)."""
-    assert decode_mod._spng is not None, "pyspng is a dependency (setup.py)"
+def _made_pngs() -> list[bytes]:
     p4 = Image.new("P", (33, 17), 3)
     p4.putpalette([i * 15 % 256 for i in range(48)])
-    made = [
+    half_clear = _photo(50, 30, "RGBA")
+    half_clear.putalpha(Image.linear_gradient("L").resize((50, 30)))
+    return [
         png_bytes(Image.open(SAMPLE_FIGS[0]).convert("P"), transparency=2),
         png_bytes(p4, bits=4),
         png_bytes(_photo(50, 30, "L")),
         png_bytes(_photo(50, 30, "LA")),
-        png_bytes(_photo(50, 30, "RGBA")),
+        png_bytes(_photo(50, 30, "RGBA")),  # RGBA, every pixel opaque
+        png_bytes(half_clear),  # RGBA with transparent pixels
         png_bytes(_photo(50, 30), interlace=1),
     ]
-    files = [d for n, d in figure_files(large=False) if not n.endswith(".jpg")] + made
+
+
+@pytest.mark.parametrize("decoder", ["wuffs", "libspng"])
+def test_fast_png_decoders_give_pillows_pixels(decoder, monkeypatch):
+    """Wuffs and libspng are used only because they decode the same pixels faster: every
+    real figure and each kind of PNG they are given (palette, 4-bit palette, grey, opaque
+    and transparent RGBA, interlaced). An opaque picture comes back as RGBX (its RGB,
+    mapped without a copy), a transparent one as RGBA."""
+    assert decode_mod._spng is not None, "pyspng is a dependency (setup.py)"
+    if decoder == "wuffs":
+        assert decode_mod._wuffs is not None, (
+            "pywuffs is not installed: pip install -e '.[fast]' (needs a C++ compiler)"
+        )
+        calls = []
+        real = decode_mod._wuffs_png
+        monkeypatch.setattr(decode_mod, "_wuffs_png", lambda *a: calls.append(1) or real(*a))
+        monkeypatch.setattr(decode_mod, "_spng", None)  # no fallback: every picture is Wuffs'
+    else:
+        monkeypatch.setattr(decode_mod, "_wuffs", None)
+    files = [d for n, d in figure_files(large=False) if not n.endswith(".jpg")] + _made_pngs()
     used = 0
     for data in files:
         opened = Image.open(io.BytesIO(data))
@@ -153,10 +172,30 @@ def test_libspng_gives_pillows_pixels():
             continue
         used += 1
         ref = Image.open(io.BytesIO(data))
-        if ref.mode == "P":
+        ref.load()
+        if ref.mode == "RGBA" and ref.getchannel("A").getextrema()[0] == 255 or ref.mode == "P":
             ref = ref.convert("RGB")
-        assert fast.mode == ref.mode and np.array_equal(np.asarray(fast), np.asarray(ref))
+        expected = {"RGB": "RGBX", "L": "L", "RGBA": "RGBA"}[ref.mode]
+        assert fast.mode == expected, (fast.mode, ref.mode)
+        got = fast.convert("RGB") if fast.mode == "RGBX" else fast
+        assert np.array_equal(np.asarray(got), np.asarray(ref))
     assert used == len(files) - 2  # a palette with a tRNS chunk and grey+alpha are Pillow's
+    if decoder == "wuffs":
+        assert len(calls) == used
+
+
+def test_a_png_the_fast_decoders_refuse_is_pillows(monkeypatch):
+    """A truncated PNG (its header readable) is refused by Wuffs and libspng: Pillow then
+    decides, and the figure's row says the data is damaged instead of the build failing."""
+    data = png_bytes(_photo(700, 500))
+    cut = data[: len(data) // 2]
+    assert png_pixels(cut, Image.open(io.BytesIO(cut))) is None
+    with pytest.raises(ImageDecodeError) as e:
+        decode_reduced(cut)
+    assert e.value.kind == "corrupt"
+    assert png_pixels(data.decode("latin-1"), Image.open(io.BytesIO(data))) is None, (
+        "only bytes (Wuffs reads a str as a path)"
+    )
 
 
 def test_same_bytes_same_hash_and_model_input():
