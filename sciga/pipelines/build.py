@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Optional
 
 import fsspec
 
+from sciga.pipelines import warm_workers
 from sciga.pipelines.arg_types import positive_float, positive_int
 from sciga.pipelines.cli_logging import notices_off
 from sciga.pipelines.local_run import (
@@ -50,6 +51,7 @@ from sciga.pipelines.local_run import (
 )
 from sciga.pipelines.paths import check_output_folder
 from sciga.pipelines.remote_run import LOCAL_RUNNERS
+from sciga.transforms.common.quick_exit import QUICK_EXIT_ENV
 from sciga.transforms.inputs.build_inputs import input_paper_ids, list_build_inputs
 from sciga.transforms.write import manifest as mf
 from sciga.transforms.write.output_lock import OutputLock
@@ -665,17 +667,26 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         if manifest is not None:
             return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
 
+    n_workers = (
+        opts.workers
+        if opts.workers is not None
+        else default_workers(_inputs_to_compute(inputs, hashes, signature, opts.rebuild))
+    )
+    warm = None
+    if warm_workers.wanted(n_workers, beam_args):
+        # Started before Beam is imported: it warms the workers up on the core this process leaves idle.
+        warm = held.enter_context(
+            warm_workers.WarmWorkers(
+                opts.link.sentencizer, {**LeanMemory.ENV, QUICK_EXIT_ENV: "1"}, quiet=not opts.verbose
+            )
+        )
+
     import apache_beam as beam
 
     from sciga.pipelines.remote_run import run_outcome
     from sciga.transforms.common.progress import ProgressMonitor
 
-    options, runner = pipeline_options(
-        beam_args,
-        opts.workers
-        if opts.workers is not None
-        else default_workers(_inputs_to_compute(inputs, hashes, signature, opts.rebuild)),
-    )
+    options, runner = pipeline_options(beam_args, n_workers)
     tex, pages = opts.tex, None
     if opts.eprints_bulk:
         bulk = open_bulk(opts, out_dir, inputs, options, runner)
@@ -728,7 +739,8 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
                 workers=options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers,
             ),
         ):
-            with beam.Pipeline(runner=local_runner(options, runner), options=options) as p:
+            runner_obj = local_runner(options, runner, warm.command if warm is not None and multi else None)
+            with beam.Pipeline(runner=runner_obj, options=options) as p:
                 parts = build_pipeline(
                     p,
                     opts,
@@ -746,6 +758,9 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
                 if opts.finalize_in_job:
                     finalize_in_job(parts, fin)
 
+    if warm is not None:
+        warm.stop()  # its memory back before finalizing
+        fin.run["workers_started_warm"] = warm.forked
     outcome = run_outcome(getattr(p, "result", None), options, runner, staging=staging)
     if opts.finalize_in_job:
         outcome = dataclasses.replace(outcome, finalizes_itself=True)

@@ -56,11 +56,12 @@ def pipeline_options(beam_args: Optional[list[str]], workers: Optional[int]):
     return options, std.runner
 
 
-def local_runner(options, runner_name: str):
+def local_runner(options, runner_name: str, worker_command: Optional[str] = None):
     """Beam's DirectRunner first tries the Prism runner, which downloads a binary from the
     internet and runs the job elsewhere; a build on "DirectRunner" means the in-process Fn
     API runner (in-memory or multi-processing), made here the way the DirectRunner makes it.
-    Other runners are left to Beam."""
+    ``worker_command``: the command line that starts a worker process of a multi-processing
+    run (``warm_workers.WarmWorkers.command``) instead of Beam's. Other runners are left to Beam."""
     if runner_name != "DirectRunner":
         return None
     from apache_beam.portability.api import beam_provision_api_pb2
@@ -69,7 +70,31 @@ def local_runner(options, runner_name: str):
 
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     info = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-    return fn_runner.FnApiRunner(provision_info=info)
+    if worker_command is None:
+        return fn_runner.FnApiRunner(provision_info=info)
+    return _runner_with_worker_command(fn_runner.FnApiRunner, worker_command, info)
+
+
+def _runner_with_worker_command(base, command: str, info):
+    """An Fn API runner whose worker processes start with ``command``. Its
+    ``run_pipeline`` picks the subprocess environment from the running mode, with Beam's
+    own command line for "multi_processing"; the mode is hidden from it while it runs (the
+    mode is read there alone), so the environment given here stays."""
+    from apache_beam.options.pipeline_options import DirectOptions
+    from apache_beam.transforms.environments import SubprocessSDKEnvironment
+
+    class RunnerWithWorkerCommand(base):
+        def run_pipeline(self, pipeline, opts):
+            direct = opts.view_as(DirectOptions)
+            mode, direct.direct_running_mode = direct.direct_running_mode, "multi_processing_with_worker_command"
+            try:
+                return super().run_pipeline(pipeline, opts)
+            finally:
+                direct.direct_running_mode = mode
+
+    return RunnerWithWorkerCommand(
+        default_environment=SubprocessSDKEnvironment.from_command_string(command_string=command), provision_info=info
+    )
 
 
 def clean_stale_staging(out_dir: str, keep: Optional[str]) -> None:
