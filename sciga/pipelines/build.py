@@ -133,8 +133,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
-        f"{PAPERS_PER_WORKER_START} inputs to compute: a rebuild with a few changed pages runs in this process); "
-        "1 runs in this process",
+        f"input to compute on Linux, where workers start warm, and one per {PAPERS_PER_WORKER_START} elsewhere: "
+        "a rebuild of one changed page runs in this process); 1 runs in this process",
     )
     run.add_argument(
         "--rebuild",
@@ -670,7 +670,9 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     n_workers = (
         opts.workers
         if opts.workers is not None
-        else default_workers(_inputs_to_compute(inputs, hashes, signature, opts.rebuild))
+        else default_workers(
+            _inputs_to_compute(inputs, hashes, signature, opts.rebuild), warm=warm_workers.available(beam_args)
+        )
     )
     warm = None
     if warm_workers.wanted(n_workers, beam_args):

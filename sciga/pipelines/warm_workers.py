@@ -46,15 +46,19 @@ _PREFIX = "sciga-warm-"
 _SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
 
 
-def wanted(workers: int, beam_args) -> bool:
-    """Warm workers for a local build of several worker processes with no Beam flags
-    (a flag may pick another runner or running mode), unless the user said no."""
+def available(beam_args) -> bool:
+    """Warm workers for a local build with no Beam flags (a flag may pick another runner
+    or running mode), unless the user said no."""
     return (
-        workers > 1
-        and not beam_args
+        not beam_args
         and os.environ.get(WARM_ENV, "1") != "0"
         and sys.platform.startswith("linux")  # fork after macOS's system frameworks load is unsafe
     )
+
+
+def wanted(workers: int, beam_args) -> bool:
+    """Warm workers for a build of several worker processes where they are available."""
+    return workers > 1 and available(beam_args)
 
 
 class WarmWorkers:

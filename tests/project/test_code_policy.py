@@ -23,7 +23,10 @@ ALLOWED_PRIVATE = {
     ("transforms/fetch/cost_estimate.py", "planner._row"): "_Planner is defined in the same module",
     ("transforms/fetch/cost_estimate.py", "pl._cached"): "_Planner is defined in the same module",
     ("transforms/common/quick_exit.py", "os._exit"): "the documented way to end a process without teardown",
-    ("pipelines/warm_workers.py", "os._exit"): "a forked child and the forking process end without the parent's teardown",
+    (
+        "pipelines/warm_workers.py",
+        "os._exit",
+    ): "a forked child and the forking process end without the parent's teardown",
     (
         "transforms/common/quick_exit.py",
         "atexit._run_exitfuncs",
