@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 # Set to 0 to start workers the way Beam does (the escape hatch; also the tests' baseline).
 WARM_ENV = "SCIGA_WARM_WORKERS"
@@ -183,11 +183,21 @@ def serve(server_fd: int, socket_path: str, sentencizer: str, launcher_pid: int)
         os._exit(0)
     children: dict[socket.socket, int] = {}  # client connection -> its worker's pid
     forked = [0]
+    # A worker's end wakes the loop at once (its client, and Beam, wait for the status).
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     try:
         while os.getppid() == launcher_pid:
-            ready, _, _ = select.select([server, *children], [], [], 0.5)
+            watched: list[Any] = [server, wake_r, *children]
+            ready, _, _ = select.select(watched, [], [], 0.5)
+            if wake_r in ready:
+                os.read(wake_r, 512)
             _reap(children)
             for conn in ready:
+                if conn == wake_r:
+                    continue
                 if conn is server:
                     forked[0] += _accept(server, children)
                 elif conn in children and not _peek(conn):  # the client is gone: so is its worker
@@ -268,6 +278,8 @@ def _accept(server: socket.socket, children: dict) -> int:
     pid = os.fork()
     if pid == 0:
         try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             server.close()
             for other in children:
                 other.close()
