@@ -20,6 +20,8 @@ import urllib.request
 from pathlib import Path
 from typing import Optional
 
+from sciga.transforms.common.processes import stop_process
+
 # Not a secret: what the token server hands out, looked for in the output of every test.
 FAKE_ACCESS_TOKEN = "ya29.sciga-test-token-0123456789"
 
@@ -87,12 +89,7 @@ class GcsEmulator:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
             self.proc = None
             self._log.close()
 

@@ -15,7 +15,12 @@ import socket
 import struct
 import sys
 
-FORKED = b"F"  # warm_workers.FORKED
+# The protocol, here alone (warm_workers.py imports it): the client sends its three
+# standard streams with HEADER (the length of the JSON message that follows), then the
+# message; the warm process answers FORKED once its worker runs, then the worker's STATUS.
+HEADER = struct.Struct("!Q")
+FORKED = b"F"
+STATUS = struct.Struct("!i")
 
 
 def _beam_worker() -> None:
@@ -28,8 +33,6 @@ def _recv_exactly(conn: socket.socket, n: int) -> bytes:
     while len(data) < n:
         try:
             chunk = conn.recv(n - len(data))
-        except InterruptedError:
-            continue
         except OSError:
             return data
         if not chunk:
@@ -44,7 +47,7 @@ def main() -> None:
     try:
         conn.connect(sys.argv[1])
         body = json.dumps({"env": dict(os.environ), "cwd": os.getcwd()}).encode()
-        socket.send_fds(conn, [struct.pack("!Q", len(body))], [0, 1, 2])
+        socket.send_fds(conn, [HEADER.pack(len(body))], [0, 1, 2])
         conn.sendall(body)
     except OSError:
         conn.close()
@@ -52,9 +55,9 @@ def main() -> None:
     if _recv_exactly(conn, 1) != FORKED:
         conn.close()
         _beam_worker()
-    status = _recv_exactly(conn, 4)
+    status = _recv_exactly(conn, STATUS.size)
     # No status: the warm process ended under its worker (it was stopped): a failure.
-    sys.exit(struct.unpack("!i", status)[0] if len(status) == 4 else 1)
+    sys.exit(STATUS.unpack(status)[0] if len(status) == STATUS.size else 1)
 
 
 if __name__ == "__main__":

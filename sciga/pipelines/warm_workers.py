@@ -29,18 +29,18 @@ import shlex
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
+from sciga.pipelines.warm_worker_client import FORKED, HEADER, STATUS
+from sciga.transforms.common.processes import stop_process
+
 # Set to 0 to start workers the way Beam does (the escape hatch; also the tests' baseline).
 WARM_ENV = "SCIGA_WARM_WORKERS"
 CLIENT = Path(__file__).with_name("warm_worker_client.py")
-_HEADER = struct.Struct("!Q")  # length of the JSON message that follows the file descriptors
-FORKED = b"F"  # the warm process's first byte to a client: its worker runs (then 4 bytes: its status)
 _MAX_MESSAGE = 64 << 20
 _PREFIX = "sciga-warm-"
 _SOCKET_PATH_MAX = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
@@ -112,13 +112,7 @@ class WarmWorkers:
 
     def stop(self) -> None:
         if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+            stop_process(self.proc)
             self.proc = None
             try:
                 self.forked = int(Path(self.socket_path + ".forked").read_text())
@@ -182,7 +176,7 @@ def serve(server_fd: int, socket_path: str, sentencizer: str, launcher_pid: int)
     except BaseException:  # noqa: BLE001 - the clients waiting get no "forked": they start Beam's worker
         os._exit(0)
     children: dict[socket.socket, int] = {}  # client connection -> its worker's pid
-    forked = [0]
+    forked = 0
     # A worker's end wakes the loop at once (its client, and Beam, wait for the status).
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -199,7 +193,7 @@ def serve(server_fd: int, socket_path: str, sentencizer: str, launcher_pid: int)
                 if conn == wake_r:
                     continue
                 if conn is server:
-                    forked[0] += _accept(server, children)
+                    forked += _accept(server, children)
                 elif conn in children and not _peek(conn):  # the client is gone: so is its worker
                     _signal(children[conn], signal.SIGTERM)
     except _Stop:
@@ -209,7 +203,7 @@ def serve(server_fd: int, socket_path: str, sentencizer: str, launcher_pid: int)
             _signal(pid, signal.SIGTERM)
         server.close()
         try:
-            Path(socket_path + ".forked").write_text(str(forked[0]))
+            Path(socket_path + ".forked").write_text(str(forked))
         except OSError:
             pass
     os._exit(0)
@@ -248,7 +242,7 @@ def _reap(children: dict) -> None:
             continue
         code = os.waitstatus_to_exitcode(status)
         try:
-            conn.sendall(struct.pack("!i", code if code >= 0 else 128 - code))
+            conn.sendall(STATUS.pack(code if code >= 0 else 128 - code))
         except OSError:
             pass
         conn.close()
@@ -259,10 +253,10 @@ def _accept(server: socket.socket, children: dict) -> int:
     """Fork a worker for the next client: 1, or 0 when the client's message was not whole."""
     conn, _ = server.accept()
     try:
-        head, fds, _, _ = socket.recv_fds(conn, _HEADER.size, 3)
-        if len(head) != _HEADER.size or len(fds) != 3:
+        head, fds, _, _ = socket.recv_fds(conn, HEADER.size, 3)
+        if len(head) != HEADER.size or len(fds) != 3:
             raise OSError("a client sent no streams")
-        (n,) = _HEADER.unpack(head)
+        (n,) = HEADER.unpack(head)
         if n > _MAX_MESSAGE:
             raise OSError("a client's message is too long")
         body = bytearray()
