@@ -301,14 +301,16 @@ class BuildResult:
 def _input_list_file(inputs: Sequence[str], staging: str, hashes=None) -> str:
     """The input URIs as a file in the staging folder (a million URIs inlined with
     beam.Create would exceed Dataflow's job-graph size, a file scales), one JSON string a
-    line: any name a file system allows (a newline in it included) comes back as it was."""
-    from sciga.transforms.inputs.build_inputs import input_list_lines
+    line: any name a file system allows (a newline in it included) comes back as it was.
+    Largest pages first (``largest_first``), so that local workers share the work evenly."""
+    from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first
 
     path = posixpath.join(staging, "inputs.jsonl")
     fs, p = fsspec.core.url_to_fs(path)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
+    sizes = {u: st.size for u, st in hashes.stats.items()} if hashes is not None else {}
     with fs.open(p, "w", encoding="ascii") as f:
-        f.writelines(input_list_lines(inputs, hashes.sha256 if hashes is not None else None))
+        f.writelines(input_list_lines(largest_first(inputs, sizes), hashes.sha256 if hashes is not None else None))
     return path
 
 

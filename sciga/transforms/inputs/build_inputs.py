@@ -35,6 +35,18 @@ def input_list_lines(inputs: Sequence[str], page_sha256: Optional[Mapping[str, s
     return [json.dumps([u, known[u]] if u in known else u, ensure_ascii=True) + "\n" for u in inputs]
 
 
+def largest_first(inputs: Sequence[str], sizes: Mapping[str, int]) -> list[str]:
+    """``inputs`` with the largest pages first (those of unknown size last, in their order).
+
+    The local runner deals a stage's elements to its worker processes in turn, in the order
+    they come, and each worker keeps what it was dealt: in name order, one worker could get
+    the long papers (a corpus of a few pages repeated gave one worker 29% more bytes, and the
+    other waited 2 s at the end). Dealt largest first, the shares differ by at most one page,
+    and the longest papers start first. Results and shards do not depend on this order."""
+    order = sorted(range(len(inputs)), key=lambda i: (-sizes.get(inputs[i], -1), i))
+    return [inputs[i] for i in order]
+
+
 def input_from_line(line: str) -> str:
     """An input URI back from its input-list line (``input_list_lines``)."""
     got = json.loads(line)

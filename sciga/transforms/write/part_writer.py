@@ -25,6 +25,7 @@ from sciga.schemas.build import PartInfo
 from sciga.transforms.write.layout import ShardLayout
 
 ZSTD_LEVEL = 6
+COMBINE_BELOW_BYTES = 1 << 30
 
 
 def parquet_options(config: str) -> dict:
@@ -162,7 +163,13 @@ class PartWriter:
             self._hashing = _HashingFile(self._file)
             self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        self._writer.write_table(table.cast(self.schema), row_group_size=max(1, table.num_rows))
+        table = table.cast(self.schema)
+        if self._pending_bytes < COMBINE_BELOW_BYTES:
+            # One chunk per column: the Parquet writer pays per chunk, and a chunk per paper
+            # made writing the papers config 2.7x slower. (Above 1 GiB a binary column could
+            # not be one chunk: 32-bit offsets; such a row group is written as it came.)
+            table = table.combine_chunks()
+        self._writer.write_table(table, row_group_size=max(1, table.num_rows))
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
     def close(self) -> Optional[tuple[str, int, str]]:
