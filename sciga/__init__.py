@@ -8,4 +8,4 @@ root, while every tool (Python from a checkout, mypy, import-linter, an import-g
 an IDE's go-to-definition) resolves ``sciga.<folder>`` to real files by ordinary means.
 """
 
-__version__ = "0.1.1"  # 0.1.1: figures decoded once at reduced scale; some pHashes moved by <= 2 bits
+__version__ = "0.1.2"  # 0.1.2: row groups cut by recorded sizes, written one chunk per column; 0.1.1: figures decoded once at reduced scale

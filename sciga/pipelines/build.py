@@ -454,10 +454,18 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
     dataset card; remove the run's staging folder. Returns the counts and the manifest."""
     from sciga.explore.dataset_card import write_dataset_card
     from sciga.transforms.common.result_store import ResultStore
-    from sciga.transforms.write.finalize import finalize_parts, live_keys, read_part_infos
+    from sciga.transforms.write.finalize import (
+        finalize_parts,
+        live_keys,
+        mark_finalizing,
+        read_part_infos,
+        write_shard_members,
+    )
 
     infos = read_part_infos(f.parts_root)
+    mark_finalizing(f.out_dir, True)
     files = finalize_parts(f.out_dir, infos)
+    write_shard_members(f.out_dir, infos)
     counts = mf.counts_from_parts(infos)
     counts.inputs = f.n_inputs
     pruned = ResultStore(f.store_root).prune(live_keys(infos))
@@ -474,6 +482,7 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
         shard_parts_reused=sum(1 for i in infos if i.reused),
     )
     manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
+    mark_finalizing(f.out_dir, False)  # the manifest describes the shards again
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
         fs.rm(staging, recursive=True)

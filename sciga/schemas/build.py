@@ -154,6 +154,7 @@ class WriteItem:
     dead: Optional[DeadLetter] = None
     size: Optional[list[int]] = None  # [rows, Arrow bytes, image bytes] of its stored table for this config
     final: bool = True  # ResultRef.final
+    stats: dict[str, int] = field(default_factory=dict)  # the result's stage counters (papers config only)
 
 
 # ------------------------------------------------------------------ what the writer keeps on disk
@@ -253,6 +254,9 @@ class PartInfo:
     # not final; dead-letter parts are never taken over and carry none.
     fingerprint: Optional[str] = None
     reused: bool = False  # taken over from the previous build
+    # [paper id, result key] of each paper whose rows the part holds, in order (paper
+    # configs): a later build takes unchanged papers' rows from this part (``write/stage.py``).
+    members: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         out: dict = {"config": self.config, "group": self.group, "part": self.part}
@@ -268,6 +272,8 @@ class PartInfo:
         )
         if self.reused:
             out["reused"] = True
+        if self.members:
+            out["members"] = [list(m) for m in self.members]
         return out
 
     @classmethod
@@ -284,4 +290,5 @@ class PartInfo:
             keys=list(d.get("keys") or []),
             fingerprint=d.get("fingerprint"),
             reused=bool(d.get("reused")),
+            members=[list(m) for m in d.get("members") or []],
         )

@@ -208,6 +208,70 @@ def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(cor
     assert digests(out) == digests(reference)
 
 
+def test_a_rewritten_part_copies_unchanged_papers_rows_from_the_old_shard(corpus, tmp_path, monkeypatch):
+    """One changed page lands in every config's shard group it is in, and those parts are
+    written again; the other papers' rows come from the old shards: neither their stored
+    results nor their image files are read again, and the bytes are a clean build's."""
+    from sciga.transforms.common.result_store import ResultStore
+    from sciga.transforms.inputs import page_images
+
+    pages = tmp_path / "pages"
+    _copy_tree(corpus, pages)
+    out = tmp_path / "out"
+    common = ["--input", str(pages), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40"]
+    build(*common)
+    assert (out / ".sciga" / "shard_members").is_dir()
+    page = pages / "2601.00005" / "2601.00005.html"
+    page.write_text(page.read_text().replace("Synthetic image-rich paper", "A changed image-rich paper"))
+
+    tables_read, images_read = [], []
+    real_read, real_image = ResultStore.read, page_images.read_image_ref
+    monkeypatch.setattr(
+        ResultStore,
+        "read",
+        lambda self, key, tables=("papers", "figures", "mentions"): (
+            tables_read.append(key) or real_read(self, key, tables)
+        ),
+    )
+    monkeypatch.setattr(
+        page_images, "read_image_ref", lambda ref, *a: images_read.append(ref.uri) or real_image(ref, *a)
+    )
+    inc = build(*common)
+    assert (inc.counts.reused, inc.counts.recomputed) == (23, 1)
+    assert inc.manifest["run"]["shard_parts_written"] >= 3  # papers, mentions and a figures part hold it
+    assert len(set(tables_read)) == 1, f"stored results read back: {sorted(set(tables_read))}"
+    assert images_read and all("/2601.00005/" in u for u in images_read)
+    monkeypatch.undo()
+
+    fresh = tmp_path / "fresh"
+    build("--input", str(pages), "--output", str(fresh), "--workers", "1", "--quiet", "--figures-per-shard", "40")
+    assert digests(out) == digests(fresh), "rows copied from the old shards make a clean build's bytes"
+    assert manifest(out)["files"] == manifest(fresh)["files"] and manifest(out)["counts"] == manifest(fresh)["counts"]
+
+
+def test_shards_not_as_recorded_are_written_from_the_store(corpus, reference, tmp_path):
+    """A build killed while moving its shards leaves a marker: the next build trusts no old
+    shard (its manifest may not describe them). A shard that is not the size the manifest
+    says is not copied either. Both end with a clean build's bytes."""
+    import shutil
+
+    out = tmp_path / "out"
+    shutil.copytree(reference, out)
+    (out / ".sciga" / "finalizing").write_text("killed while moving shards\n")
+    r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
+    assert not r.up_to_date and (r.counts.reused, r.counts.recomputed) == (24, 0)
+    assert r.manifest["run"]["shard_parts_reused"] == 0
+    assert not (out / ".sciga" / "finalizing").exists()
+    assert digests(out) == digests(reference)
+
+    shard = sorted((out / "data" / "figures").glob("*.parquet"))[0]
+    shard.write_bytes(shard.read_bytes() + b"tampered")
+    (out / ".sciga" / "pages.json").unlink()
+    r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
+    assert r.manifest["run"]["shard_parts_written"] == 1
+    assert digests(out) == digests(reference)
+
+
 @pytest.mark.e2e
 def test_killed_build_resumes_where_it_stopped(tmp_path):
     pages = tmp_path / "pages"

@@ -44,6 +44,8 @@ from sciga.transforms.common.input_files import fs_and_path, is_local, local_pat
 
 STORE_DIR = ".sciga"
 RESULTS = "results"
+SHARD_MEMBERS = "shard_members"  # what each shard holds (``write/finalize.py``)
+FINALIZING = "finalizing"  # a marker: the shards are being moved (``write/finalize.py``)
 HEADER = "header.json"
 _ZIP_DATE = (2000, 1, 1, 0, 0, 0)  # fixed: the same result, the same file
 READ_CHUNK = 1 << 20

@@ -5,6 +5,13 @@ that fails or is killed never touches the previous build's shards. The parts of 
 are ordered by (group, part) and named ``train-NNNNN-of-MMMMM.parquet``; shards of an
 earlier build that are not replaced are removed, so a rerun never mixes two builds. A
 config without any row still gets one empty, typed shard that readers can open.
+
+What a later build reuses of the shards (``previous_parts``): a shard whose results are all
+unchanged is taken over whole, and a shard that must be written again takes its unchanged
+papers' rows from the old shard (``OUT/.sciga/shard_members/<fingerprint>.json`` says which
+papers, with which results, it holds). While the shards are being moved, a marker
+(``OUT/.sciga/finalizing``) says the manifest does not describe them: a build killed then
+leaves the marker, and the next build reuses no shard.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import fsspec
 
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
+from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, store_root
 from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
 
@@ -60,6 +68,7 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[di
             entries.append(
                 {
                     "path": posixpath.join("data", config, name),
+                    "group": info.group,
                     "rows": info.rows,
                     "bytes": info.bytes,
                     "sha256": info.sha256,
@@ -97,6 +106,8 @@ def previous_parts(out_dir: str) -> dict:
     take over unchanged parts: {fingerprint: {config, uri, rows, bytes, sha256, counts}}."""
     from sciga.transforms.write.manifest import read_manifest
 
+    if being_finalized(out_dir):
+        return {}  # killed while moving its shards: the manifest does not describe them
     try:
         manifest = read_manifest(out_dir)
     except (FileNotFoundError, OSError, ValueError):
@@ -114,7 +125,70 @@ def previous_parts(out_dir: str) -> dict:
                     "sha256": e["sha256"],
                     "counts": e.get("counts") or {},
                 }
+                if "group" in e:  # builds before 0.1.2 did not record it
+                    out[e["fingerprint"]]["group"] = int(e["group"])
+                    out[e["fingerprint"]]["members"] = members_uri(out_dir, e["fingerprint"])
     return out
+
+
+# ------------------------------------------------------------------ what each shard holds
+
+
+def _sciga_path(out_dir: str, *names: str) -> str:
+    return posixpath.join(store_root(out_dir), *names)
+
+
+def members_uri(out_dir: str, fingerprint: str) -> str:
+    """Where the papers of the shard with part fingerprint ``fingerprint`` are listed."""
+    return _sciga_path(out_dir, SHARD_MEMBERS, f"{fingerprint}.json")
+
+
+def read_members(uri: str) -> list[list[str]]:
+    """[paper id, result key] of each paper in a shard, in order; [] when not recorded."""
+    try:
+        with fsspec.open(uri, "r", encoding="utf-8") as f:
+            got = json.load(f)
+        return [[str(pid), str(key)] for pid, key in got["members"]]
+    except (FileNotFoundError, OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def write_shard_members(out_dir: str, infos: Iterable[PartInfo]) -> None:
+    """The member lists of this build's shards, and none of another build's."""
+    fs, root = fsspec.core.url_to_fs(_sciga_path(out_dir, SHARD_MEMBERS))
+    fs.makedirs(root, exist_ok=True)
+    try:  # one listing (a bucket answers one request, not one per shard)
+        there = {posixpath.basename(p): p for p in fs.ls(root, detail=False)}
+    except FileNotFoundError:  # an empty prefix on a bucket
+        there = {}
+    keep = set()
+    for info in infos:
+        if not (info.fingerprint and info.members and info.path and info.rows):
+            continue
+        name = f"{info.fingerprint}.json"
+        keep.add(name)
+        if name not in there:  # the same fingerprint, the same members
+            with fs.open(posixpath.join(root, name), "w", encoding="utf-8") as f:
+                json.dump({"config": info.config, "members": info.members}, f, separators=(",", ":"))
+    for name, p in there.items():
+        if name not in keep:
+            fs.rm(p)
+
+
+def being_finalized(out_dir: str) -> bool:
+    fs, p = fsspec.core.url_to_fs(_sciga_path(out_dir, FINALIZING))
+    return fs.exists(p)
+
+
+def mark_finalizing(out_dir: str, on: bool) -> None:
+    """Set (before the first shard moves) or clear (once the manifest is written) the marker."""
+    fs, p = fsspec.core.url_to_fs(_sciga_path(out_dir, FINALIZING))
+    if on:
+        fs.makedirs(posixpath.dirname(p), exist_ok=True)
+        with fs.open(p, "w") as f:
+            f.write("the shards are being moved into data/; manifest.json does not describe them\n")
+    elif fs.exists(p):
+        fs.rm(p)
 
 
 def live_keys(infos: Iterable[PartInfo]) -> set[str]:

@@ -2,8 +2,9 @@
 
 Rows arrive paper by paper, already in the config's order (papers are fed sorted by id and
 each paper's rows are stored sorted), so a group never holds more than one row group in
-memory. Row groups and parts end at deterministic points (row and byte counts of the rows
-themselves), so the same rows always give the same bytes. Each finished part gets a small
+memory. Row groups and parts end at deterministic points (row counts, and the byte sizes
+the store recorded for each paper's rows), so the same rows always give the same bytes,
+wherever they were read from. Each finished part gets a small
 JSON sidecar (rows, bytes, SHA-256, counts) from which the manifest is made without
 reading the shards again.
 """
@@ -143,12 +144,15 @@ class PartWriter:
         self._hashing: Optional[_HashingFile] = None
         self.rows = 0
 
-    def add(self, table: pa.Table) -> None:
+    def add(self, table: pa.Table, nbytes: Optional[int] = None) -> None:
+        """``table``: one paper's rows. ``nbytes``: its size as the row groups are cut (the
+        writer passes the size recorded in the store, so that the cut does not depend on
+        where the rows were read from); the table's own Arrow size when not given."""
         if table.num_rows == 0:
             return
         self._pending.append(table)
         self._pending_rows += table.num_rows
-        self._pending_bytes += table.nbytes
+        self._pending_bytes += table.nbytes if nbytes is None else nbytes
         self.rows += table.num_rows
         if self._pending_rows >= self.layout.row_group_rows or self._pending_bytes >= self.layout.row_group_bytes:
             self._flush_row_group()

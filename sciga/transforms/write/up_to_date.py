@@ -29,7 +29,7 @@ from typing import Optional
 
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.common.input_files import is_local, local_path
-from sciga.transforms.common.result_store import ResultStore, result_key, reusable
+from sciga.transforms.common.result_store import FINALIZING, STORE_DIR, ResultStore, result_key, reusable
 from sciga.transforms.inputs.page_index import PageHashes
 
 # Options recorded in the manifest that do not change a single byte of the shards.
@@ -66,6 +66,8 @@ def up_to_date_manifest(
     if len(hashes.sha256) != len(inputs) or hashes.record_signature != signature:
         return None
     root = local_path(out_dir)
+    if os.path.exists(os.path.join(root, STORE_DIR, FINALIZING)):
+        return None  # a build was killed while moving its shards into place
     try:
         with open(os.path.join(root, "manifest.json"), encoding="utf-8") as f:
             manifest = json.load(f)
