@@ -448,7 +448,9 @@ class ShardRows:
     def _open(self) -> bool:
         import pyarrow.parquet as pq
 
-        if self._pf is None and not self._broken:
+        if self._broken:
+            return False
+        if self._pf is None:
             try:
                 fs, p = fsspec.core.url_to_fs(self.uri)
                 if fs.size(p) != self.nbytes:
@@ -471,8 +473,13 @@ class ShardRows:
                 return self._table.slice(lo, hi - lo) if hi > lo and self._table is not None else None
             if self._pf is None or self._next >= self._pf.num_row_groups:
                 return None
-            self._table = self._pf.read_row_group(self._next)
-            self._ids = self._table.column(self.column).to_pylist()
+            try:
+                self._table = self._pf.read_row_group(self._next)
+                self._ids = self._table.column(self.column).to_pylist()
+            except (OSError, ValueError, KeyError) as e:  # damaged since: the rest from the store
+                log.warning("rewriting from the result store instead of %s: %s", self.uri, e)
+                self._broken, self._pf, self._table, self._ids = True, None, None, []
+                return None
             self._next += 1
 
     def close(self) -> None:
