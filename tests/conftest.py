@@ -349,3 +349,17 @@ def local_sample_twin(tmp_path_factory) -> Path:
 # tests here (conftest fixtures need no import in the test modules that use them).
 from browser_fixtures import browser  # noqa: E402, F401 - a fixture, exported to every test module
 from quality_fixtures import build_copy, sample_build  # noqa: E402, F401 - fixtures, exported to every test module
+
+
+@pytest.fixture
+def stored_reads(monkeypatch) -> list:
+    """The keys of the results whose tables are read back from a result store (in this
+    process) while the test runs; clear it to count from a later point."""
+    from sciga.transforms.common.result_store import TABLES, ResultStore
+
+    reads: list = []
+    real = ResultStore.read
+    monkeypatch.setattr(
+        ResultStore, "read", lambda self, key, tables=TABLES: reads.append(key) or real(self, key, tables)
+    )
+    return reads

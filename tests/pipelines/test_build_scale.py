@@ -175,13 +175,14 @@ def test_incremental_rebuild_recomputes_exactly_what_changed(corpus, tmp_path):
     assert digests(out) == digests(fresh)
 
 
-def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(corpus, reference, tmp_path, monkeypatch):
+def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(
+    corpus, reference, tmp_path, monkeypatch, stored_reads
+):
     """What an incremental build pays per reused paper is a few stats: part sizes come from
     the stored headers (no table is read back), the shards are taken over, and spaCy (~2 s
     per worker process) is loaded only by a worker that links a paper."""
     import shutil
 
-    from sciga.transforms.common.result_store import ResultStore
     from sciga.transforms.link import sentences
 
     out = tmp_path / "out"
@@ -189,13 +190,6 @@ def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(cor
     # Without the page record the launcher cannot tell that nothing changed (see
     # test_nothing_to_do_*): the pipeline plans every input and must reuse them all.
     (out / ".sciga" / "pages.json").unlink()
-    reads = []
-    real_read = ResultStore.read
-    monkeypatch.setattr(
-        ResultStore,
-        "read",
-        lambda self, key, tables=("papers", "figures", "mentions"): reads.append(key) or real_read(self, key, tables),
-    )
 
     def no_model(*a, **k):
         raise AssertionError("a sentence model was loaded by a build that links no paper")
@@ -203,16 +197,15 @@ def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(cor
     monkeypatch.setattr(sentences.Sentencizer, "__init__", no_model)
     r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
     assert (r.counts.reused, r.counts.recomputed) == (24, 0)
-    assert reads == [], f"{len(reads)} stored results were read back"
+    assert stored_reads == [], f"{len(stored_reads)} stored results were read back"
     assert r.manifest["run"]["shard_parts_written"] == 0 and r.manifest["run"]["shard_parts_reused"] > 0
     assert digests(out) == digests(reference)
 
 
-def test_a_rewritten_part_copies_unchanged_papers_rows_from_the_old_shard(corpus, tmp_path, monkeypatch):
+def test_a_rewritten_part_copies_unchanged_papers_rows_from_the_old_shard(corpus, tmp_path, monkeypatch, stored_reads):
     """One changed page lands in every config's shard group it is in, and those parts are
     written again; the other papers' rows come from the old shards: neither their stored
     results nor their image files are read again, and the bytes are a clean build's."""
-    from sciga.transforms.common.result_store import ResultStore
     from sciga.transforms.inputs import page_images
 
     pages = tmp_path / "pages"
@@ -224,24 +217,17 @@ def test_a_rewritten_part_copies_unchanged_papers_rows_from_the_old_shard(corpus
     page = pages / "2601.00005" / "2601.00005.html"
     page.write_text(page.read_text().replace("Synthetic image-rich paper", "A changed image-rich paper"))
 
-    tables_read, images_read = [], []
-    real_read, real_image = ResultStore.read, page_images.read_image_ref
-    monkeypatch.setattr(
-        ResultStore,
-        "read",
-        lambda self, key, tables=("papers", "figures", "mentions"): (
-            tables_read.append(key) or real_read(self, key, tables)
-        ),
-    )
+    images_read = []
+    real_image = page_images.read_image_ref
     monkeypatch.setattr(
         page_images, "read_image_ref", lambda ref, *a: images_read.append(ref.uri) or real_image(ref, *a)
     )
+    stored_reads.clear()
     inc = build(*common)
     assert (inc.counts.reused, inc.counts.recomputed) == (23, 1)
     assert inc.manifest["run"]["shard_parts_written"] >= 3  # papers, mentions and a figures part hold it
-    assert len(set(tables_read)) == 1, f"stored results read back: {sorted(set(tables_read))}"
+    assert len(set(stored_reads)) == 1, f"stored results read back: {sorted(set(stored_reads))}"
     assert images_read and all("/2601.00005/" in u for u in images_read)
-    monkeypatch.undo()
 
     fresh = tmp_path / "fresh"
     build("--input", str(pages), "--output", str(fresh), "--workers", "1", "--quiet", "--figures-per-shard", "40")

@@ -184,11 +184,10 @@ def test_killed_gs_build_resumes_from_the_results_it_stored(gcs_server, tmp_path
     assert not gcs().find("sciga-resume/out/.staging")
 
 
-def test_gs_rebuild_copies_unchanged_rows_from_the_gs_shards(gcs_server, tmp_path, monkeypatch):
+def test_gs_rebuild_copies_unchanged_rows_from_the_gs_shards(gcs_server, tmp_path, stored_reads):
     """An incremental build on a bucket: the parts that hold the changed paper are written
     again, the other papers' rows read from the previous shards on the bucket."""
     from sciga.samples.scale_corpus import make_image_rich_corpus
-    from sciga.transforms.common.result_store import ResultStore
 
     pages = tmp_path / "pages"
     make_image_rich_corpus(pages, 8, n_figures=3, image_kb=4, distinct_images=2)
@@ -201,17 +200,10 @@ def test_gs_rebuild_copies_unchanged_rows_from_the_gs_shards(gcs_server, tmp_pat
     page.write_text(page.read_text().replace("Synthetic image-rich paper", "A changed image-rich paper"))
     gcs().put_file(str(page), "sciga-rows/pages/2601.00003/2601.00003.html")
 
-    read = []
-    real = ResultStore.read
-    monkeypatch.setattr(
-        ResultStore,
-        "read",
-        lambda self, key, tables=("papers", "figures", "mentions"): read.append(key) or real(self, key, tables),
-    )
+    stored_reads.clear()
     inc = _build("--input", "gs://sciga-rows/pages", "--output", out, "--workers", "1", "--quiet")
-    monkeypatch.undo()
     assert (inc.counts.reused, inc.counts.recomputed) == (7, 1)
-    assert len(set(read)) == 1, "only the changed paper's result is read back"
+    assert len(set(stored_reads)) == 1, "only the changed paper's result is read back"
     clean = tmp_path / "clean"
     _build("--input", str(pages), "--output", str(clean), "--workers", "1", "--quiet")
     assert_same_rows(out, str(clean))
