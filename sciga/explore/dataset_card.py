@@ -184,12 +184,13 @@ def _table(header: list[str], rows: list) -> str:
 
 def render_card(out_dir: str, manifest: dict) -> str:
     """The card of the build in ``out_dir`` (any fsspec path), from its manifest and shards."""
+    from sciga.explore.card_stats import kept_paper_rows
     from sciga.explore.stats import compute_stats
     from sciga.explore.views import connect
 
     facts = shard_facts(out_dir, manifest)
     con = connect(out_dir)
-    stats = compute_stats(con, "group")
+    stats = compute_stats(con, "group", kept_paper_rows(con, out_dir, manifest))
     extra = _facts_sql(con)
     con.close()
     counts = manifest.get("counts") or {}
@@ -397,11 +398,11 @@ def card_key(manifest: dict) -> str:
     import json
     from pathlib import Path
 
-    from sciga.explore import stats
+    from sciga.explore import card_stats, stats
 
     content = {k: v for k, v in manifest.items() if k not in ("run", "incremental")}
     h = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode())
-    for mod in (__file__, stats.__file__):
+    for mod in (__file__, stats.__file__, card_stats.__file__):
         h.update(Path(mod).read_bytes())
     return h.hexdigest()
 

@@ -76,7 +76,7 @@ PAPER_METRICS = [
 CAPTION_METRIC = ("caption_tokens", "tokens per figure caption")
 
 
-def _setup_sql(level: str) -> list[str]:
+def _setup_sql(level: str, paper_rows: Optional[str] = None) -> list[str]:
     physics = ", ".join(f"'{a}'" for a in PHYSICS)
     retired = " ".join(f"WHEN a = '{k}' THEN '{v}'" for k, v in RETIRED.items())
     group = f"CASE WHEN a IS NULL OR a = '' THEN 'unknown' WHEN a IN ({physics}) THEN 'physics' {retired} ELSE a END"
@@ -101,21 +101,34 @@ def _setup_sql(level: str) -> list[str]:
         f"CREATE OR REPLACE TEMP MACRO sciga_group(a) AS {group}",
         "CREATE OR REPLACE TEMP MACRO sciga_archive(a) AS CASE WHEN a IS NULL OR a = '' THEN 'unknown' ELSE a END",
         f"""CREATE OR REPLACE TEMP TABLE paper_stats AS
-            SELECT id,
-                   sciga_{"group" if level == "group" else "archive"}(split_part(coalesce(primary_category, subjects.arxiv[1],
-                       CASE WHEN id LIKE '%/%' THEN split_part(id, '/', 1) END), '.', 1)) AS category,
-                   sciga_ntok(title) AS title_tokens,
-                   sciga_ntok(abstract) AS abstract_tokens,
-                   coalesce(list_sum(list_transform(sections, lambda s: sciga_ntok(s.body))), 0) AS fulltext_tokens,
-                   len(figures) AS figures,
-                   coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0) AS subfigures,
-                   len(figures) + coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0)
-                       AS figures_incl_subfigures,
-                   list_transform(figures, lambda f: sciga_ntok(f.caption)) AS caption_token_list,
-                   graphical_abstract.type AS ga_type, graphical_abstract IS NOT NULL AS has_ga,
-                   coalesce(graphical_abstract.de_facto, false) AS ga_de_facto
-            FROM papers""",
+            SELECT * EXCLUDE (archive),
+                   sciga_{"group" if level == "group" else "archive"}(archive) AS category
+            FROM ({paper_rows or PAPER_ROWS_SQL.format(papers="papers")})""",
     ]
+
+
+# One row per paper: what the statistics need, small (no text). Computed from a papers
+# relation; the dataset card keeps it per shard (``explore/card_stats.py``) so that a build
+# that rewrote a few shards counts the tokens of those only.
+PAPER_ROWS_SQL = """SELECT id,
+       split_part(coalesce(primary_category, subjects.arxiv[1],
+           CASE WHEN id LIKE '%/%' THEN split_part(id, '/', 1) END), '.', 1) AS archive,
+       sciga_ntok(title) AS title_tokens,
+       sciga_ntok(abstract) AS abstract_tokens,
+       coalesce(list_sum(list_transform(sections, lambda s: sciga_ntok(s.body))), 0) AS fulltext_tokens,
+       len(figures) AS figures,
+       coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0) AS subfigures,
+       len(figures) + coalesce(list_sum(list_transform(figures, lambda f: len(f.subfigures))), 0)
+           AS figures_incl_subfigures,
+       list_transform(figures, lambda f: sciga_ntok(f.caption)) AS caption_token_list,
+       graphical_abstract.type AS ga_type, graphical_abstract IS NOT NULL AS has_ga,
+       coalesce(graphical_abstract.de_facto, false) AS ga_de_facto
+FROM {papers}"""
+
+
+def macros_sql() -> list[str]:
+    """The token-counting macros ``PAPER_ROWS_SQL`` uses."""
+    return _setup_sql("group")[:-1]
 
 
 def _describe(value: str, unit_sql: str) -> str:
@@ -188,10 +201,12 @@ class Stats:
     distributions: Optional[pd.DataFrame] = None
 
 
-def compute_stats(con, level: str = "group") -> Stats:
+def compute_stats(con, level: str = "group", paper_rows: Optional[str] = None) -> Stats:
+    """``paper_rows``: a relation of ``PAPER_ROWS_SQL``'s rows kept elsewhere (the card's
+    per-shard cache); by default they are computed from the ``papers`` view."""
     import pandas as pd
 
-    for sql in _setup_sql(level):
+    for sql in _setup_sql(level, paper_rows):
         con.execute(sql)
     q = stats_queries()
     per = pd.concat([con.execute(q["per_category"]).df(), con.execute(q["captions"]).df()], ignore_index=True)
