@@ -33,7 +33,7 @@ def _quote(path: str) -> str:
 
 
 def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
-    """A relation of the build's per-paper statistics rows (``read_parquet([...])``), the
+    """A query of the build's per-paper statistics rows (``SELECT * FROM read_parquet([...])``), the
     missing shards' rows computed and kept first; None where the card computes them from
     the shards (a remote build, a manifest without shard hashes, no papers)."""
     if not is_local(out_dir):
@@ -62,4 +62,4 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     for name in os.listdir(folder):
         if name not in keep:
             os.remove(os.path.join(folder, name))
-    return "read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
+    return "SELECT * FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"

@@ -202,7 +202,7 @@ class Stats:
 
 
 def compute_stats(con, level: str = "group", paper_rows: Optional[str] = None) -> Stats:
-    """``paper_rows``: a relation of ``PAPER_ROWS_SQL``'s rows kept elsewhere (the card's
+    """``paper_rows``: a query of ``PAPER_ROWS_SQL``'s rows kept elsewhere (the card's
     per-shard cache); by default they are computed from the ``papers`` view."""
     import pandas as pd
 
