@@ -345,15 +345,19 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
     inc_out = workdir / "inc_text_out"
     shutil.rmtree(inc_out, ignore_errors=True)
     clean = build(work, inc_out, None)  # the defaults, as a user runs it
+    on_beam = workdir / "inc_text_out_beam"  # the same rebuild on Beam, from the same start
+    shutil.rmtree(on_beam, ignore_errors=True)
+    shutil.copytree(inc_out, on_beam)
     changed = max(1, text_n // 100)
     for page in sorted(work.glob("*.html"))[:changed]:
         text = page.read_text(encoding="utf-8")
         page.unlink()  # hard link: write a new file, leave the corpus alone
         page.write_text(text.replace("</body>", "<p>An added paragraph.</p></body>", 1), encoding="utf-8")
     again = build(work, inc_out, None)
+    beam_again = build(work, on_beam, None, env={"SCIGA_IN_PROCESS": "0"})
     rows.append(
         (
-            f"{changed} of {text_n} text pages changed ({again['reused']} reused; default workers)",
+            f"{changed} of {text_n} text pages changed ({again['reused']} reused; defaults: {again['runner']})",
             f"{again['wall']:.1f} s",
             "clean build of the same pages",
             f"{clean['wall']:.1f} s",
@@ -361,6 +365,17 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
             "<= 0.15",
         )
     )
+    rows.append(
+        (
+            f"the same rebuild, {beam_again['runner']} (SCIGA_IN_PROCESS=0)",
+            f"{beam_again['wall']:.1f} s",
+            f"the rebuild above ({again['runner']})",
+            f"{again['wall']:.1f} s",
+            f"{beam_again['wall'] / again['wall']:.2f}x (same bytes: {digests(on_beam) == digests(inc_out)})",
+            "",
+        )
+    )
+    shutil.rmtree(on_beam, ignore_errors=True)
     for w in outs:
         shutil.rmtree(workdir / f"out_start_{text_n}_w{w}", ignore_errors=True)
     shutil.rmtree(work, ignore_errors=True)
@@ -371,12 +386,15 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
 PEAK_RSS_MB: list[float] = []  # of every build this run made
 
 
-def build(pages: Path, out: Path, workers: int | None, extra: list[str] | None = None) -> dict:
-    """`sciga build`; ``workers`` None: the default (every core, one per 16 inputs to compute)."""
+def build(
+    pages: Path, out: Path, workers: int | None, extra: list[str] | None = None, env: dict | None = None
+) -> dict:
+    """`sciga build`; ``workers`` None: the default (a few inputs to compute: in this process,
+    without Beam; more: every core, one worker per input to compute)."""
     cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--quiet"]
     cmd += ["--workers", str(workers)] if workers is not None else []
     cmd += extra or []
-    wall, rss, _ = run_measured(cmd)
+    wall, rss, _ = run_measured(cmd, env)
     PEAK_RSS_MB.append(rss)
     m = json.loads((out / "manifest.json").read_text())
     return {
@@ -386,6 +404,7 @@ def build(pages: Path, out: Path, workers: int | None, extra: list[str] | None =
         "dead": m["counts"]["dead_letter"],
         "images": m["counts"]["images_embedded"],
         "reused": m["incremental"]["reused"],
+        "runner": m["run"].get("runner"),
         "bytes": sum(f["bytes"] for fs in m["files"].values() for f in fs),
     }
 

@@ -132,9 +132,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help=f"local worker processes (default: every core, {os.cpu_count() or 1} here, but at most one per "
-        f"input to compute on Linux, where workers start warm, and one per {PAPERS_PER_WORKER_START} elsewhere: "
-        "a rebuild of one changed page runs in this process); 1 runs in this process",
+        help="local worker processes of Apache Beam's runner (default: a build of at most 5000 inputs with at "
+        "most 32 to compute runs in this process without Beam; a larger one uses every core, "
+        f"{os.cpu_count() or 1} here, but at most one worker per input to compute on Linux, where workers start "
+        f"warm, and one per {PAPERS_PER_WORKER_START} elsewhere); 1 runs Beam in this process",
     )
     run.add_argument(
         "--rebuild",
@@ -678,12 +679,26 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         if manifest is not None:
             return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
 
+    to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
+    from sciga.pipelines import in_process
+
+    if in_process.eligible(opts, vision, beam_args, len(inputs), to_compute):
+        # A few changed pages: computed and written here, without starting Beam (in_process.py).
+        fin = Finalize(
+            out_dir=out_dir,
+            staging=staging,
+            parts_root=posixpath.join(staging, "parts"),
+            store_root=sroot,
+            n_inputs=len(inputs),
+            inputs_hash=inputs_hash,
+            recorded=opts.recorded,
+            run={"runner": in_process.RUNNER, "workers": 1, "started_unix": t0},
+        )
+        return _build_in_process(opts, inputs, hashes, vision, layout, fingerprint, signature, fin)
     n_workers = (
         opts.workers
         if opts.workers is not None
-        else default_workers(
-            _inputs_to_compute(inputs, hashes, signature, opts.rebuild), warm=warm_workers.available(beam_args)
-        )
+        else default_workers(to_compute, warm=warm_workers.available(beam_args))
     )
     warm = None
     if warm_workers.wanted(n_workers, beam_args):
@@ -798,6 +813,46 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         counts, manifest = finalize_build(fin)
     _record_pages(sroot, hashes if local and not opts.finalize_in_job else None, signature)
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
+
+
+def _build_in_process(
+    opts: BuildOptions, inputs: Sequence[str], hashes, vision, layout, fingerprint: str, signature: str, fin: Finalize
+) -> BuildResult:
+    """The build run by ``in_process.run_in_process``, then finalized as a Beam build is."""
+    from sciga.pipelines.in_process import run_in_process
+    from sciga.transforms.common.progress import ProgressMonitor
+
+    log.info(
+        "building %d inputs into %s in this process (%s shard groups)", len(inputs), fin.out_dir, layout.total_groups
+    )
+    prev_uri = None if opts.rebuild else _stage_previous_parts(fin.out_dir, fin.staging)
+    with ScopedTempDir(fin.out_dir) as tmp:
+        progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp)
+        with ProgressMonitor(
+            progress_dir,
+            len(inputs),
+            layout.total_groups,
+            quiet=opts.quiet,
+            interval=opts.progress_interval,
+            workers=1,
+        ):
+            run_in_process(
+                opts,
+                inputs,
+                hashes,
+                vision=vision,
+                layout=layout,
+                fingerprint=fingerprint,
+                store_root=fin.store_root,
+                parts_root=fin.parts_root,
+                progress_dir=progress_dir,
+                previous_parts=prev_uri,
+            )
+    counts, manifest = finalize_build(fin)
+    _record_pages(fin.store_root, hashes, signature)
+    return BuildResult(
+        out_dir=fin.out_dir, counts=counts, manifest=manifest, seconds=time.time() - fin.run["started_unix"]
+    )
 
 
 def _inputs_to_compute(inputs: Sequence[str], hashes, signature: str, rebuild: bool) -> int:

@@ -356,7 +356,7 @@ def _module_constants() -> dict[str, dict[str, str]]:
 
 def test_internal_errors_are_documented_for_every_per_paper_stage():
     """Every step that turns an unexpected exception into an ``internal`` dead letter (a
-    PaperStageFn's STAGE, or ``dead_letter_from(e, STAGE, ...)``) is listed for ``internal``."""
+    PaperStep's STAGE, or ``dead_letter_from(e, STAGE, ...)``) is listed for ``internal``."""
     from sciga.schemas.dead_letters import PER_PAPER_STAGES
 
     def value(v, constants):
@@ -365,7 +365,7 @@ def test_internal_errors_are_documented_for_every_per_paper_stage():
     stages = set()
     for constants in _module_constants().values():
         for node in ast.walk(constants["__tree__"]):
-            if isinstance(node, ast.ClassDef) and node.name != "PaperStageFn":
+            if isinstance(node, ast.ClassDef) and node.name != "PaperStep":
                 for b in node.body:
                     if isinstance(b, ast.Assign) and any(
                         isinstance(t, ast.Name) and t.id == "STAGE" for t in b.targets

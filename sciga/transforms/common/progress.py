@@ -1,7 +1,7 @@
 """Build progress: counted where the work happens, shown where the person is.
 
 Steps call ``Progress.add(inputs=1, images=12, ...)``. Every count is a Beam metric
-(``sciga`` namespace), which is what Dataflow shows. A local build also gives the steps a
+(``sciga`` namespace, ``counters.py``), which is what Dataflow shows. A local build also gives the steps a
 folder (``progress_dir``): each worker process writes its running totals there as a small
 JSON file, at most twice a second, so the launching process can sum them while the pipeline
 runs (Beam's local runners report metrics only at the end). ``ProgressMonitor`` is that
@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Optional, TextIO
 
-from apache_beam.metrics import Metrics
+from sciga.transforms.common.counters import Counter
 
 FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups", "parts", "parts_done")
 _FLUSH_EVERY = 0.5
@@ -88,7 +88,7 @@ class Progress:
         for k, v in counts.items():
             m = self._metrics.get(k)
             if m is None:
-                m = self._metrics[k] = Metrics.counter("sciga", f"progress_{k}")
+                m = self._metrics[k] = Counter(f"progress_{k}")
             m.inc(v)
         if self.folder:
             _totals_for(self.folder).add(counts)

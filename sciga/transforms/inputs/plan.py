@@ -1,89 +1,24 @@
-"""Plan the inputs of a build: what must be computed, what can be reused.
-
-Per input page the plan derives its result key from the page's SHA-256 (given by the
-launcher when it knew it, see ``inputs/page_index.py``; else read and hashed here, streamed,
-so a page costs no memory) and asks the result store whether a result with that key exists,
-is complete and still matches every file it was made from (sidecar, e-print, images,
-GA-manifest row). Such a paper skips parsing, linking and vision entirely: a few hundred
-bytes (``ResultRef``) go straight to the writer. Everything else goes on to be parsed.
-
-``--rebuild`` turns the lookup off. The shard layout does not depend on the plan: it is
-fixed from the number of inputs before the pipeline starts.
-"""
+"""Beam's side of planning a build's inputs (the step itself: ``plan_step.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import apache_beam as beam
-from apache_beam.metrics import Metrics
 
-from sciga.schemas.build import FileDep, PlannedInput
-from sciga.transforms.common.input_files import parent_of
-from sciga.transforms.common.progress import Progress
-from sciga.transforms.common.quick_exit import arm_quick_exit
-from sciga.transforms.common.result_store import ResultStore, hash_file, ref_from_header, result_key, reusable
+from sciga.schemas.build import FileDep
+from sciga.transforms.common.stage_fn import StepDoFn
+from sciga.transforms.inputs.plan_step import REUSED, PlanOptions, PlanStep
 
-REUSED = "reused"
+__all__ = ["REUSED", "PlanInput", "PlanInputs", "PlanOptions"]
 
 
-@dataclass(frozen=True)
-class PlanOptions:
-    store_root: str  # where results are kept (``<out>/.sciga`` by default)
-    fingerprint: str  # code + result-changing options (``result_store.result_key``)
-    rebuild: bool = False  # recompute everything, reuse nothing
-    max_page_bytes: int = 128 * 1024 * 1024
-    progress_dir: Optional[str] = None
-
-
-class PlanInput(beam.DoFn):
-    """input URI, or (URI, page SHA-256 the launcher knew) -> ``PlannedInput`` (main output) or a reusable ``ResultRef`` (``reused``)."""
+class PlanInput(StepDoFn):
+    """``PlanStep`` as a DoFn."""
 
     def __init__(self, options: PlanOptions, checkers: Optional[Mapping[str, Callable[[FileDep], bool]]] = None):
-        self.options = options
-        self.checkers = dict(checkers or {})
-        self.progress = Progress(options.progress_dir)
-        self.reused = Metrics.counter("sciga", "inputs_reused")
-        self.planned = Metrics.counter("sciga", "inputs_planned")
-
-    def setup(self):
-        arm_quick_exit()
-        self.store = ResultStore(self.options.store_root)
-        for c in self.checkers.values():
-            if hasattr(c, "setup"):
-                c.setup()
-
-    def process(self, element: Union[str, tuple[str, Optional[str]]]):
-        uri, sha = element if isinstance(element, tuple) else (element, None)
-        if sha is None:
-            try:
-                sha, _ = hash_file(uri, limit=self.options.max_page_bytes, root=parent_of(uri))
-            except Exception:  # noqa: BLE001 - the parse stage reads it again and says what is wrong
-                self.planned.inc()
-                yield PlannedInput(uri=uri, key=None)
-                return
-        key = result_key(uri, sha, self.options.fingerprint)
-        if not self.options.rebuild:
-            header = self.store.header(key)
-            if reusable(header, self.checkers):
-                ref = ref_from_header(header, reused=True)
-                self.reused.inc()
-                self.progress.add(
-                    inputs=1,
-                    reused=1,
-                    papers=int(ref.is_paper),
-                    dead=int(not ref.is_paper),
-                    images=int(ref.stats.get("images_read", 0)),
-                )
-                yield beam.pvalue.TaggedOutput(REUSED, ref)
-                return
-        self.planned.inc()
-        yield PlannedInput(uri=uri, key=key, page_sha256=sha)
-
-    def finish_bundle(self):
-        self.progress.flush()
+        super().__init__(PlanStep(options, checkers))
 
 
 class PlanInputs(beam.PTransform):

@@ -1,47 +1,20 @@
-"""Beam wrapper of the linking stage: a thin per-paper step around ``link_paper.link_paper``."""
+"""Beam's side of the linking stage (the step itself: ``step.py``)."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import apache_beam as beam
 
-from sciga.schemas.build import PaperWork
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.common.stage_fn import PaperStageFn
-from sciga.transforms.link.link_paper import SENTENCE_CUT, STAGE, link_paper
-from sciga.transforms.link.mentions import mention_rows
+from sciga.transforms.common.stage_fn import StepDoFn
 from sciga.transforms.link.options import LinkOptions
-from sciga.transforms.link.sentences import NONE, Sentencizer
+from sciga.transforms.link.step import LinkStep
 
 
-class LinkPaper(PaperStageFn):
-    """PaperWork -> the same work with the paper's ref spans, sentences and split
-    subcaptions, and its mention rows; or dead-lettered (stage ``link``). The TeX label
-    map travels on ``paper.figure_labels``."""
-
-    STAGE = STAGE
+class LinkPaper(StepDoFn):
+    """``LinkStep`` as a DoFn."""
 
     def __init__(self, options: LinkOptions = LinkOptions()):
-        super().__init__()
-        self.options = options
-        self.sentencizer: Optional[Sentencizer] = None
-
-    def run(self, work: PaperWork):
-        if self.sentencizer is None and self.options.sentencizer != NONE:
-            # Loaded once per worker, on its first paper rather than in setup: importing spaCy
-            # costs ~2 s a process, which an incremental build that reuses every paper (and
-            # so links none) would otherwise pay for nothing.
-            self.sentencizer = Sentencizer(self.options.sentencizer)
-        paper = work.live_paper()
-        link_paper(paper, sentencizer=self.sentencizer)
-        work.mentions = mention_rows(paper)
-        for why, n in sorted(paper.rejected_mentions.items()):
-            if why == SENTENCE_CUT:
-                work.count("sentences_cut", n)  # the manifest's stats say how many sentences were cut
-                continue
-            work.count(f"mentions_rejected_{why}", n)  # e.g. "Figure 1 of [12]": another work's figure
-        return [work]
+        super().__init__(LinkStep(options))
 
 
 class LinkPapers(beam.PTransform):

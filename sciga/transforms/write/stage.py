@@ -1,706 +1,67 @@
-"""The write stage of a build: results kept, copies resolved, shard groups written.
+"""Beam's side of the write stage (the steps themselves: ``steps.py``).
 
-    PaperWork ──StoreResults──> ResultRef ─┐
-    reused ResultRef ──────────────────────┼─ by paper id ─> CollectPaper ─> WriteItem
-    MedicalResult / GAResult ──────────────┘   (one copy kept, annotations       │
-                                               merged into the stored result)     │
-                                            by (config, shard group) <───────────┘
-                                                 -> CutParts -> PartJob (spread) -> WritePart
-                                                                     -> part files + sidecars
-
-Only references travel through the shuffles: a paper's rows are read from the result store
-where its part is written, and its image bytes from the files the rows point at, one paper
-at a time. A shard group is cut into parts from the sizes recorded in the store, and the
-parts, not the groups, are spread over the workers: a small build has a handful of groups
-but dozens of parts, so the last group no longer leaves one worker writing alone. The part
-files land in a staging folder; the launcher numbers them and moves them into ``data/``
-when the whole pipeline has succeeded (``finalize.py``).
+Between the steps, Beam groups by paper id and by (config, shard group), and spreads the
+parts over the workers; only references travel through those shuffles.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-import posixpath
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from typing import Optional
-
 import apache_beam as beam
-import fsspec
-import pyarrow as pa
-from apache_beam.metrics import Metrics
 
-from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
-from sciga.schemas.build import GAResult, MedicalResult, PaperWork, PartInfo, ResultHeader, ResultRef, WriteItem
-from sciga.transforms.common.progress import Progress
-from sciga.transforms.common.quick_exit import arm_quick_exit
-from sciga.transforms.common.result_store import (
-    STORED_SCHEMAS,
-    ResultStore,
-    StoredResult,
-    table_size,
+from sciga.transforms.common.stage_fn import StepDoFn
+from sciga.transforms.write.steps import (
+    CollectStep,
+    CutStep,
+    ShardRows,
+    StoreStep,
+    WriteOptions,
+    WritePartStep,
+    merge_annotations,
+    paper_key,
+    result_header,
+    result_tables,
 )
-from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
-from sciga.transforms.write.dedupe import duplicate_dead_letter, rank
-from sciga.transforms.write.finalize import read_members
-from sciga.transforms.write.layout import ShardLayout
-from sciga.transforms.write.part_writer import PartWriter, cut_parts, write_sidecar
-from sciga.transforms.write.shard_names import SORT_KEYS
 
-log = logging.getLogger("sciga.write")
-CONFIGS_OF_A_PAPER = ("papers", "figures", "mentions")
-
-
-@dataclass(frozen=True)
-class WriteOptions:
-    store_root: str
-    parts_root: str  # staging folder of this run's part files
-    layout: ShardLayout
-    no_images: bool = False  # do not embed image bytes in the figures config
-    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES
-    progress_dir: Optional[str] = None
-    # The previous build's part files by fingerprint (a JSON map staged by the launcher),
-    # so that parts of unchanged papers are taken over instead of written again.
-    previous_parts: Optional[str] = None
+__all__ = [
+    "CollectPaper",
+    "CutParts",
+    "ShardRows",
+    "StoreResults",
+    "WriteBuild",
+    "WriteOptions",
+    "WritePart",
+    "merge_annotations",
+    "result_header",
+    "result_tables",
+]
 
 
-# ------------------------------------------------------------------ results into the store
-
-
-def result_tables(work: PaperWork) -> dict[str, pa.Table]:
-    """A finished paper as the tables the store keeps (sorted as its shards are)."""
-    p = work.paper
-    if p is None:
-        raise RuntimeError(f"{work.uri}: a dead-lettered input has no tables to store")  # a bug: callers check
-    figures = sorted((figure_row(r) for r in work.figure_rows), key=SORT_KEYS["figures"])
-    mentions = sorted((mention_row(r) for r in work.mentions), key=SORT_KEYS["mentions"])
-    return {
-        "papers": to_table("papers", [paper_row(p)]),
-        "figures": pa.Table.from_pylist(figures, schema=STORED_SCHEMAS["figures"]),
-        "mentions": to_table("mentions", mentions),
-    }
-
-
-def _count_paragraphs(paper) -> int:
-    return sum(len(s.paragraphs) for s in paper.sections)
-
-
-def result_header(work: PaperWork) -> ResultHeader:
-    """The header a paper's result is stored with."""
-    p = work.paper
-    if work.key is None:
-        raise RuntimeError(f"{work.uri}: a result without a key cannot be stored")  # a bug: callers check
-    return ResultHeader(
-        key=work.key,
-        uri=work.uri,
-        paper_id=work.paper_id,
-        is_paper=p is not None,
-        version=p.version if p else None,
-        n_figures=len(p.figures) if p else 0,
-        n_paragraphs=_count_paragraphs(p) if p else 0,
-        content_sha256=p.provenance.content_sha256 if p else None,
-        dead=list(work.dead),
-        deps=list(work.deps),
-        pending=sorted(set(work.pending)),
-        complete=not work.pending,
-        stats=dict(sorted(work.stats.items())),
-        # False: made with a failure that may pass (an interrupted tool, an I/O error); the
-        # writer reads it in this build, the next build computes the paper again.
-        final=work.cacheable,
-    )
-
-
-def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
-    p = work.paper
-    return ResultRef(
-        uri=work.uri,
-        key=work.key if stored else None,
-        paper_id=work.paper_id,
-        is_paper=p is not None,
-        version=p.version if p else None,
-        n_figures=len(p.figures) if p else 0,
-        n_paragraphs=_count_paragraphs(p) if p else 0,
-        content_sha256=p.provenance.content_sha256 if p else None,
-        dead=list(work.dead),
-        stats=dict(work.stats),
-        pending=bool(work.pending),
-        sizes=dict(sizes or {}),
-        final=work.cacheable,
-    )
-
-
-class StoreResults(beam.DoFn):
-    """PaperWork -> ResultRef, the result written to the store (dead letters too, unless
-    they may pass on a rerun)."""
+class StoreResults(StepDoFn):
+    """``StoreStep`` as a DoFn."""
 
     def __init__(self, options: WriteOptions):
-        self.options = options
-        self.progress = Progress(options.progress_dir)
-        self.stored = Metrics.counter("sciga", "results_stored")
-
-    def setup(self):
-        arm_quick_exit()  # every paper passes here: every local worker process sets this up
-        self.store = ResultStore(self.options.store_root)
-
-    def process(self, work: PaperWork):
-        alive = work.paper is not None
-        stored, sizes = False, None
-        if work.key and (alive or work.cacheable):
-            sizes = self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
-            self.stored.inc()
-            stored = True
-        elif alive:
-            raise RuntimeError(f"{work.uri}: a parsed paper has no result key")  # a bug: every paper has one
-        self.progress.add(inputs=1, papers=int(alive), dead=int(not alive))
-        yield ref_of(work, stored, sizes)
-
-    def finish_bundle(self):
-        self.progress.flush()
+        super().__init__(StoreStep(options))
 
 
-# ------------------------------------------------------------------ one paper id
-
-
-def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, pa.Table]:
-    """The stored tables with the model steps' annotations applied: the GA (paper field,
-    figure roles, the GA image's own row) first, then the medical classifier per row."""
-    tables = dict(result.tables)
-    anns = list(annotations)
-    gas = [a for a in anns if isinstance(a, GAResult)]
-    meds = {a.row_id: a.medical for a in anns if isinstance(a, MedicalResult)}
-    if not gas and not meds:
-        return tables
-    rows = tables["figures"].to_pylist()
-    if gas:
-        ga = gas[0]
-        papers = tables["papers"].to_pylist()
-        from sciga.schemas.arrow import as_plain
-
-        for p in papers:
-            p["graphical_abstract"] = as_plain(ga.graphical_abstract)
-        tables["papers"] = to_table("papers", papers)
-        rows = [r for r in rows if r["kind"] != "graphical_abstract"]
-        for r in rows:
-            if r["id"] in ga.roles:
-                r["ga_role"] = ga.roles[r["id"]]
-        rows.append(figure_row(ga.ga_row))
-    if meds:
-        from sciga.schemas.arrow import as_plain
-
-        for r in rows:
-            if r["id"] in meds:
-                r["medical"] = as_plain(meds[r["id"]])
-    rows.sort(key=SORT_KEYS["figures"])
-    tables["figures"] = pa.Table.from_pylist(rows, schema=STORED_SCHEMAS["figures"])
-    return tables
-
-
-class CollectPaper(beam.DoFn):
-    """(paper id, [ResultRef | MedicalResult | GAResult]) -> ((config, group), WriteItem).
-
-    One copy of a paper id is kept (``dedupe.rank``); the others become dead letters. The
-    annotations of every copy computed in this run are merged into its stored result, which
-    is then complete: a later build reuses it as is."""
+class CollectPaper(StepDoFn):
+    """``CollectStep`` as a DoFn."""
 
     def __init__(self, options: WriteOptions):
-        self.options = options
-        self.duplicates = Metrics.counter("sciga", "duplicates_dead_lettered")
-
-    def setup(self):
-        self.store = ResultStore(self.options.store_root)
-
-    def process(self, element):
-        _, items = element
-        refs = [x for x in items if isinstance(x, ResultRef)]
-        anns = [x for x in items if not isinstance(x, ResultRef)]
-        layout = self.options.layout
-        completed = {
-            ref.key: self._complete(ref.key, [a for a in anns if a.key == ref.key])
-            for ref in refs
-            if ref.key and ref.pending
-        }
-        papers = sorted(
-            (r for r in refs if r.is_paper),
-            key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",),
-        )
-        if papers:
-            kept = papers[0]
-            sizes = completed.get(kept.key, kept.sizes)
-            for config in CONFIGS_OF_A_PAPER:
-                yield (
-                    (config, layout.group_of(config, kept.paper_id)),
-                    WriteItem(
-                        paper_id=kept.paper_id,
-                        key=kept.key,
-                        reused=kept.reused,
-                        size=sizes.get(config),
-                        final=kept.final,
-                        stats=dict(kept.stats) if config == "papers" else {},
-                    ),
-                )
-            for d in kept.dead:  # parts of the kept paper that failed (scope "part")
-                yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
-            for other in papers[1:]:
-                self.duplicates.inc()
-                dl = duplicate_dead_letter(
-                    other.paper_id,
-                    other.uri,
-                    other.version,
-                    other.content_sha256,
-                    kept.uri,
-                    kept.version,
-                    kept.content_sha256,
-                )
-                yield (
-                    ("dead_letter", 0),
-                    WriteItem(paper_id=other.paper_id or "", key=other.key, reused=other.reused, dead=dl),
-                )
-        for ref in refs:
-            if ref.is_paper:
-                continue
-            for d in ref.dead:
-                yield ("dead_letter", 0), WriteItem(paper_id=d.paper_id or "", key=ref.key, reused=ref.reused, dead=d)
-
-    def _complete(self, key: str, anns: list) -> dict:
-        res = self.store.read(key)
-        if res is None:
-            raise RuntimeError(f"result {key} vanished from the store while the build ran")
-        header = replace(res.header, pending=[], complete=True)
-        return self.store.write(key, header, merge_annotations(res, anns))
+        super().__init__(CollectStep(options))
 
 
-# ------------------------------------------------------------------ one shard group
-
-
-def _inc(counts: dict, name: str, n: int = 1) -> None:
-    counts[name] = counts.get(name, 0) + n
-
-
-def _with_images(table: pa.Table, no_images: bool, max_bytes: int) -> tuple[pa.Table, int]:
-    """A stored figures table -> the published one, each image's bytes read from where the
-    row points (or kept inline), ``image`` null where there are no bytes and every row's
-    ``image_status`` settled; returns it with the number of embedded images."""
-    from sciga.schemas.build import ImageRef
-    from sciga.schemas.images import UNREADABLE, settle_status
-    from sciga.transforms.inputs.page_images import read_image_ref
-
-    image = table.column("image").combine_chunks()
-    if isinstance(image, pa.ChunkedArray):
-        image = image.combine_chunks()
-    valid = image.is_valid().to_pylist()
-    # A null struct's children hold arbitrary values: only read them where it is valid.
-    inline = [b if ok else None for b, ok in zip(image.field("bytes").to_pylist(), valid)]
-    col = {
-        name: table.column(name).to_pylist()
-        for name in ("image_uri", "image_sha256", "image_size", "image_error", "image_status", "image_kind")
-    }
-    paths = [p if ok else None for p, ok in zip(image.field("path").to_pylist(), valid)]
-    out, statuses, embedded = [], [], 0
-    for i in range(table.num_rows):
-        data, status = None, col["image_status"][i]
-        has = inline[i] is not None or bool(col["image_sha256"][i])
-        if has and not no_images:
-            if inline[i] is not None:
-                data = inline[i]
-            else:
-                try:
-                    data = read_image_ref(
-                        ImageRef(col["image_uri"][i], col["image_sha256"][i], col["image_size"][i]), max_bytes
-                    )
-                except OSError as e:
-                    col["image_error"][i], status, has = str(e), UNREADABLE, False
-        statuses.append(
-            settle_status(
-                status, has_bytes=has, image_kind=col["image_kind"][i], image_path=paths[i], no_images=no_images
-            )
-        )
-        embedded += data is not None
-        out.append(data)
-    bytes_arr = pa.array(out, pa.binary())
-    # `datasets` opens image.path when there are no bytes: the struct is null then.
-    new_image = pa.StructArray.from_arrays(
-        [bytes_arr, image.field("path")], fields=list(image.type), mask=bytes_arr.is_null()
-    )
-    table = table.set_column(table.schema.get_field_index("image"), "image", new_image)
-    table = table.set_column(
-        table.schema.get_field_index("image_error"), "image_error", pa.array(col["image_error"], pa.string())
-    )
-    table = table.set_column(
-        table.schema.get_field_index("image_status"), "image_status", pa.array(statuses, pa.string())
-    )
-    return table.select(SCHEMAS["figures"].names), embedded
-
-
-def _figure_counts(table: pa.Table, embedded: int) -> dict:
-    kinds = table.column("kind").to_pylist()
-    counts = {
-        "figures": kinds.count("figure"),
-        "subfigures": kinds.count("subfigure"),
-        "graphical_abstracts": kinds.count("graphical_abstract"),
-        "images_embedded": embedded,
-    }
-    for status in table.column("image_status").to_pylist():
-        _inc(counts, f"image_status:{status}")
-    return counts
-
-
-def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
-    """What a part's bytes depend on: its papers' results (their keys cover the code that
-    made them and the writer's own code) and the options that shape the file."""
-    import hashlib
-
-    from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
-
-    lay = options.layout
-    blob = json.dumps(
-        [
-            config,
-            SCHEMA_VERSION,
-            BUILDER_VERSION,
-            options.no_images,
-            options.max_image_bytes,
-            lay.row_group_rows,
-            lay.row_group_bytes,
-            [[m.paper_id, m.key] for m in members],
-        ],
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def _size_of(config: str, size: list[int], no_images: bool) -> tuple[int, int]:
-    """(rows, bytes) of one paper's rows as the part cutting counts them, from the stored
-    table's ``table_size`` (image files are counted by their recorded size, not read)."""
-    rows, nbytes, images = size
-    if config == "figures" and not no_images:
-        nbytes += images
-    return rows, nbytes
-
-
-def _link_or_copy(src: str, dst: str, nbytes: Optional[int] = None) -> bool:
-    """Make ``dst`` a copy of ``src`` (a hard link on a local disk, a server-side copy on a
-    bucket); False when ``src`` is not there any more, or is not ``nbytes`` long (not the
-    shard the manifest recorded)."""
-    import os
-    import shutil
-
-    fs, sp = fsspec.core.url_to_fs(src)
-    _, dp = fsspec.core.url_to_fs(dst)
-    try:
-        if nbytes is not None and fs.size(sp) != nbytes:
-            return False
-    except (FileNotFoundError, OSError):
-        return False
-    fs.makedirs(posixpath.dirname(dp), exist_ok=True)
-    try:
-        if "://" not in src:
-            try:
-                os.link(sp, dp)
-            except OSError:
-                shutil.copyfile(sp, dp)
-        else:
-            fs.copy(sp, dp)
-    except (FileNotFoundError, OSError):
-        return False
-    return True
-
-
-def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
-    """The stored table of ``config`` for a write item (its paper's result must be there)."""
-    if it.key is None:
-        raise RuntimeError(f"{it.paper_id}: a write item of a paper has no result key")  # a bug: every paper has one
-    res = store.read(it.key, tables=(config,))
-    if res is None:
-        raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
-    return res
-
-
-@dataclass(frozen=True)
-class _Member:
-    """A (paper id, result key) of a recorded member list, as ``part_fingerprint`` reads it."""
-
-    paper_id: str
-    key: str
-
-
-PAPER_ID_COLUMN = {"papers": "id", "figures": "paper_id", "mentions": "paper_id"}
-
-
-class ShardRows:
-    """One paper's rows at a time from a previous build's shard, read forward row group by
-    row group (a shard's papers are in the order its part's members were, which is the
-    order a part's members are written in, and a paper's rows never span two row groups),
-    so at most one row group is held. A shard that is not the size the manifest recorded
-    gives no rows: its papers are written from the store."""
-
-    def __init__(self, uri: str, nbytes: int, config: str):
-        self.uri = uri
-        self.nbytes = nbytes
-        self.column = PAPER_ID_COLUMN[config]
-        self._file = None
-        self._pf = None
-        self._next = 0
-        self._table: Optional[pa.Table] = None
-        self._ids: list[str] = []
-        self._broken = False
-
-    def _open(self) -> bool:
-        import pyarrow.parquet as pq
-
-        if self._broken:
-            return False
-        if self._pf is None:
-            try:
-                fs, p = fsspec.core.url_to_fs(self.uri)
-                if fs.size(p) != self.nbytes:
-                    raise OSError(f"{self.uri} is not the shard the manifest recorded")
-                self._file = fs.open(p, "rb")
-                self._pf = pq.ParquetFile(self._file)
-            except (OSError, ValueError) as e:
-                log.warning("rewriting from the result store instead of %s: %s", self.uri, e)
-                self._broken = True
-        return self._pf is not None
-
-    def rows_of(self, paper_id: str) -> Optional[pa.Table]:
-        from bisect import bisect_left, bisect_right
-
-        if not self._open():
-            return None
-        while True:
-            if self._ids and self._ids[-1] >= paper_id:
-                lo, hi = bisect_left(self._ids, paper_id), bisect_right(self._ids, paper_id)
-                return self._table.slice(lo, hi - lo) if hi > lo and self._table is not None else None
-            if self._pf is None or self._next >= self._pf.num_row_groups:
-                return None
-            try:
-                self._table = self._pf.read_row_group(self._next)
-                self._ids = self._table.column(self.column).to_pylist()
-            except (OSError, ValueError, KeyError) as e:  # damaged since: the rest from the store
-                log.warning("rewriting from the result store instead of %s: %s", self.uri, e)
-                self._broken, self._pf, self._table, self._ids = True, None, None, []
-                return None
-            self._next += 1
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file = self._pf = self._table = None
-
-
-@dataclass
-class PartJob:
-    """One part file to write: its place and its papers (or dead letters), in order."""
-
-    config: str
-    group: int
-    part: int
-    members: list  # [WriteItem]
-    sizes: list = field(default_factory=list)  # [(rows, bytes)] of each member, as parts and row groups are cut
-
-
-class CutParts(beam.DoFn):
-    """((config, group), [WriteItem]) -> PartJob per part of the group. Parts end between
-    papers (``cut_parts``), by the sizes the items carry; only results stored before sizes
-    were recorded are read to size them."""
+class CutParts(StepDoFn):
+    """``CutStep`` as a DoFn."""
 
     def __init__(self, options: WriteOptions):
-        self.options = options
-        self.progress = Progress(options.progress_dir)
-
-    def setup(self):
-        self.store = ResultStore(self.options.store_root)
-
-    def _size(self, it: WriteItem, config: str) -> list[int]:
-        return it.size or table_size(read_stored(self.store, it, config).tables[config])
-
-    def process(self, element):
-        (config, group), items = element
-        o = self.options
-        items = sorted(items, key=lambda it: (it.paper_id or "", it.key or "", it.dead.stage if it.dead else ""))
-        if config == "dead_letter":
-            jobs = [PartJob(config, group, 0, items)]
-        else:
-            sizes = [_size_of(config, self._size(it, config), o.no_images) for it in items]
-            jobs = [
-                PartJob(config, group, part, [items[i] for i in idxs], [sizes[i] for i in idxs])
-                for part, idxs in enumerate(cut_parts(sizes, o.layout.rows_per_part(config), o.layout.max_part_bytes))
-            ]
-        self.progress.add(groups=1, parts=len(jobs))
-        yield from jobs
-
-    def finish_bundle(self):
-        self.progress.flush()
+        super().__init__(CutStep(options))
 
 
-class WritePart(beam.DoFn):
-    """PartJob -> PartInfo; the part's papers streamed into its file one paper at a time,
-    or, when the previous build in the same folder has a part of exactly these results,
-    that file taken over as it is (an incremental build rewrites only the parts whose
-    papers changed). In a part that is written again, an unchanged paper's rows are read
-    from the previous build's shard that holds them (``ShardRows``), not rebuilt from its
-    stored result: a 1% change lands in nearly every shard group, and rebuilding every
-    unchanged paper's rows (and reading its images again) was most of a small rebuild."""
+class WritePart(StepDoFn):
+    """``WritePartStep`` as a DoFn."""
 
     def __init__(self, options: WriteOptions):
-        self.options = options
-        self.progress = Progress(options.progress_dir)
-        self.parts_written = Metrics.counter("sciga", "shard_parts_written")
-        self.parts_reused = Metrics.counter("sciga", "shard_parts_reused")
-
-    def setup(self):
-        arm_quick_exit()
-        self.store = ResultStore(self.options.store_root)
-        self.previous: dict = {}
-        if self.options.previous_parts:
-            try:
-                with fsspec.open(self.options.previous_parts, "r") as f:
-                    self.previous = json.load(f)
-            except (FileNotFoundError, OSError, ValueError):
-                self.previous = {}
-        # The previous build's shards by (config, shard group): where a paper's rows were.
-        self.previous_in_group: dict[tuple[str, int], list[tuple[str, dict]]] = {}
-        for fp, e in sorted(self.previous.items()):
-            if "group" in e and "members" in e:
-                self.previous_in_group.setdefault((e["config"], int(e["group"])), []).append((fp, e))
-
-    def process(self, job: PartJob):
-        if job.config == "dead_letter":
-            yield self._dead_letter_part(job.group, job.members)
-        else:
-            yield self._part(job.config, job.group, job.part, job.members, job.sizes)
-        self.progress.add(parts_done=1)
-
-    def _rows_in_previous_shards(self, config: str, group: int, members: list) -> dict[int, ShardRows]:
-        """member index -> the previous build's shard that holds its rows, for the members
-        whose result was reused unchanged (and is final). A shard counts only when its
-        member list, under this build's write options, gives the fingerprint the manifest
-        recorded for it: same results, same schema, builder and options."""
-        wanted = {(m.paper_id, m.key): i for i, m in enumerate(members) if m.reused and m.final and m.key}
-        out: dict[int, ShardRows] = {}
-        if not wanted:
-            return out
-        for fp, e in self.previous_in_group.get((config, group), []):
-            listed = read_members(e["members"])
-            if not listed or part_fingerprint(config, [_Member(p, k) for p, k in listed], self.options) != fp:
-                continue
-            hits = [wanted[(p, k)] for p, k in listed if (p, k) in wanted]
-            if hits:
-                shard = ShardRows(e["uri"], int(e["bytes"]), config)
-                for i in hits:
-                    out.setdefault(i, shard)
-        return out
-
-    def _part(self, config: str, group: int, part: int, members: list, sizes: Optional[list] = None) -> PartInfo:
-        o = self.options
-        sizes = sizes or []
-        # A part holding a result that is not final is never taken over by a later build:
-        # that build recomputes the paper under the same key, and its rows may differ.
-        fp = part_fingerprint(config, members, o) if all(m.final for m in members) else None
-        info = PartInfo(
-            config=config,
-            group=group,
-            part=part,
-            fingerprint=fp,
-            keys=sorted({m.key for m in members if m.key}),
-            members=[[m.paper_id, m.key] for m in members if m.key],
-        )
-        prev = self.previous.get(fp)
-        writer = PartWriter(o.parts_root, config, group, part, o.layout)
-        if prev and prev.get("config") == config and _link_or_copy(prev["uri"], writer.path, prev.get("bytes")):
-            self.parts_reused.inc()
-            counts = {k: v for k, v in (prev.get("counts") or {}).items() if k not in ("reused", "recomputed")}
-            if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
-                counts["reused"] = sum(1 for m in members if m.reused)
-                counts["recomputed"] = len(members) - counts["reused"]
-            info = replace(
-                info,
-                path=writer.path,
-                rows=prev["rows"],
-                bytes=prev["bytes"],
-                sha256=prev["sha256"],
-                counts=dict(sorted(counts.items())),
-                reused=True,
-            )
-            write_sidecar(o.parts_root, info)
-            return info
-        counts = {}
-        sources = self._rows_in_previous_shards(config, group, members)
-        for i, it in enumerate(members):
-            if config != "papers" and i < len(sizes) and sizes[i][0] == 0:
-                continue  # no rows of this config (a paper without figures): nothing to read
-            shard = sources.get(i)
-            table = shard.rows_of(it.paper_id) if shard is not None else None
-            if table is not None:  # the rows as the previous build wrote them from the same result
-                if config == "figures":
-                    _merge(counts, _figure_counts(table, table.num_rows - table.column("image").null_count))
-                elif config == "papers":
-                    _merge(counts, _paper_counts(table, it))
-            else:
-                res = read_stored(self.store, it, config)
-                table = res.tables[config]
-                if config == "figures":
-                    table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
-                    _merge(counts, _figure_counts(table, embedded))
-                elif config == "papers":
-                    _merge(counts, _paper_counts(table, it))
-            writer.add(table, sizes[i][1] if i < len(sizes) else None)
-        for shard in set(sources.values()):
-            shard.close()
-        done = writer.close()
-        self.parts_written.inc()
-        path, nbytes, sha = done if done else (None, 0, None)
-        info = replace(info, path=path, rows=writer.rows, bytes=nbytes, sha256=sha, counts=dict(sorted(counts.items())))
-        write_sidecar(o.parts_root, info)
-        return info
-
-    def _dead_letter_part(self, group: int, items: list) -> PartInfo:
-        o = self.options
-        rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
-        counts: dict[str, int] = {}
-        for it in items:
-            scope = it.dead.scope or "input"
-            _inc(counts, f"dead_{scope}")
-            _inc(counts, f"type:{it.dead.error_type}")
-            if scope == "input":
-                _inc(counts, "reused" if it.reused else "recomputed")
-        writer = PartWriter(o.parts_root, "dead_letter", group, 0, o.layout)
-        writer.add(to_table("dead_letter", rows))
-        done = writer.close()
-        path, nbytes, sha = done if done else (None, 0, None)
-        info = PartInfo(
-            config="dead_letter",
-            group=group,
-            part=0,
-            path=path,
-            rows=writer.rows,
-            bytes=nbytes,
-            sha256=sha,
-            counts=dict(sorted(counts.items())),
-            keys=sorted({it.key for it in items if it.key}),
-        )
-        write_sidecar(o.parts_root, info)
-        return info
-
-    def finish_bundle(self):
-        self.progress.flush()
-
-
-def _merge(counts: dict, more: dict) -> None:
-    for k, v in more.items():
-        counts[k] = counts.get(k, 0) + v
-
-
-def _paper_counts(table: pa.Table, it: WriteItem) -> dict:
-    teaser = table.column("teaser").to_pylist()
-    counts = {"teasers": sum(len(t or []) for t in teaser), "reused": int(it.reused), "recomputed": int(not it.reused)}
-    ga = table.column("graphical_abstract").to_pylist()[0]
-    if ga:
-        counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1
-    for k, v in it.stats.items():  # the stored result's counters, carried by its reference
-        if v:
-            counts[f"stat:{k}"] = v
-    return counts
+        super().__init__(WritePartStep(options))
 
 
 # ------------------------------------------------------------------ the stage
@@ -727,7 +88,7 @@ class WriteBuild(beam.PTransform):
         keyed = (
             (*stored, reused, annotations)
             | "RefsAndAnnotations" >> beam.Flatten()
-            | "ByPaper" >> beam.Map(lambda x: (_paper_key(x), x))
+            | "ByPaper" >> beam.Map(lambda x: (paper_key(x), x))
             | "GroupByPaper" >> beam.GroupByKey()
             | "CollectPaper" >> beam.ParDo(CollectPaper(o))
         )
@@ -738,11 +99,3 @@ class WriteBuild(beam.PTransform):
             | "SpreadParts" >> beam.Reshuffle()
             | "WritePart" >> beam.ParDo(WritePart(o))
         )
-
-
-def _paper_key(x) -> str:
-    if isinstance(x, ResultRef):
-        if x.is_paper or x.paper_id:
-            return f"id:{x.paper_id}"
-        return f"uri:{x.uri}"
-    return f"id:{x.paper_id}"
