@@ -386,9 +386,7 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
 PEAK_RSS_MB: list[float] = []  # of every build this run made
 
 
-def build(
-    pages: Path, out: Path, workers: int | None, extra: list[str] | None = None, env: dict | None = None
-) -> dict:
+def build(pages: Path, out: Path, workers: int | None, extra: list[str] | None = None, env: dict | None = None) -> dict:
     """`sciga build`; ``workers`` None: the default (a few inputs to compute: in this process,
     without Beam; more: every core, one worker per input to compute)."""
     cmd = [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(out), "--quiet"]

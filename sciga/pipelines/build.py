@@ -11,7 +11,8 @@ through shuffles, so memory does not grow with the corpus; unchanged papers are 
 from the store (an incremental build), and a killed build resumes where it stopped. The
 shard layout is fixed from the number of inputs before the pipeline starts; shard groups
 write part files into a staging folder that replaces ``<out>/data`` only when the whole
-pipeline succeeded.
+pipeline succeeded. A build with only a few inputs to compute runs the same steps in this
+process instead, without starting Beam (``in_process.py``), and is finalized the same way.
 """
 
 from __future__ import annotations
