@@ -6,9 +6,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, linked, needs_corpus, page_path, parse, sentencizer
+from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, TEST_PAGES, linked, needs_corpus, page_path, parse, sentencizer
 
-from sciga.transforms.link.sentences import NONE, Sentencizer, load_pipeline, protect, sentence_of
+from sciga.transforms.link.sentences import (
+    _STRONG_RE,
+    NONE,
+    Sentencizer,
+    load_pipeline,
+    protect,
+    pysbd_sentences,
+    sentence_of,
+)
 
 TEXT = (
     "As shown in Figs. 2 and 3, the router works (cf. Fig. 3(a)). Smith et al. show that "
@@ -116,3 +124,84 @@ def test_every_corpus_mention_gets_the_whole_text_sentence():
                     assert (s.sentence_start, s.sentence_end) == sentence_of(whole, s.start)
                     n += 1
     assert n > 80
+
+
+# Texts where spaCy's tokens decide what pysbd alone cannot: white space other than one
+# space, a start or an end inside a word, an abbreviation of scispaCy's before a start.
+TOKEN_CASES = [
+    "We compare with Smith et al. Their model wins.\nA new line starts here. And more.",
+    "Two  spaces here. Then\ta tab. And\u00a0a no-break space. End.",
+    "It ends here.Next starts without a space. Done.",
+    '"A quoted sentence." Then another one. (A bracketed sentence.) The last one.',
+    "See the sec. Next we go on. It is in figs. Two more follow. Done.",
+    "Accuracy rose by 3 pp. The loss fell in Fig. 2. We stop here.",
+    " A leading space. Then a second sentence.",
+    TEXT,
+]
+
+
+def _sample_texts() -> list[str]:
+    """Paragraphs, captions and windows at strong candidate boundaries (as the windowed
+    segmenter cuts them, protected) of the embedded sample and the test pages."""
+    out = []
+    for key in SAMPLE_STEMS + TEST_PAGES:
+        paper = parse(key)
+        out += [f.caption for f in paper.figures if f.caption]
+        for sec in paper.sections:
+            for para in sec.paragraphs:
+                t = protect(para.text)
+                c = [0] + [m.end() for m in _STRONG_RE.finditer(t)] + [len(t)]
+                out += [t[c[i] : c[i + w]] for w in (1, 3) for i in range(len(c) - w)]
+                out.append(para.text)
+    return list(dict.fromkeys(x for x in out if x))
+
+
+def _agrees_with_spacy(texts: list[str]) -> tuple[int, int]:
+    sz = Sentencizer()
+    settled = 0
+    for t in texts:
+        got = pysbd_sentences(t)
+        if got is not None:
+            settled += 1
+            assert got == sz._segment_with_spacy([t])[0], t
+    return settled, len(texts)
+
+
+def test_pysbd_alone_gives_spacys_sentences_wherever_it_answers():
+    """Sentences come from pysbd directly, spaCy's tokenizer only where pysbd's bounds are
+    not certain token bounds: the same sentences either way, on every text of the sample."""
+    settled, n = _agrees_with_spacy(_sample_texts() + TOKEN_CASES)
+    assert n > 200 and settled > 0.9 * n, (settled, n)
+
+
+def test_where_pysbd_alone_cannot_tell_spacy_decides():
+    sz = Sentencizer()
+    unsettled = [t for t in TOKEN_CASES if pysbd_sentences(t) is None]
+    assert len(unsettled) >= 5, unsettled
+    assert sz._nlp is None, "spaCy is loaded only when a text needs it"
+    for t in TOKEN_CASES:
+        assert sz._segment([t]) == sz._segment_with_spacy([t]), t
+    assert sz._nlp is not None
+
+
+@pytest.mark.e2e  # pysbd and spaCy over whole corpus papers and arXiv abstracts
+@needs_corpus
+def test_pysbd_alone_gives_spacys_sentences_on_the_corpus():
+    from lxml import etree
+
+    from conftest import CORPUS
+
+    texts = []
+    for key in CORPUS_PAGES:
+        paper = parse(key)
+        texts += [f.caption for f in paper.figures if f.caption]
+        for sec in paper.sections:
+            for para in sec.paragraphs:
+                t = protect(para.text)
+                c = [0] + [m.end() for m in _STRONG_RE.finditer(t)] + [len(t)]
+                texts += [t[c[i] : c[i + w]] for w in (1, 2, 3) for i in range(len(c) - w)]
+    for f in sorted((CORPUS / "arxiv_api").rglob("*.xml")):
+        for el in etree.parse(str(f)).iter("{http://www.w3.org/2005/Atom}summary"):
+            texts += [" ".join((el.text or "").split()), (el.text or "").strip()]
+    settled, n = _agrees_with_spacy(list(dict.fromkeys(t for t in texts if t)))
+    assert n > 3000 and settled > 0.95 * n, (settled, n)
