@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 from collections.abc import Sequence
 from typing import IO, Optional
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import SCHEMAS
 from sciga.schemas.build import PartInfo
+from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.write.layout import ShardLayout
 
 ZSTD_LEVEL = 6
@@ -142,6 +144,7 @@ class PartWriter:
         self._writer: Optional[pq.ParquetWriter] = None
         self._file: Optional[IO[bytes]] = None
         self._hashing: Optional[_HashingFile] = None
+        self._local: Optional[str] = None  # the file, when written by Arrow's own I/O
         self.rows = 0
 
     def add(self, table: pa.Table, nbytes: Optional[int] = None) -> None:
@@ -161,11 +164,18 @@ class PartWriter:
         if not self._pending:
             return
         if self._writer is None:
-            fs, p = fsspec.core.url_to_fs(self.path)
-            fs.makedirs(posixpath.dirname(p), exist_ok=True)
-            self._file = fs.open(p, "wb")
-            self._hashing = _HashingFile(self._file)
-            self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
+            if is_local(self.path):
+                # Arrow's own file I/O: through a Python file object every page is a Python
+                # call (a part of many small row groups wrote 2.5x slower). Hashed once closed.
+                self._local = local_path(self.path)
+                os.makedirs(os.path.dirname(self._local), exist_ok=True)
+                self._writer = pq.ParquetWriter(self._local, self.schema, write_statistics=True, **self.options)
+            else:
+                fs, p = fsspec.core.url_to_fs(self.path)
+                fs.makedirs(posixpath.dirname(p), exist_ok=True)
+                self._file = fs.open(p, "wb")
+                self._hashing = _HashingFile(self._file)
+                self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
         table = table.cast(self.schema)
         if self._pending_bytes < COMBINE_BELOW_BYTES:
@@ -179,11 +189,24 @@ class PartWriter:
     def close(self) -> Optional[tuple[str, int, str]]:
         """(path, bytes, sha256) of the file written; None when no row came."""
         self._flush_row_group()
-        if self._writer is None or self._file is None or self._hashing is None:  # set together: no row came
+        if self._writer is None:  # no row came
             return None
         self._writer.close()
+        if self._local is not None:
+            return self.path, *_sha256_of_file(self._local)
+        assert self._file is not None and self._hashing is not None  # set with the writer
         self._file.close()
         return self.path, self._hashing.n, self._hashing.h.hexdigest()
+
+
+def _sha256_of_file(path: str) -> tuple[int, str]:
+    """(bytes, sha256) of a local file, read in 1 MiB blocks."""
+    h, n = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+            n += len(block)
+    return n, h.hexdigest()
 
 
 def write_sidecar(parts_root: str, info: PartInfo) -> None:

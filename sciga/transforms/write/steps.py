@@ -32,6 +32,7 @@ import pyarrow as pa
 from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
 from sciga.schemas.build import GAResult, MedicalResult, PaperWork, PartInfo, ResultHeader, ResultRef, WriteItem
 from sciga.transforms.common.counters import Counter
+from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.quick_exit import arm_quick_exit
 from sciga.transforms.common.result_store import (
@@ -455,8 +456,11 @@ class ShardRows:
                 fs, p = fsspec.core.url_to_fs(self.uri)
                 if fs.size(p) != self.nbytes:
                     raise OSError(f"{self.uri} is not the shard the manifest recorded")
-                self._file = fs.open(p, "rb")
-                self._pf = pq.ParquetFile(self._file)
+                if is_local(self.uri):  # Arrow's own file I/O: 3x faster than a Python file object
+                    self._pf = pq.ParquetFile(local_path(self.uri))
+                else:
+                    self._file = fs.open(p, "rb")
+                    self._pf = pq.ParquetFile(self._file)
             except (OSError, ValueError) as e:
                 log.warning("rewriting from the result store instead of %s: %s", self.uri, e)
                 self._broken = True
@@ -483,6 +487,8 @@ class ShardRows:
             self._next += 1
 
     def close(self) -> None:
+        if self._pf is not None:
+            self._pf.close()  # closes the file it opened itself (a local shard), not ours
         if self._file is not None:
             self._file.close()
         self._file = self._pf = self._table = None
