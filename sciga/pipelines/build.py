@@ -192,6 +192,34 @@ class BuildOptions:
     finalize_in_job: bool = False
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
 
+    def plan_options(self, *, store_root: str, fingerprint: str, progress_dir: Optional[str]):
+        """The planner's options (``inputs/plan_step.py: PlanOptions``), for either executor."""
+        from sciga.transforms.inputs.plan_step import PlanOptions
+
+        return PlanOptions(
+            store_root=store_root,
+            fingerprint=fingerprint,
+            rebuild=self.rebuild,
+            max_page_bytes=self.parse.max_page_bytes,
+            progress_dir=progress_dir,
+        )
+
+    def write_options(
+        self, *, store_root: str, parts_root: str, layout, progress_dir: Optional[str], previous_parts: Optional[str]
+    ):
+        """The shard writer's options (``write/steps.py: WriteOptions``), for either executor."""
+        from sciga.transforms.write.steps import WriteOptions
+
+        return WriteOptions(
+            store_root=store_root,
+            parts_root=parts_root,
+            layout=layout,
+            no_images=self.no_images,
+            max_image_bytes=self.vision.max_image_bytes,
+            progress_dir=progress_dir,
+            previous_parts=previous_parts,
+        )
+
 
 def _default_latexml() -> LatexmlOptions:
     from sciga.transforms.latexml.convert import LatexmlOptions
@@ -359,13 +387,13 @@ def build_pipeline(
 
     from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.common.progress import Progress
-    from sciga.transforms.inputs.plan import PlanInputs, PlanOptions
+    from sciga.transforms.inputs.plan import PlanInputs
     from sciga.transforms.link.stage import LinkPapers
     from sciga.transforms.parse.stage import ParsePapers
     from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex
     from sciga.transforms.vision.options import GAIndex
     from sciga.transforms.vision.stage import Vision
-    from sciga.transforms.write.stage import WriteBuild, WriteOptions
+    from sciga.transforms.write.stage import WriteBuild
 
     early_refs = []
     if opts.fetch_ids and opts.fetch is not None:
@@ -395,13 +423,7 @@ def build_pipeline(
 
     checkers = {"ga": GAIndex(vision.ga_entries_uri)} if vision.ga_entries_uri else {}
     plan = uris | "Plan" >> PlanInputs(
-        PlanOptions(
-            store_root=store_root,
-            fingerprint=fingerprint,
-            rebuild=opts.rebuild,
-            max_page_bytes=opts.parse.max_page_bytes,
-            progress_dir=progress_dir,
-        ),
+        opts.plan_options(store_root=store_root, fingerprint=fingerprint, progress_dir=progress_dir),
         checkers,
     )
     parsed = plan.planned | "Parse" >> ParsePapers(opts.parse, fingerprint)
@@ -415,12 +437,10 @@ def build_pipeline(
     vis = linked.papers | "Vision" >> Vision(vision, Progress(progress_dir))
     failed = (vis[DEAD_LETTER_TAG], seen, *dead) | "AllFailed" >> beam.Flatten()
     reused = (plan.reused, *early_refs) | "AllReused" >> beam.Flatten()
-    write = WriteOptions(
+    write = opts.write_options(
         store_root=store_root,
         parts_root=parts_root,
         layout=layout,
-        no_images=opts.no_images,
-        max_image_bytes=opts.vision.max_image_bytes,
         progress_dir=progress_dir,
         previous_parts=previous_parts,
     )

@@ -100,7 +100,7 @@ def run_in_process(
     from sciga.transforms.common.progress import Progress
     from sciga.transforms.common.steps import Step, Tagged
     from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first, planned_input_from_line
-    from sciga.transforms.inputs.plan_step import PlanOptions, PlanStep
+    from sciga.transforms.inputs.plan_step import PlanStep
     from sciga.transforms.link.step import LinkStep
     from sciga.transforms.parse.step import ParseStep
     from sciga.transforms.vision.measure import MeasureStep
@@ -108,32 +108,21 @@ def run_in_process(
         CollectStep,
         CutStep,
         StoreStep,
-        WriteOptions,
         WritePartStep,
         paper_key,
     )
 
-    plan = PlanStep(
-        PlanOptions(
-            store_root=store_root,
-            fingerprint=fingerprint,
-            rebuild=opts.rebuild,
-            max_page_bytes=opts.parse.max_page_bytes,
-            progress_dir=progress_dir,
-        )
-    )
+    plan = PlanStep(opts.plan_options(store_root=store_root, fingerprint=fingerprint, progress_dir=progress_dir))
     per_paper: list[Step] = [ParseStep(opts.parse, fingerprint)]
     if opts.tex.enabled:
         from sciga.transforms.tex_recovery.step import RecoverStep
 
         per_paper.append(RecoverStep(opts.tex))
     per_paper += [LinkStep(opts.link), MeasureStep(vision, Progress(progress_dir))]
-    write = WriteOptions(
+    write = opts.write_options(
         store_root=store_root,
         parts_root=parts_root,
         layout=layout,
-        no_images=opts.no_images,
-        max_image_bytes=opts.vision.max_image_bytes,
         progress_dir=progress_dir,
         previous_parts=previous_parts,
     )

@@ -87,20 +87,27 @@ def _count_paragraphs(paper) -> int:
     return sum(len(s.paragraphs) for s in paper.sections)
 
 
+def _paper_facts(work: PaperWork) -> dict:
+    """What a stored header and a reference both say about the paper itself."""
+    p = work.paper
+    return {
+        "paper_id": work.paper_id,
+        "is_paper": p is not None,
+        "version": p.version if p else None,
+        "n_figures": len(p.figures) if p else 0,
+        "n_paragraphs": _count_paragraphs(p) if p else 0,
+        "content_sha256": p.provenance.content_sha256 if p else None,
+    }
+
+
 def result_header(work: PaperWork) -> ResultHeader:
     """The header a paper's result is stored with."""
-    p = work.paper
     if work.key is None:
         raise RuntimeError(f"{work.uri}: a result without a key cannot be stored")  # a bug: callers check
     return ResultHeader(
         key=work.key,
         uri=work.uri,
-        paper_id=work.paper_id,
-        is_paper=p is not None,
-        version=p.version if p else None,
-        n_figures=len(p.figures) if p else 0,
-        n_paragraphs=_count_paragraphs(p) if p else 0,
-        content_sha256=p.provenance.content_sha256 if p else None,
+        **_paper_facts(work),
         dead=list(work.dead),
         deps=list(work.deps),
         pending=sorted(set(work.pending)),
@@ -113,16 +120,10 @@ def result_header(work: PaperWork) -> ResultHeader:
 
 
 def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
-    p = work.paper
     return ResultRef(
         uri=work.uri,
         key=work.key if stored else None,
-        paper_id=work.paper_id,
-        is_paper=p is not None,
-        version=p.version if p else None,
-        n_figures=len(p.figures) if p else 0,
-        n_paragraphs=_count_paragraphs(p) if p else 0,
-        content_sha256=p.provenance.content_sha256 if p else None,
+        **_paper_facts(work),
         dead=list(work.dead),
         stats=dict(work.stats),
         pending=bool(work.pending),

@@ -140,18 +140,18 @@ TOKEN_CASES = [
 ]
 
 
-def _sample_texts() -> list[str]:
-    """Paragraphs, captions and windows at strong candidate boundaries (as the windowed
-    segmenter cuts them, protected) of the embedded sample and the test pages."""
+def _page_texts(keys, widths=(1, 3)) -> list[str]:
+    """Paragraphs, captions and windows of ``widths`` stretches between strong candidate
+    boundaries (as the windowed segmenter cuts them, protected) of the pages ``keys``."""
     out = []
-    for key in SAMPLE_STEMS + TEST_PAGES:
+    for key in keys:
         paper = parse(key)
         out += [f.caption for f in paper.figures if f.caption]
         for sec in paper.sections:
             for para in sec.paragraphs:
                 t = protect(para.text)
                 c = [0] + [m.end() for m in _STRONG_RE.finditer(t)] + [len(t)]
-                out += [t[c[i] : c[i + w]] for w in (1, 3) for i in range(len(c) - w)]
+                out += [t[c[i] : c[i + w]] for w in widths for i in range(len(c) - w)]
                 out.append(para.text)
     return list(dict.fromkeys(x for x in out if x))
 
@@ -170,7 +170,7 @@ def _agrees_with_spacy(texts: list[str]) -> tuple[int, int]:
 def test_pysbd_alone_gives_spacys_sentences_wherever_it_answers():
     """Sentences come from pysbd directly, spaCy's tokenizer only where pysbd's bounds are
     not certain token bounds: the same sentences either way, on every text of the sample."""
-    settled, n = _agrees_with_spacy(_sample_texts() + TOKEN_CASES)
+    settled, n = _agrees_with_spacy(_page_texts(SAMPLE_STEMS + TEST_PAGES) + TOKEN_CASES)
     assert n > 200 and settled > 0.9 * n, (settled, n)
 
 
@@ -191,15 +191,7 @@ def test_pysbd_alone_gives_spacys_sentences_on_the_corpus():
 
     from conftest import CORPUS
 
-    texts = []
-    for key in CORPUS_PAGES:
-        paper = parse(key)
-        texts += [f.caption for f in paper.figures if f.caption]
-        for sec in paper.sections:
-            for para in sec.paragraphs:
-                t = protect(para.text)
-                c = [0] + [m.end() for m in _STRONG_RE.finditer(t)] + [len(t)]
-                texts += [t[c[i] : c[i + w]] for w in (1, 2, 3) for i in range(len(c) - w)]
+    texts = _page_texts(CORPUS_PAGES, widths=(1, 2, 3))
     for f in sorted((CORPUS / "arxiv_api").rglob("*.xml")):
         for el in etree.parse(str(f)).iter("{http://www.w3.org/2005/Atom}summary"):
             texts += [" ".join((el.text or "").split()), (el.text or "").strip()]
