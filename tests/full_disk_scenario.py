@@ -4,7 +4,7 @@ Run by tests/e2e/test_hostile_inputs.py inside a private mount namespace, so tha
 needs no root on the machine and leaves nothing mounted whatever happens:
 
     unshare --user --map-root-user --mount --propagation private \\
-        python tests/full_disk_scenario.py WORKDIR WORKERS RESULT.json
+        python tests/full_disk_scenario.py WORKDIR WORKERS|default RESULT.json
 
 Steps (each a `sciga build` subprocess; RESULT.json gets what each one did):
 1. ``tiny``: OUT on a 1 MiB disk: the build stops with one sentence (exit 2), no hang.
@@ -63,8 +63,7 @@ def build(inp: Path, out: Path, workers: str, *extra: str, timeout: float = 300)
                 str(inp),
                 "--output",
                 str(out),
-                "--workers",
-                workers,
+                *(["--workers", workers] if workers != "default" else []),  # default: in the sciga process
                 "--quiet",
                 *extra,
             ],

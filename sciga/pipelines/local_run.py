@@ -9,6 +9,7 @@ import hashlib
 import logging
 import os
 import posixpath
+import re
 import shutil
 import sys
 import tempfile
@@ -221,14 +222,18 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     return handler
 
 
+# Python writes "[Errno 28] No space left on device"; Arrow's own file I/O (local part
+# files) raises an OSError without errno whose text says "[errno 28] No space left on device".
+_NO_SPACE_RE = re.compile(r"\[errno (?:28\] No space left on device|122\] Disk quota exceeded)", re.IGNORECASE)
+
+
 def no_space_left(exc: BaseException) -> bool:
     """A full disk anywhere in ``exc``'s chain, raised here or in a worker process (whose
     failure reaches the launcher as the text of its traceback)."""
     for e in exception_chain(exc):
         if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
             return True
-        text = str(e)
-        if "[Errno 28] No space left on device" in text or "[Errno 122] Disk quota exceeded" in text:
+        if _NO_SPACE_RE.search(str(e)):
             return True
     return False
 

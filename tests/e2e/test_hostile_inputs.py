@@ -145,7 +145,7 @@ def _unshare() -> list[str]:
     return ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("workers", ["1", "2", "default"])  # default: 10 pages, built in the sciga process
 def test_a_full_disk_stops_the_build_with_one_sentence_and_it_resumes(tmp_path, workers):
     """On a real small file system (tmpfs, mounted in a private mount namespace: no root
     needed, nothing left mounted): a build that fills the disk, and a --rebuild over a
@@ -186,6 +186,7 @@ def test_a_full_disk_stops_the_build_with_one_sentence_and_it_resumes(tmp_path, 
     assert r["staging_after_failure"] is None, f"a failed build left {r['staging_after_failure']} in OUT/.staging"
     assert r["same_shards"] and r["manifest"]["reconciled"]
     assert r["manifest"]["incremental"]["reused"] > 0, "the resume recomputed what the failed build had finished"
+    assert (r["manifest"]["run"]["runner"] == "in_process") == (workers == "default")
 
 
 # ------------------------------------------------------------------ 6, 7, 8. memory from one small input
