@@ -25,6 +25,7 @@ and only when at most ``MAX_TO_COMPUTE`` inputs changed and the build has at mos
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import defaultdict
 from collections.abc import Sequence
@@ -67,21 +68,36 @@ def eligible(
     )
 
 
-def use_system_allocator() -> None:
-    """Arrow allocates from the C library's malloc in this process, unless the user chose
-    an allocator (``ARROW_DEFAULT_MEMORY_POOL``). A rebuild here rewrites the parts of the
-    changed papers from the previous shards, tens of MB of full text per row group; with
-    Arrow's default (mimalloc) this machine spent 0.4 s more in the kernel on a 1%
-    rebuild of 1,000 papers (3.8 s against 3.4 s), and reading the same row groups took 60
-    to 620 ms from run to run. The bytes written do not depend on the allocator."""
+@contextlib.contextmanager
+def system_allocator():
+    """Arrow allocates from the C library's malloc while the build runs here, unless the
+    user chose an allocator (``ARROW_DEFAULT_MEMORY_POOL``); the previous pool is put back
+    after (a notebook that calls the build keeps its own). A rebuild here rewrites the
+    parts of the changed papers from the previous shards, tens of MB of full text per row
+    group; with Arrow's default (mimalloc) this machine spent 0.4 s more in the kernel on
+    a 1% rebuild of 1,000 papers (3.8 s against 3.4 s), and reading the same row groups
+    took 60 to 620 ms from run to run. The bytes written do not depend on the allocator."""
     if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        yield
         return
     import pyarrow as pa
 
+    previous = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(previous)  # buffers still alive return to the pool they came from
 
 
-def run_in_process(
+def run_in_process(opts: BuildOptions, inputs: Sequence[str], hashes, **where) -> None:
+    """Compute what changed and write every part file (with its sidecar) into
+    ``where["parts_root"]`` (the keywords of ``_run_steps``), allocating with malloc."""
+    with system_allocator():
+        _run_steps(opts, inputs, hashes, **where)
+
+
+def _run_steps(
     opts: BuildOptions,
     inputs: Sequence[str],
     hashes,
@@ -95,7 +111,6 @@ def run_in_process(
     previous_parts: Optional[str],
 ) -> None:
     """Compute what changed and write every part file (with its sidecar) into ``parts_root``."""
-    use_system_allocator()
     from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
     from sciga.transforms.common.progress import Progress
     from sciga.transforms.common.steps import Step, Tagged

@@ -116,3 +116,18 @@ def test_beam_runs_when_asked_for_or_when_many_pages_changed(tmp_path, monkeypat
     assert not in_process.eligible(_options(tmp_path, "--html-from", "auto")[0], vision, None, 10, 1)
     monkeypatch.setenv(in_process.ENV, "0")
     assert not in_process.eligible(opts, vision, None, 10, 1)
+
+
+def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
+    """malloc while the build runs here; the caller's pool after (a notebook keeps its own),
+    and an allocator the user chose is left alone."""
+    import pyarrow as pa
+
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    before = pa.default_memory_pool().backend_name
+    with in_process.system_allocator():
+        assert pa.default_memory_pool().backend_name == "system"
+    assert pa.default_memory_pool().backend_name == before
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
+    with in_process.system_allocator():
+        assert pa.default_memory_pool().backend_name == before
