@@ -700,21 +700,23 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         if manifest is not None:
             return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
 
+    fin = Finalize(
+        out_dir=out_dir,
+        staging=staging,
+        parts_root=posixpath.join(staging, "parts"),
+        store_root=sroot,
+        n_inputs=len(inputs),
+        inputs_hash=inputs_hash,
+        recorded=opts.recorded,
+        ga_entries_uri=vision.ga_entries_uri,
+        run={"started_unix": t0},  # the runner and its workers: below
+    )
     to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
     from sciga.pipelines import in_process
 
     if in_process.eligible(opts, vision, beam_args, len(inputs), to_compute):
         # A few changed pages: computed and written here, without starting Beam (in_process.py).
-        fin = Finalize(
-            out_dir=out_dir,
-            staging=staging,
-            parts_root=posixpath.join(staging, "parts"),
-            store_root=sroot,
-            n_inputs=len(inputs),
-            inputs_hash=inputs_hash,
-            recorded=opts.recorded,
-            run={"runner": in_process.RUNNER, "workers": 1, "started_unix": t0},
-        )
+        fin.run.update(runner=in_process.RUNNER, workers=1)
         return _build_in_process(opts, inputs, hashes, vision, layout, fingerprint, signature, fin)
     n_workers = (
         opts.workers
@@ -753,24 +755,13 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
             bulk=bulk,
         )
     local = runner in LOCAL_RUNNERS
-    parts_root = posixpath.join(staging, "parts")
     inputs_file = None if opts.fetch_ids else _input_list_file(inputs, staging, hashes)
     prev_uri = None if opts.rebuild else _stage_previous_parts(out_dir, staging)
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
     worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
     workers = options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers
-    fin = Finalize(
-        out_dir=out_dir,
-        staging=staging,
-        parts_root=parts_root,
-        store_root=sroot,
-        n_inputs=len(inputs),
-        inputs_hash=inputs_hash,
-        recorded=opts.recorded,
-        ga_entries_uri=vision.ga_entries_uri,
-        run={"runner": runner, "workers": workers, "started_unix": t0},
-    )
+    fin.run.update(runner=runner, workers=workers)
     with ScopedTempDir(out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp) if local else None
         with (
@@ -798,7 +789,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
                     layout=layout,
                     fingerprint=fingerprint,
                     store_root=sroot,
-                    parts_root=parts_root,
+                    parts_root=fin.parts_root,
                     progress_dir=progress_dir,
                     tex=tex,
                     pages=pages,
@@ -840,7 +831,7 @@ def _build_in_process(
     opts: BuildOptions, inputs: Sequence[str], hashes, vision, layout, fingerprint: str, signature: str, fin: Finalize
 ) -> BuildResult:
     """The build run by ``in_process.run_in_process``, then finalized as a Beam build is."""
-    from sciga.pipelines.in_process import run_in_process
+    from sciga.pipelines.in_process import run_in_process, system_allocator
     from sciga.transforms.common.progress import ProgressMonitor
 
     log.info(
@@ -849,13 +840,16 @@ def _build_in_process(
     prev_uri = None if opts.rebuild else _stage_previous_parts(fin.out_dir, fin.staging)
     with ScopedTempDir(fin.out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp)
-        with ProgressMonitor(
-            progress_dir,
-            len(inputs),
-            layout.total_groups,
-            quiet=opts.quiet,
-            interval=opts.progress_interval,
-            workers=1,
+        with (
+            system_allocator(),
+            ProgressMonitor(
+                progress_dir,
+                len(inputs),
+                layout.total_groups,
+                quiet=opts.quiet,
+                interval=opts.progress_interval,
+                workers=1,
+            ),
         ):
             run_in_process(
                 opts,

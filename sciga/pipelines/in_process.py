@@ -90,14 +90,7 @@ def system_allocator():
         pa.set_memory_pool(previous)  # buffers still alive return to the pool they came from
 
 
-def run_in_process(opts: BuildOptions, inputs: Sequence[str], hashes, **where) -> None:
-    """Compute what changed and write every part file (with its sidecar) into
-    ``where["parts_root"]`` (the keywords of ``_run_steps``), allocating with malloc."""
-    with system_allocator():
-        _run_steps(opts, inputs, hashes, **where)
-
-
-def _run_steps(
+def run_in_process(
     opts: BuildOptions,
     inputs: Sequence[str],
     hashes,

@@ -26,9 +26,10 @@ class LinkStep(PaperStep):
 
     def run(self, work: PaperWork):
         if self.sentencizer is None and self.options.sentencizer != NONE:
-            # Loaded once per worker, on its first paper rather than in setup: importing spaCy
-            # costs ~2 s a process, which an incremental build that reuses every paper (and
-            # so links none) would otherwise pay for nothing.
+            # Made once per worker, on its first paper rather than in setup: a spaCy model
+            # (--sentencizer en_core_sci_sm) is loaded when made, ~2 s a process, which an
+            # incremental build that reuses every paper (and so links none) would otherwise
+            # pay for nothing. The default (pysbd) loads spaCy only if a text needs it.
             self.sentencizer = Sentencizer(self.options.sentencizer)
         paper = work.live_paper()
         link_paper(paper, sentencizer=self.sentencizer)

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from sciga.schemas.arrow import SCHEMAS
 from sciga.schemas.build import PartInfo
 from sciga.transforms.common.input_files import is_local, local_path
+from sciga.transforms.common.result_store import hash_file
 from sciga.transforms.write.layout import ShardLayout
 
 ZSTD_LEVEL = 6
@@ -193,20 +194,11 @@ class PartWriter:
             return None
         self._writer.close()
         if self._local is not None:
-            return self.path, *_sha256_of_file(self._local)
+            sha, nbytes = hash_file(self._local)
+            return self.path, nbytes, sha
         assert self._file is not None and self._hashing is not None  # set with the writer
         self._file.close()
         return self.path, self._hashing.n, self._hashing.h.hexdigest()
-
-
-def _sha256_of_file(path: str) -> tuple[int, str]:
-    """(bytes, sha256) of a local file, read in 1 MiB blocks."""
-    h, n = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-            n += len(block)
-    return n, h.hexdigest()
 
 
 def write_sidecar(parts_root: str, info: PartInfo) -> None:
