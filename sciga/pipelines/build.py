@@ -133,10 +133,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="local worker processes of Apache Beam's runner (default: a build of at most 5000 inputs with at "
-        "most 32 to compute runs in this process without Beam; a larger one uses every core, "
-        f"{os.cpu_count() or 1} here, but at most one worker per input to compute on Linux, where workers start "
-        f"warm, and one per {PAPERS_PER_WORKER_START} elsewhere); 1 runs Beam in this process",
+        help="local worker processes (default: a build of at most 5000 inputs with at most 32 to compute runs "
+        f"in this process; a larger one uses every core, {os.cpu_count() or 1} here, at most one per input to "
+        "compute). On Linux a local build that runs no model runs without Apache Beam, its workers forked from "
+        "this process; otherwise they are workers of Beam's runner (started warm on Linux, one per "
+        f"{PAPERS_PER_WORKER_START} inputs elsewhere); 1 runs in this process",
     )
     run.add_argument(
         "--rebuild",
@@ -714,10 +715,12 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
     from sciga.pipelines import in_process
 
-    if in_process.eligible(opts, vision, beam_args, len(inputs), to_compute):
-        # A few changed pages: computed and written here, without starting Beam (in_process.py).
-        fin.run.update(runner=in_process.RUNNER, workers=1)
-        return _build_in_process(opts, inputs, hashes, vision, layout, fingerprint, signature, fin)
+    n_here = in_process.workers_for(opts.workers, len(inputs), to_compute)
+    if in_process.eligible(opts, vision, beam_args) and (n_here == 1 or in_process.can_fork()):
+        # Nothing that needs Beam: computed and written here and in processes forked from here,
+        # without starting Beam (in_process.py).
+        fin.run.update(runner=in_process.RUNNER, workers=n_here)
+        return _build_in_process(opts, inputs, hashes, vision, layout, fingerprint, signature, fin, n_here)
     n_workers = (
         opts.workers
         if opts.workers is not None
@@ -759,7 +762,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     prev_uri = None if opts.rebuild else _stage_previous_parts(out_dir, staging)
     log.info("building %d inputs into %s with %s (%s shard groups)", len(inputs), out_dir, runner, layout.total_groups)
     multi = local and options.view_as(beam.options.pipeline_options.DirectOptions).direct_running_mode != "in_memory"
-    worker_log = os.path.join(out_root, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+    worker_log = _build_log(out_dir)
     workers = options.view_as(beam.options.pipeline_options.DirectOptions).direct_num_workers
     fin.run.update(runner=runner, workers=workers)
     with ScopedTempDir(out_dir) as tmp:
@@ -827,20 +830,41 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     return BuildResult(out_dir=out_dir, counts=counts, manifest=manifest, seconds=time.time() - t0)
 
 
+def _build_log(out_dir: str) -> Optional[str]:
+    """``OUT/.sciga/logs/build.log`` of a local build; None for a bucket (no log file there)."""
+    return os.path.join(out_dir, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+
+
 def _build_in_process(
-    opts: BuildOptions, inputs: Sequence[str], hashes, vision, layout, fingerprint: str, signature: str, fin: Finalize
+    opts: BuildOptions,
+    inputs: Sequence[str],
+    hashes,
+    vision,
+    layout,
+    fingerprint: str,
+    signature: str,
+    fin: Finalize,
+    workers: int,
 ) -> BuildResult:
-    """The build run by ``in_process.run_in_process``, then finalized as a Beam build is."""
+    """The build run by ``in_process.run_in_process`` with ``workers`` processes, then
+    finalized as a Beam build is."""
     from sciga.pipelines.in_process import run_in_process, system_allocator
     from sciga.transforms.common.progress import ProgressMonitor
 
     log.info(
-        "building %d inputs into %s in this process (%s shard groups)", len(inputs), fin.out_dir, layout.total_groups
+        "building %d inputs into %s without Beam, %d worker process(es) (%s shard groups)",
+        len(inputs),
+        fin.out_dir,
+        workers,
+        layout.total_groups,
     )
     prev_uri = None if opts.rebuild else _stage_previous_parts(fin.out_dir, fin.staging)
     with ScopedTempDir(fin.out_dir) as tmp:
         progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp)
         with (
+            # Log records to OUT/.sciga/logs/build.log as well as to stderr, as after a Beam
+            # build (forked workers inherit the handler).
+            WorkerOutput(_build_log(fin.out_dir), enabled=False),
             system_allocator(),
             ProgressMonitor(
                 progress_dir,
@@ -848,7 +872,7 @@ def _build_in_process(
                 layout.total_groups,
                 quiet=opts.quiet,
                 interval=opts.progress_interval,
-                workers=1,
+                workers=workers,
             ),
         ):
             run_in_process(
@@ -862,6 +886,7 @@ def _build_in_process(
                 parts_root=fin.parts_root,
                 progress_dir=progress_dir,
                 previous_parts=prev_uri,
+                workers=workers,
             )
     counts, manifest = finalize_build(fin)
     _record_pages(fin.store_root, hashes, signature)

@@ -1,10 +1,11 @@
-"""Small rebuilds in this process, without Apache Beam.
+"""Local builds without Apache Beam: in this process, or in processes forked from it.
 
-A rebuild where a few pages changed spends most of its time not on those pages but on
-Beam: importing it (about 1.2 s), building the job, warming worker processes, shuffling a
-thousand references between them and stopping them again. This executor runs the same
-steps (each stage's Beam-free ``step.py``, ``steps.py`` in ``write``) one after another in
-this process:
+Beam's local runner costs a local build a lot that is not computing papers: importing Beam
+(about 1.2 s), building the job, starting and warming worker processes, shuffling every
+paper's reference between them, and stopping them again. On 1,000 text pages with 2 workers
+that was ~9 s of a 31 s build, with one core idle for most of it (``bench/scale.py
+--timeline``). This executor runs the same steps (each stage's Beam-free ``step.py``,
+``steps.py`` in ``write``):
 
     every input -> PlanStep -> reused: a reference read from the store
                             -> changed: ParseStep -> RecoverStep -> LinkStep -> MeasureStep
@@ -12,52 +13,53 @@ this process:
     references by paper id -> CollectStep -> by (config, shard group) -> CutStep
                            -> WritePartStep: each part written, or taken over from the last build
 
-The part files and their sidecars are what the Beam pipeline writes, byte for byte
-(``tests/pipelines/test_in_process.py``), and the launcher finalizes them the same way.
+With one worker, one after another in this process. With more (``--workers``, or every core
+when more than a few inputs changed), the inputs (largest first, in small batches) and then
+the part files go to that many processes forked from this one once every step is set up, so
+only input lines, references and part jobs cross between processes; grouping and cutting,
+which need every reference, stay here.
 
-It runs a build only when Beam's local runner would have run it with nothing that needs
-Beam: no Beam flags, ``--workers`` not given, no model to run (the medical classifier, GA
-typing), no pages made from e-prints, no ``--ids``, no bulk tars, no finalizing in the job;
-and only when at most ``MAX_TO_COMPUTE`` inputs changed and the build has at most
-``MAX_INPUTS`` (above those, worker processes on every core pay for their start).
-``SCIGA_IN_PROCESS=0`` turns it off.
+The part files and their sidecars are what the Beam pipeline writes, byte for byte, with any
+number of workers (``tests/pipelines/test_in_process.py``), and the launcher finalizes them
+the same way.
+
+It runs every local build that needs nothing of Beam: no Beam flags, no model to run (the
+medical classifier, GA typing), no pages made from e-prints, no ``--ids``, no bulk tars, no
+finalizing in the job. ``SCIGA_IN_PROCESS=0`` runs Beam's DirectRunner instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from sciga.pipelines.build import BuildOptions
     from sciga.transforms.vision.options import ResolvedVision
     from sciga.transforms.write.layout import ShardLayout
 
 ENV = "SCIGA_IN_PROCESS"
-# Inputs to compute at most. 10 changed text pages take ~0.4 s of steps here, against ~2.5 s
-# of Beam's start, shuffles and stop; a changed image-rich page costs ~0.15 s, so at this
-# many the second core would save about what Beam costs.
+# Inputs to compute at most for one process, unless --workers says otherwise. 10 changed
+# text pages take ~0.4 s of steps here; above this many, a second process pays for its fork
+# and the references it sends back.
 MAX_TO_COMPUTE = 32
-# Inputs at most. Each unchanged input still costs about 1 ms here (its stored header read,
-# its part taken over), on one core; at this many, Beam's workers would share ~5 s of that
-# work, about what starting them costs.
+# Inputs at most for one process: each unchanged input still costs about 1 ms (its stored
+# header read, its part taken over); at this many, more processes share that work.
 MAX_INPUTS = 5000
 RUNNER = "in_process"  # the manifest's run.runner
 
 
-def eligible(
-    opts: BuildOptions, vision: ResolvedVision, beam_args: Optional[Sequence[str]], n_inputs: int, to_compute: int
-) -> bool:
-    """Whether this build runs here, without Beam (see the module's docstring)."""
+def eligible(opts: BuildOptions, vision: ResolvedVision, beam_args: Optional[Sequence[str]]) -> bool:
+    """Whether this build runs without Beam (see the module's docstring)."""
     return (
         os.environ.get(ENV, "1") != "0"
         and not beam_args
-        and opts.workers is None
-        and to_compute <= MAX_TO_COMPUTE
-        and n_inputs <= MAX_INPUTS
         and not opts.fetch_ids
         and opts.html_from == "ar5iv"
         and not opts.eprints_bulk
@@ -66,6 +68,23 @@ def eligible(
         and vision.embed_meta is None
         and not vision.ga_entries_uri
     )
+
+
+def can_fork() -> bool:
+    """Whether worker processes may be forked from this one: on Linux (macOS's system
+    libraries are not safe to use in a forked child; Windows cannot fork)."""
+    return sys.platform.startswith("linux")
+
+
+def workers_for(asked: Optional[int], n_inputs: int, to_compute: int) -> int:
+    """Processes for a build run here: ``--workers`` when given; else one for a few changed
+    inputs, and otherwise every core, at most one per input to compute."""
+    if asked is not None:
+        return max(1, asked)
+    if to_compute <= MAX_TO_COMPUTE and n_inputs <= MAX_INPUTS:
+        return 1
+    cores = os.cpu_count() or 1
+    return cores if n_inputs > MAX_INPUTS else max(1, min(cores, to_compute))
 
 
 @contextlib.contextmanager
@@ -102,31 +121,13 @@ def run_in_process(
     parts_root: str,
     progress_dir: Optional[str],
     previous_parts: Optional[str],
+    workers: int = 1,
 ) -> None:
-    """Compute what changed and write every part file (with its sidecar) into ``parts_root``."""
-    from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-    from sciga.transforms.common.progress import Progress
-    from sciga.transforms.common.steps import Step, Tagged
-    from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first, planned_input_from_line
-    from sciga.transforms.inputs.plan_step import PlanStep
-    from sciga.transforms.link.step import LinkStep
-    from sciga.transforms.parse.step import ParseStep
-    from sciga.transforms.vision.measure import MeasureStep
-    from sciga.transforms.write.steps import (
-        CollectStep,
-        CutStep,
-        StoreStep,
-        WritePartStep,
-        paper_key,
-    )
+    """Compute what changed and write every part file (with its sidecar) into ``parts_root``,
+    in this process or, with ``workers`` > 1, in that many processes forked from it."""
+    from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first
+    from sciga.transforms.write.steps import CollectStep, CutStep, WritePartStep, paper_key
 
-    plan = PlanStep(opts.plan_options(store_root=store_root, fingerprint=fingerprint, progress_dir=progress_dir))
-    per_paper: list[Step] = [ParseStep(opts.parse, fingerprint)]
-    if opts.tex.enabled:
-        from sciga.transforms.tex_recovery.step import RecoverStep
-
-        per_paper.append(RecoverStep(opts.tex))
-    per_paper += [LinkStep(opts.link), MeasureStep(vision, Progress(progress_dir))]
     write = opts.write_options(
         store_root=store_root,
         parts_root=parts_root,
@@ -134,45 +135,200 @@ def run_in_process(
         progress_dir=progress_dir,
         previous_parts=previous_parts,
     )
-    store, collect, cut, write_part = StoreStep(write), CollectStep(write), CutStep(write), WritePartStep(write)
-    steps = [plan, *per_paper, store, collect, cut, write_part]
+    chain = _PaperChain(opts, vision, write, fingerprint=fingerprint, progress_dir=progress_dir)
+    collect, cut, write_part = CollectStep(write), CutStep(write), WritePartStep(write)
+    steps = [*chain.steps, collect, cut, write_part]
     for step in steps:
         step.setup()
 
-    by_paper: dict[str, list] = defaultdict(list)  # what Beam's GroupByPaper gathers
-
-    def keep(item) -> None:
-        by_paper[paper_key(item)].append(item)
-
-    def through(work, rest: list[Step]) -> None:
-        """One work item through the remaining per-paper steps, then into the store."""
-        if not rest:
-            keep(*store.process(work))
-            return
-        for out in rest[0].process(work):
-            if not isinstance(out, Tagged):
-                through(out, rest[1:])
-            elif out.tag == DEAD_LETTER_TAG:
-                keep(*store.process(out.value))
-            else:  # eligible() let no model step in: nothing may ask for one
-                raise RuntimeError(f"the in-process build got a {out.tag!r} request, which needs Beam")
-
     sizes = {u: st.size for u, st in hashes.stats.items()} if hashes is not None else {}
     lines = input_list_lines(largest_first(inputs, sizes), hashes.sha256 if hashes is not None else None)
-    for line in lines:
-        for out in plan.process(planned_input_from_line(line)):
-            if isinstance(out, Tagged):  # reused: its reference, read from the store
-                keep(out.value)
-            else:
-                through(out, per_paper)
-
-    by_group: dict[tuple, list] = defaultdict(list)  # what Beam's GroupByShardGroup gathers
-    for key in sorted(by_paper):
-        for group, item in collect.process((key, by_paper[key])):
-            by_group[group].append(item)
-    for group in sorted(by_group):
-        for job in cut.process((group, by_group[group])):
-            for _ in write_part.process(job):  # the part file and its sidecar are written here
-                pass
+    by_paper: dict[str, list] = defaultdict(list)  # what Beam's GroupByPaper gathers
+    with _Workers(workers, chain, write_part) as pool:
+        for items in pool.map(_chain_items, _batches(lines, workers)):
+            for item in items:
+                by_paper[paper_key(item)].append(item)
+        by_group: dict[tuple, list] = defaultdict(list)  # what Beam's GroupByShardGroup gathers
+        for key in sorted(by_paper):
+            for group, item in collect.process((key, by_paper[key])):
+                by_group[group].append(item)
+        jobs = [job for group in sorted(by_group) for job in cut.process((group, by_group[group]))]
+        # Largest first, as the inputs: the one big part (every paper's full text) must not
+        # be what one worker writes alone at the end. The order changes no byte of a part.
+        jobs.sort(key=_job_bytes, reverse=True)
+        for _ in pool.map(_write_parts, _batches(jobs, workers)):  # each part file and its sidecar
+            pass
     for step in steps:
         step.finish()
+
+
+class _PaperChain:
+    """The per-input steps: an input line -> what the write stage groups by paper (a stored
+    result's reference, dead letters included)."""
+
+    def __init__(self, opts: BuildOptions, vision: ResolvedVision, write, *, fingerprint: str, progress_dir):
+        from sciga.transforms.common.progress import Progress
+        from sciga.transforms.common.steps import Step
+        from sciga.transforms.inputs.plan_step import PlanStep
+        from sciga.transforms.link.step import LinkStep
+        from sciga.transforms.parse.step import ParseStep
+        from sciga.transforms.vision.measure import MeasureStep
+        from sciga.transforms.write.steps import StoreStep
+
+        self.plan = PlanStep(
+            opts.plan_options(store_root=write.store_root, fingerprint=fingerprint, progress_dir=progress_dir)
+        )
+        self.per_paper: list[Step] = [ParseStep(opts.parse, fingerprint)]
+        if opts.tex.enabled:
+            from sciga.transforms.tex_recovery.step import RecoverStep
+
+            self.per_paper.append(RecoverStep(opts.tex))
+        self.per_paper += [LinkStep(opts.link), MeasureStep(vision, Progress(progress_dir))]
+        self.store = StoreStep(write)
+        self.steps: list[Step] = [self.plan, *self.per_paper, self.store]
+
+    def items(self, line: str) -> list:
+        from sciga.transforms.common.steps import Tagged
+        from sciga.transforms.inputs.build_inputs import planned_input_from_line
+
+        out: list = []
+        for planned in self.plan.process(planned_input_from_line(line)):
+            if isinstance(planned, Tagged):  # reused: its reference, read from the store
+                out.append(planned.value)
+            else:
+                self._through(planned, self.per_paper, out)
+        return out
+
+    def _through(self, work, rest: list, out: list) -> None:
+        """One work item through the remaining per-paper steps, then into the store."""
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+        from sciga.transforms.common.steps import Tagged
+
+        if not rest:
+            out.extend(self.store.process(work))
+            return
+        for got in rest[0].process(work):
+            if not isinstance(got, Tagged):
+                self._through(got, rest[1:], out)
+            elif got.tag == DEAD_LETTER_TAG:
+                out.extend(self.store.process(got.value))
+            else:  # eligible() let no model step in: nothing may ask for one
+                raise RuntimeError(f"the in-process build got a {got.tag!r} request, which needs Beam")
+
+    def finish(self) -> None:
+        for step in self.steps:
+            step.finish()
+
+
+def _job_bytes(job) -> int:
+    """What a part job will write, as the cut measured it (a dead-letter part: its rows)."""
+    return sum(b for _, b in job.sizes) if job.sizes else len(job.members)
+
+
+def _batches(items: list, workers: int) -> list[list]:
+    """``items`` in order, in batches small enough that the workers end together (the inputs
+    come largest first, so the last batches are the quickest) and large enough that handing
+    one to a worker (~0.1 ms) is nothing next to computing it."""
+    if workers <= 1:
+        return [items] if items else []
+    size = max(1, min(16, len(items) // (workers * 8)))
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# What a forked worker runs with: set in the launcher before the workers are forked, so each
+# inherits the steps already set up (nothing is pickled but input lines, references and jobs).
+_FORKED: dict = {}
+
+
+def _chain_items(lines: list[str]) -> list:
+    chain: _PaperChain = _FORKED["chain"]
+    out = [item for line in lines for item in chain.items(line)]
+    chain.finish()  # a batch is a Beam bundle: progress is flushed at its end
+    return out
+
+
+def _write_parts(jobs: list) -> int:
+    write_part = _FORKED["write_part"]
+    for job in jobs:
+        for _ in write_part.process(job):
+            pass
+    write_part.finish()
+    return len(jobs)
+
+
+class _Workers:
+    """``map`` over batches: in this process for one worker; else in ``n`` processes forked
+    from this one (Linux), which end with the build. Ctrl-C is the launcher's to handle: the
+    workers ignore it and are killed when anything stops the map, and a worker the system
+    kills (out of memory) stops the build with one sentence instead of hanging it."""
+
+    def __init__(self, n: int, chain: _PaperChain, write_part):
+        self.n = max(1, n)
+        self.chain, self.write_part = chain, write_part
+        self.pool: Optional[ProcessPoolExecutor] = None
+
+    def __enter__(self) -> _Workers:
+        _FORKED.update(chain=self.chain, write_part=self.write_part)
+        if self.n > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(
+                self.n, mp_context=multiprocessing.get_context("fork"), initializer=_worker_started
+            )
+        return self
+
+    def map(self, fn, batches: list):
+        if self.pool is None:
+            return map(fn, batches)
+        return self._pooled(fn, batches)
+
+    def _pooled(self, fn, batches: list):
+        from concurrent.futures.process import BrokenProcessPool
+
+        from sciga.transforms.common.errors import UserError
+
+        assert self.pool is not None
+        try:
+            yield from self.pool.map(fn, batches)
+        except BrokenProcessPool:
+            raise UserError(
+                "a worker process of the build was killed (most often by the system, for lack of "
+                "memory); rerun with fewer --workers, and the build resumes where it stopped."
+            ) from None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        _FORKED.clear()
+        if self.pool is None:
+            return
+        if exc_type is None:
+            self.pool.shutdown(wait=True)
+            return
+        # Stopped (Ctrl-C, a full disk, a failure): what the workers are doing is of no use.
+        procs = list((getattr(self.pool, "_processes", None) or {}).values())
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(5)
+
+
+def _worker_started() -> None:
+    """A forked worker: Ctrl-C is for the launcher, which stops the workers itself; and the
+    worker ends when the launcher does, however that ends (Linux: a parent-death signal)."""
+    import signal
+
+    # A handler that does nothing, not SIG_IGN: a program the worker runs (pdftoppm) does not
+    # inherit a handler, so Ctrl-C still stops it, and its result is not kept as final.
+    signal.signal(signal.SIGINT, _ignore_signal)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _ignore_signal(signum, frame) -> None:
+    pass

@@ -1,7 +1,9 @@
 """`sciga build` at scale: the same bytes whatever the workers, runner or rerun; incremental
 rebuilds that recompute exactly the papers whose inputs changed; a killed build that
-resumes; memory that does not grow with the corpus; a progress line. Real Beam runners
-(DirectRunner in both modes, PortableRunner with an embedded job server), real Parquet."""
+resumes; memory that does not grow with the corpus; a progress line. The default local
+executor (no Beam, ``in_process.py``) with one and two worker processes, and real Beam
+runners (DirectRunner in both modes, PortableRunner with an embedded job server), real
+Parquet."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from sciga.pipelines import in_process
 from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 
@@ -72,7 +75,17 @@ def test_same_bytes_with_two_worker_processes(corpus, reference, tmp_path):
     out = tmp_path / "w2"
     build("--input", str(corpus), "--output", str(out), "--workers", "2", "--quiet", "--figures-per-shard", "40")
     assert digests(out) == digests(reference)
-    assert manifest(out)["run"]["workers"] == 2
+    assert (manifest(out)["run"]["runner"], manifest(out)["run"]["workers"]) == (in_process.RUNNER, 2)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("workers", ["1", "2"])  # in memory, and worker processes
+def test_same_bytes_on_beams_direct_runner(corpus, reference, tmp_path, monkeypatch, workers):
+    monkeypatch.setenv(in_process.ENV, "0")
+    out = tmp_path / f"beam{workers}"
+    build("--input", str(corpus), "--output", str(out), "--workers", workers, "--quiet", "--figures-per-shard", "40")
+    assert digests(out) == digests(reference)
+    assert manifest(out)["run"]["runner"] == "DirectRunner"
 
 
 @pytest.mark.e2e

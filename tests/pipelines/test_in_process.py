@@ -1,24 +1,32 @@
-"""Small builds and rebuilds run in the `sciga` process, without Apache Beam
-(``pipelines/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
-letters included; Beam runs whenever it is asked for or pays."""
+"""Local builds run in the `sciga` process and processes forked from it, without Apache
+Beam (``pipelines/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
+letters included, whatever the number of workers; Beam runs whenever it is asked for or a
+step needs it; a worker killed by the system stops the build with one sentence."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import os
 import re
-import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from sciga.pipelines import in_process
 from sciga.pipelines.build import add_arguments, build_options_from_args
+from sciga.pipelines.cli import main
 from sciga.samples.scale_corpus import make_image_rich_corpus
+from sciga.transforms.parse.step import ParseStep
 from sciga.transforms.vision.options import VisionOptions, resolve_vision
 
-from conftest import cli_in_fresh_process
+from conftest import ROOT, cli_in_fresh_process
 
 SHARDS = ("--papers-per-shard", "3", "--figures-per-shard", "8")  # several groups and parts
 
@@ -47,13 +55,18 @@ def sciga_build(pages: Path, out: Path, *extra: str, env: dict | None = None) ->
 
 
 @pytest.mark.e2e  # real builds in new interpreters, real Parquet
-def test_a_rebuild_of_a_few_changed_pages_runs_without_beam_and_writes_what_beam_writes(tmp_path):
+def test_builds_and_rebuilds_run_without_beam_and_write_what_beam_writes(tmp_path):
     pages = tmp_path / "pages"
     make_image_rich_corpus(pages, 40, n_figures=3, image_kb=4, distinct_images=2)
     here, beam = tmp_path / "here", tmp_path / "beam"
     _, imported = sciga_build(pages, here)
-    assert imported and manifest(here)["run"]["runner"] == "DirectRunner"  # 40 to compute: Beam's workers
-    shutil.copytree(here, beam)
+    assert not imported, "a clean local build imports no Apache Beam"
+    ran_here = manifest(here)["run"]
+    assert ran_here["runner"] == in_process.RUNNER
+    assert ran_here["workers"] == in_process.workers_for(None, 40, 40)  # 40 to compute: every core
+    _, imported = sciga_build(pages, beam, env={in_process.ENV: "0"})
+    assert imported and manifest(beam)["run"]["runner"] == "DirectRunner"
+    assert data_digests(here) == data_digests(beam), "a clean build: the same shards as Beam's, byte for byte"
 
     changed = sorted(pages.glob("*/*.html"))
     for page in changed[:2]:  # two pages edited
@@ -68,7 +81,7 @@ def test_a_rebuild_of_a_few_changed_pages_runs_without_beam_and_writes_what_beam
     assert imported
 
     ran_here, ran_on_beam = manifest(here), manifest(beam)
-    assert ran_here["run"]["runner"] == in_process.RUNNER and ran_here["run"]["workers"] == 1
+    assert ran_here["run"]["runner"] == in_process.RUNNER and ran_here["run"]["workers"] == 1  # 3 to compute
     assert ran_on_beam["run"]["runner"] == "DirectRunner"
     assert data_digests(here) == data_digests(beam), "the same shards, byte for byte"
     for key in ("files", "counts", "stats", "reconciled"):
@@ -81,19 +94,30 @@ def test_a_rebuild_of_a_few_changed_pages_runs_without_beam_and_writes_what_beam
     assert "up to date" in out and not imported
 
 
-@pytest.mark.e2e  # a real clean build of the embedded sample, in this process
-def test_the_sample_builds_in_process_like_on_beam(tmp_path):
+@pytest.mark.e2e  # real clean builds of the embedded sample
+def test_the_sample_builds_without_beam_like_on_beam_with_any_workers(tmp_path):
     """The README's first command: the embedded sample (a few papers) builds without Beam,
-    and gives the bytes Beam gives."""
+    with one worker or several, and gives the bytes Beam gives."""
     r, modules = cli_in_fresh_process(["build", "--sample", "--output", str(tmp_path / "here"), "--quiet"])
     assert r.returncode == 0, r.stderr[-3000:]
     assert "apache_beam" not in modules
     # Its mentions' sentences are found by pysbd alone: spaCy (1.3 s to import) stays out.
     assert "spacy" not in modules
-    r, _ = cli_in_fresh_process(["build", "--sample", "--output", str(tmp_path / "beam"), "--quiet", "--workers", "2"])
+    r, modules = cli_in_fresh_process(
+        ["build", "--sample", "--output", str(tmp_path / "two"), "--quiet", "--workers", "3"]
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "apache_beam" not in modules
+    run = manifest(tmp_path / "two")["run"]
+    assert (run["runner"], run["workers"]) == (in_process.RUNNER, 3)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(in_process.ENV, "0")
+        r, _ = cli_in_fresh_process(
+            ["build", "--sample", "--output", str(tmp_path / "beam"), "--quiet", "--workers", "2"]
+        )
     assert r.returncode == 0, r.stderr[-3000:]
     assert manifest(tmp_path / "beam")["run"]["runner"] == "DirectRunner"
-    assert data_digests(tmp_path / "here") == data_digests(tmp_path / "beam")
+    assert data_digests(tmp_path / "here") == data_digests(tmp_path / "two") == data_digests(tmp_path / "beam")
 
 
 def _options(tmp_path: Path, *argv: str):
@@ -103,19 +127,28 @@ def _options(tmp_path: Path, *argv: str):
     return opts, resolve_vision(VisionOptions(), str(tmp_path / "staging"))
 
 
-def test_beam_runs_when_asked_for_or_when_many_pages_changed(tmp_path, monkeypatch):
+def test_beam_runs_when_asked_for_or_when_a_step_needs_it(tmp_path, monkeypatch):
     opts, vision = _options(tmp_path)
-    most = in_process.MAX_INPUTS
-    assert in_process.eligible(opts, vision, None, 1000, 0)
-    assert in_process.eligible(opts, vision, [], most, in_process.MAX_TO_COMPUTE)
-    assert not in_process.eligible(opts, vision, None, 1000, in_process.MAX_TO_COMPUTE + 1)  # workers pay
-    assert not in_process.eligible(opts, vision, None, most + 1, 1)  # so many unchanged: workers share them
-    assert not in_process.eligible(opts, vision, ["--runner", "DirectRunner"], 10, 1)  # Beam flags: Beam
-    assert not in_process.eligible(_options(tmp_path, "--workers", "1")[0], vision, None, 10, 1)  # --workers: Beam
-    assert not in_process.eligible(_options(tmp_path, "--finalize-in-job")[0], vision, None, 10, 1)
-    assert not in_process.eligible(_options(tmp_path, "--html-from", "auto")[0], vision, None, 10, 1)
+    assert in_process.eligible(opts, vision, None)
+    assert in_process.eligible(opts, vision, [])
+    assert in_process.eligible(_options(tmp_path, "--workers", "1")[0], vision, None)  # workers here, not Beam's
+    assert not in_process.eligible(opts, vision, ["--runner", "DirectRunner"])  # Beam flags: Beam
+    assert not in_process.eligible(_options(tmp_path, "--finalize-in-job")[0], vision, None)
+    assert not in_process.eligible(_options(tmp_path, "--html-from", "auto")[0], vision, None)
     monkeypatch.setenv(in_process.ENV, "0")
-    assert not in_process.eligible(opts, vision, None, 10, 1)
+    assert not in_process.eligible(opts, vision, None)
+
+
+def test_workers_are_every_core_unless_a_few_inputs_changed(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    most = in_process.MAX_INPUTS
+    assert in_process.workers_for(None, 1000, 0) == 1  # nothing or a few to compute: one process
+    assert in_process.workers_for(None, most, in_process.MAX_TO_COMPUTE) == 1
+    assert in_process.workers_for(None, 1000, in_process.MAX_TO_COMPUTE + 1) == 4  # a fork pays
+    assert in_process.workers_for(None, most + 1, 1) == 4  # so many unchanged: workers share them
+    assert in_process.workers_for(3, 10, 1) == 3  # --workers wins
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert in_process.workers_for(None, 1000, 1000) == 1
 
 
 def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
@@ -131,3 +164,60 @@ def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
     with in_process.system_allocator():
         assert pa.default_memory_pool().backend_name == before
+
+
+@pytest.mark.e2e  # real worker processes, one killed as the system's out-of-memory killer does
+def test_a_worker_killed_by_the_system_stops_the_build_with_one_sentence_and_the_rerun_resumes(
+    tmp_path, monkeypatch, capsys
+):
+    pages, out = tmp_path / "pages", tmp_path / "out"
+    make_image_rich_corpus(pages, 12, n_figures=1, image_kb=4, distinct_images=1)
+    victim = sorted(p.name for p in pages.glob("*/*.html"))[5]
+    launcher, parse = os.getpid(), ParseStep.run
+
+    def run(self, work):
+        if os.getpid() != launcher and work.uri.endswith(victim):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return parse(self, work)
+
+    monkeypatch.setattr(ParseStep, "run", run)
+    argv = ["build", "--input", str(pages), "--output", str(out), "--workers", "2", "--quiet"]
+    before = {c.pid for c in psutil.Process().children(recursive=True)}  # servers of other tests
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sciga build: a worker process of the build was killed"), err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    left = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+    assert not left, "no worker is left running"
+
+    monkeypatch.setattr(ParseStep, "run", parse)
+    assert main(argv) == 0
+    m = manifest(out)
+    assert m["counts"]["papers"] == 12 and m["reconciled"]
+
+
+@pytest.mark.e2e  # a real build in a new interpreter, its launcher killed as `kill -9` does
+def test_workers_end_when_their_launcher_is_killed(tmp_path):
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 120, n_figures=3, image_kb=4, distinct_images=2)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "sciga", "build", "--input", str(pages), "--output", str(tmp_path / "out")]
+        + ["--workers", "2", "--quiet"],
+        cwd=str(ROOT),
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    launcher = psutil.Process(p.pid)
+    deadline = time.monotonic() + 120
+    workers: list = []
+    while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+        workers = launcher.children(recursive=True)
+    assert len(workers) == 2, "the build forked its two workers"
+    p.kill()
+    p.wait()
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    for w in alive:
+        w.kill()  # not left behind by a failing test
+    assert not alive, "a worker outlived its launcher"

@@ -1,5 +1,6 @@
-"""Warm worker processes (issue 26, both cores): a local build of several workers starts
-one warm process before it imports Beam; Beam's worker command hands each worker to it.
+"""Warm worker processes (issue 26, both cores): a local build on Beam's runner with several
+workers (one that runs a model, or ``SCIGA_IN_PROCESS=0``) starts one warm process before it
+imports Beam; Beam's worker command hands each worker to it.
 As a user meets it: the same bytes as Beam's own worker start, nothing left running or
 lying in TMPDIR, and a warm process that is gone costs speed, never the build."""
 
@@ -18,7 +19,7 @@ import psutil
 import pytest
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.pipelines import warm_workers
+from sciga.pipelines import in_process, warm_workers
 from sciga.pipelines.cli import main
 from sciga.pipelines.warm_workers import CLIENT, WarmWorkers
 
@@ -47,7 +48,14 @@ def test_a_two_worker_build_starts_its_workers_warm_and_writes_the_same_bytes(tm
     for name, env in (("warm", {}), ("beam", {warm_workers.WARM_ENV: "0"})):
         out = tmp_path / name
         r = run_cli(
-            "build", "--sample", "--output", str(out), "--workers", "2", "--quiet", env={"TMPDIR": str(tmp), **env}
+            "build",
+            "--sample",
+            "--output",
+            str(out),
+            "--workers",
+            "2",
+            "--quiet",
+            env={"TMPDIR": str(tmp), in_process.ENV: "0", **env},
         )
         assert r.returncode == 0, r.stderr[-3000:]
         assert "Traceback" not in r.stderr
@@ -71,6 +79,7 @@ def test_a_warm_process_that_is_gone_costs_speed_not_the_build(tmp_path, monkeyp
         return self
 
     monkeypatch.setattr(WarmWorkers, "start", start_then_lose)
+    monkeypatch.setenv(in_process.ENV, "0")  # Beam's runner
     out = tmp_path / "out"
     assert main(["build", "--sample", "--output", str(out), "--workers", "2", "--quiet"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())

@@ -24,6 +24,15 @@ FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups", "parts", "pa
 _FLUSH_EVERY = 0.5
 _state_lock = threading.Lock()
 _states: dict[str, _ProcessTotals] = {}
+# Held while the progress line is written. A build forks its workers (pipelines/in_process.py)
+# while the monitor's thread may be writing: a fork in the middle of a write would leave the
+# child a stream whose lock no thread will ever release, and its first write would hang. So no
+# fork happens while the line is written.
+_write_lock = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_write_lock.acquire, after_in_parent=_write_lock.release, after_in_child=_write_lock.release
+    )
 
 
 class _ProcessTotals:
@@ -216,11 +225,12 @@ class ProgressMonitor:
             self.first = (elapsed, dict(totals))
         line = progress_line(totals, self.total, self.groups, elapsed, workers=self.workers, since_first=self.first)
         try:
-            if self.tty:
-                self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
-            else:
-                self.stream.write(line + "\n")
-            self.stream.flush()
+            with _write_lock:
+                if self.tty:
+                    self.stream.write("\r\x1b[2K" + line + ("\n" if final else ""))
+                else:
+                    self.stream.write(line + "\n")
+                self.stream.flush()
         except (OSError, ValueError):
             pass
         self._printed = True

@@ -100,10 +100,12 @@ def parse_latexml_html(
     fallback_id_source: str = "filename",
     source: Optional[str] = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    content_sha256: Optional[str] = None,
 ) -> Paper:
     """Parse one LaTeXML page. ``meta`` (arXiv API, sidecar) wins over what the page says
     about identity and bibliographic fields; the page gives the text and the figures.
-    ``fallback_id`` (e.g. from the file name) is used when neither names the paper."""
+    ``fallback_id`` (e.g. from the file name) is used when neither names the paper.
+    ``content_sha256``: the SHA-256 of ``html`` where the caller has it already."""
     meta = meta or PaperMeta()
     utf8, decode_errors = decode_page(html, input_uri, max_bytes)
     generator, gen_version = front_matter.generator_of(utf8)
@@ -148,7 +150,7 @@ def parse_latexml_html(
         source=source or meta.source or ident.source,
         url=meta.url or ident.page_url,
         input_uri=input_uri,
-        content_sha256=hashlib.sha256(html).hexdigest(),
+        content_sha256=content_sha256 or hashlib.sha256(html).hexdigest(),
         generator=generator,
         generator_version=gen_version,
         builder_version=BUILDER_VERSION,

@@ -58,5 +58,6 @@ class ParseStep(PaperStep):
             fallback_id_source=how,
             source=self.options.source,
             max_bytes=self.options.max_page_bytes,
+            content_sha256=sha,
         )
         return [work]
