@@ -86,7 +86,7 @@ EXTRAS["all-but-fast"] = sorted({r for k, v in EXTRAS.items() if k not in ("all"
 
 setup(
     name="sciga-builder",
-    version="0.1.2",
+    version="0.1.3",
     description="Open, reproducible dataset builder for scientific figures in context (SciGA-style).",
     long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read()
     if os.path.exists(os.path.join(HERE, "README.md"))

@@ -8,4 +8,4 @@ root, while every tool (Python from a checkout, mypy, import-linter, an import-g
 an IDE's go-to-definition) resolves ``sciga.<folder>`` to real files by ordinary means.
 """
 
-__version__ = "0.1.2"  # 0.1.2: row groups cut by recorded sizes, written one chunk per column; 0.1.1: figures decoded once at reduced scale
+__version__ = "0.1.3"  # 0.1.3: results carry their tables' digests, which shard member lists name; 0.1.2: row groups cut by recorded sizes, written one chunk per column; 0.1.1: figures decoded once at reduced scale

@@ -713,6 +713,7 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
         run={"started_unix": t0},  # the runner and its workers: below
     )
     to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
+    _unclaim_pages(sroot)
     from sciga.pipelines import in_process
 
     n_here = in_process.workers_for(opts.workers, len(inputs), to_compute)
@@ -903,6 +904,17 @@ def _inputs_to_compute(inputs: Sequence[str], hashes, signature: str, rebuild: b
     if rebuild or hashes is None or hashes.record_signature != signature:
         return len(inputs)
     return len(inputs) - hashes.unchanged
+
+
+def _unclaim_pages(sroot: str) -> None:
+    """Before any result is stored: the last build's record no longer vouches for OUT
+    (``page_index.unclaim_page_index``); where it cannot be rewritten (a full disk), it goes."""
+    from sciga.transforms.inputs.page_index import forget_page_index, unclaim_page_index
+
+    try:
+        unclaim_page_index(sroot)
+    except OSError:
+        forget_page_index(sroot)  # unlinking needs no space; the next build hashes its pages again
 
 
 def _record_pages(sroot: str, hashes, signature: str) -> None:

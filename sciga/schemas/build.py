@@ -121,6 +121,8 @@ class ResultRef:
     # False: made with a failure that may pass (an interrupted tool): used in this build,
     # never reused, and no shard part holding it is taken over by a later build.
     final: bool = True
+    # config -> SHA-256 of the stored table (``ResultHeader.digests``); empty when nothing is stored.
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -155,6 +157,7 @@ class WriteItem:
     size: Optional[list[int]] = None  # [rows, Arrow bytes, image bytes] of its stored table for this config
     final: bool = True  # ResultRef.final
     stats: dict[str, int] = field(default_factory=dict)  # the result's stage counters (papers config only)
+    digest: Optional[str] = None  # SHA-256 of its stored table for this config (``ResultHeader.digests``)
 
 
 # ------------------------------------------------------------------ what the writer keeps on disk
@@ -192,9 +195,14 @@ class ResultHeader:
     # config -> [rows, Arrow bytes, image bytes] of the stored tables; set by the store when
     # it writes the result (``ResultStore.write``).
     sizes: dict[str, list[int]] = field(default_factory=dict)
+    # config -> SHA-256 of the stored table's bytes; set by the store with ``sizes``. The key
+    # names the page and the code, not the rest a result reads (its metadata sidecar, its
+    # images): a paper recomputed because its sidecar changed is stored under the same key,
+    # and only the digest tells its rows from the ones a previous build's shard holds.
+    digests: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {
+        out: dict = {
             "key": self.key,
             "uri": self.uri,
             "paper_id": self.paper_id,
@@ -211,6 +219,9 @@ class ResultHeader:
             "final": self.final,
             "sizes": {k: list(v) for k, v in self.sizes.items()},
         }
+        if self.digests:  # written since 0.1.3; a header without them reads as it always did
+            out["digests"] = dict(sorted(self.digests.items()))
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> ResultHeader:
@@ -231,6 +242,7 @@ class ResultHeader:
             stats=dict(d.get("stats") or {}),
             final=bool(d.get("final", True)),
             sizes={k: list(v) for k, v in (d.get("sizes") or {}).items()},
+            digests={str(k): str(v) for k, v in (d.get("digests") or {}).items()},
         )
 
 
@@ -254,8 +266,8 @@ class PartInfo:
     # not final; dead-letter parts are never taken over and carry none.
     fingerprint: Optional[str] = None
     reused: bool = False  # taken over from the previous build
-    # [paper id, result key] of each paper whose rows the part holds, in order (paper
-    # configs): a later build takes unchanged papers' rows from this part (``write/stage.py``).
+    # [paper id, result key, table digest] of each paper whose rows the part holds, in order
+    # (paper configs): a later build takes unchanged papers' rows from this part (``write/stage.py``).
     members: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict:

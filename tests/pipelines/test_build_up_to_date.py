@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from sciga.pipelines import warm_workers
@@ -115,6 +117,50 @@ def test_every_change_a_build_acts_on_runs_the_pipeline(corpus, tmp_path):
     clean = tmp_path / "clean"
     build(corpus, clean, "--papers-per-shard", "3")
     assert digests(out) == digests(clean)
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL between storing the results and moving the shards into place."""
+
+
+@pytest.mark.parametrize("executor", ["in_process", "beam"])
+def test_a_build_killed_after_storing_a_changed_sidecars_result_is_finished_by_the_next(
+    corpus, tmp_path, monkeypatch, executor
+):
+    """A metadata sidecar changes (arXiv added a journal reference); the paper is recomputed
+    under the same key (the key hashes the page, not the sidecar) and stored, and the build
+    dies before its shards are moved into place. The next build reuses that result: it must
+    not answer "up to date" from the last finished build's record, nor take the paper's old
+    rows from the old shard, but write what a clean build writes."""
+    from sciga.pipelines import build as build_module
+
+    if executor == "beam":
+        monkeypatch.setenv("SCIGA_IN_PROCESS", "0")
+    page = sorted(corpus.glob("*/*.html"))[0]
+    meta = {"id": page.stem, "title": None}
+    sidecar = page.with_name(f"{page.stem}.meta.json")
+    sidecar.write_text(json.dumps(meta), encoding="utf-8")
+    out = tmp_path / "out"
+    build(corpus, out)
+    sidecar.write_text(json.dumps({**meta, "journal_ref": "Journal of Examples 7 (2026)"}), encoding="utf-8")
+
+    def killed(fin):
+        raise Killed()
+
+    with monkeypatch.context() as m:
+        m.setattr(build_module, "finalize_build", killed)
+        with pytest.raises(Killed):
+            build(corpus, out)
+
+    stdout, _ = build_in_fresh_process("build", "--input", str(corpus), "--output", str(out), *COMMON)
+    assert "up to date" not in stdout and "reused                 6" in stdout, stdout
+    papers = pq.read_table(sorted((out / "data" / "papers").glob("*.parquet"))[0], columns=["id", "journal_ref"])
+    refs = dict(zip(papers.column("id").to_pylist(), papers.column("journal_ref").to_pylist()))
+    assert refs[meta["id"]] == "Journal of Examples 7 (2026)", refs
+    clean = tmp_path / "clean"
+    build(corpus, clean)
+    assert digests(out) == digests(clean)
+    assert build(corpus, out).up_to_date  # finished: the record vouches for OUT again
 
 
 def test_pages_are_hashed_again_only_when_their_size_or_mtime_moved(corpus, tmp_path):

@@ -5,7 +5,9 @@ older build's folder is read back, and a rerun writes the same bytes."""
 from __future__ import annotations
 
 import json
+import zipfile
 
+import pyarrow as pa
 import pytest
 
 from sciga.schemas.build import FileDep, PartInfo, ResultHeader
@@ -101,7 +103,24 @@ def test_part_sidecar_round_trips_byte_for_byte(sidecar):
 def test_the_store_keeps_the_header_and_adds_the_table_sizes(tmp_path):
     store = ResultStore(str(tmp_path))
     header = ResultHeader.from_json({**HEADER, "sizes": {}})
-    assert store.write(header.key, header, {}) == {}
+    assert store.write(header.key, header, {}) == header  # no tables: no sizes, no digests
     back = store.header(header.key)
     assert back == ResultHeader.from_json({**HEADER, "sizes": {}})
     assert store.read(header.key).header == back
+
+
+def test_the_store_adds_each_tables_digest_which_changes_with_its_rows_alone(tmp_path):
+    """The key of a result does not change with its metadata sidecar; the digest of the
+    table that holds the sidecar's facts does, and only that table's."""
+    store = ResultStore(str(tmp_path))
+    header = ResultHeader.from_json({**HEADER, "sizes": {}})
+    papers = pa.table({"id": pa.array(["2511.99001"]), "journal_ref": pa.array([None], pa.string())})
+    figures = pa.table({"id": ["f1", "f2"]})
+    first = store.write(header.key, header, {"papers": papers, "figures": figures})
+    assert set(first.digests) == {"papers", "figures"} and store.header(header.key).digests == first.digests
+    assert store.write(header.key, header, {"papers": papers, "figures": figures}).digests == first.digests
+    revised = papers.set_column(1, "journal_ref", pa.array(["J. Ex. 7 (2026)"]))
+    again = store.write(header.key, header, {"papers": revised, "figures": figures})
+    assert again.digests["papers"] != first.digests["papers"] and again.digests["figures"] == first.digests["figures"]
+    with zipfile.ZipFile(store.path(header.key)) as zf:
+        assert json.loads(zf.read("header.json"))["digests"] == again.digests

@@ -197,6 +197,7 @@ def ref_from_header(header: ResultHeader, reused: bool) -> ResultRef:
         dead=list(header.dead),
         stats=dict(header.stats),
         sizes={k: list(v) for k, v in header.sizes.items()},
+        digests=dict(header.digests),
     )
 
 
@@ -257,13 +258,17 @@ class ResultStore:
     def exists(self, key: str) -> bool:
         return self._fs.exists(self.path(key))
 
-    def write(self, key: str, header: ResultHeader, tables: Mapping[str, pa.Table]) -> dict[str, list[int]]:
+    def write(self, key: str, header: ResultHeader, tables: Mapping[str, pa.Table]) -> ResultHeader:
         """Atomically (temporary name, then a rename): a reader never sees half a file,
         and a retried write of the same key writes the same bytes. The header gets the
-        ``sizes`` of the tables (``table_size``), which are also returned: the shard writer
-        cuts parts by them without reading the tables back."""
+        ``sizes`` of the tables (``table_size``: the shard writer cuts parts by them without
+        reading the tables back) and their ``digests``; the header as stored is returned."""
         streams = {name: _ipc_bytes(tables[name]) for name in TABLES if name in tables and tables[name] is not None}
-        header = replace(header, sizes={name: table_size(_from_ipc(data)) for name, data in streams.items()})
+        header = replace(
+            header,
+            sizes={name: table_size(_from_ipc(data)) for name, data in streams.items()},
+            digests={name: sha256_hex(data) for name, data in streams.items()},
+        )
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
             zf.writestr(
@@ -277,7 +282,7 @@ class ResultStore:
         with self._fs.open(tmp, "wb") as f:
             f.write(buf.getvalue())
         self._fs.mv(tmp, path)
-        return header.sizes
+        return header
 
     def header(self, key: str) -> Optional[ResultHeader]:
         """The header alone (the zip's directory says where it is; tables are not read)."""

@@ -148,6 +148,22 @@ def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str
     os.replace(tmp, path)
 
 
+def unclaim_page_index(store_root: str) -> None:
+    """A build is about to store results: the record stops saying that the shards in OUT are
+    the build its pages make (its signature is cleared; the pages' hashes stay). A build
+    killed from here on has stored results its shards do not hold (a paper recomputed
+    because its metadata sidecar changed keeps its key), and the next build must run to
+    write them, not answer "up to date"."""
+    raw = _load_record(store_root)
+    if raw.get("build") is None:
+        return
+    path = local_path(index_path(store_root))
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({**raw, "build": None}, f, separators=(",", ":"))
+    os.replace(tmp, path)
+
+
 def forget_page_index(store_root: str) -> None:
     """A finished build that kept no record (pages not on local disk, pages made from
     e-prints): the old record no longer describes the build in OUT."""

@@ -144,11 +144,12 @@ def members_uri(out_dir: str, fingerprint: str) -> str:
 
 
 def read_members(uri: str) -> list[list[str]]:
-    """[paper id, result key] of each paper in a shard, in order; [] when not recorded."""
+    """[paper id, result key, table digest] of each paper in a shard, in order; [] when not
+    recorded (or recorded by a builder before 0.1.3, without digests)."""
     try:
         with fsspec.open(uri, "r", encoding="utf-8") as f:
             got = json.load(f)
-        return [[str(pid), str(key)] for pid, key in got["members"]]
+        return [[str(pid), str(key), str(digest)] for pid, key, digest in got["members"]]
     except (FileNotFoundError, OSError, ValueError, KeyError, TypeError):
         return []
 

@@ -119,15 +119,18 @@ def result_header(work: PaperWork) -> ResultHeader:
     )
 
 
-def ref_of(work: PaperWork, stored: bool, sizes: Optional[dict] = None) -> ResultRef:
+def ref_of(work: PaperWork, stored: Optional[ResultHeader] = None) -> ResultRef:
+    """The reference to a paper's result; ``stored``: its header as the store wrote it
+    (None: nothing was stored)."""
     return ResultRef(
         uri=work.uri,
-        key=work.key if stored else None,
+        key=work.key if stored is not None else None,
         **_paper_facts(work),
         dead=list(work.dead),
         stats=dict(work.stats),
         pending=bool(work.pending),
-        sizes=dict(sizes or {}),
+        sizes=dict(stored.sizes) if stored is not None else {},
+        digests=dict(stored.digests) if stored is not None else {},
         final=work.cacheable,
     )
 
@@ -147,15 +150,14 @@ class StoreStep(Step):
 
     def process(self, work: PaperWork):
         alive = work.paper is not None
-        stored, sizes = False, None
+        stored = None
         if work.key and (alive or work.cacheable):
-            sizes = self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
+            stored = self.store.write(work.key, result_header(work), result_tables(work) if alive else {})
             self.stored.inc()
-            stored = True
         elif alive:
             raise RuntimeError(f"{work.uri}: a parsed paper has no result key")  # a bug: every paper has one
         self.progress.add(inputs=1, papers=int(alive), dead=int(not alive))
-        yield ref_of(work, stored, sizes)
+        yield ref_of(work, stored)
 
     def finish(self):
         self.progress.flush()
@@ -228,7 +230,9 @@ class CollectStep(Step):
         )
         if papers:
             kept = papers[0]
-            sizes = completed.get(kept.key, kept.sizes)
+            done = completed.get(kept.key)
+            sizes = done.sizes if done is not None else kept.sizes
+            digests = done.digests if done is not None else kept.digests
             for config in CONFIGS_OF_A_PAPER:
                 yield (
                     (config, layout.group_of(config, kept.paper_id)),
@@ -239,6 +243,7 @@ class CollectStep(Step):
                         size=sizes.get(config),
                         final=kept.final,
                         stats=dict(kept.stats) if config == "papers" else {},
+                        digest=digests.get(config),
                     ),
                 )
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
@@ -264,7 +269,7 @@ class CollectStep(Step):
             for d in ref.dead:
                 yield ("dead_letter", 0), WriteItem(paper_id=d.paper_id or "", key=ref.key, reused=ref.reused, dead=d)
 
-    def _complete(self, key: str, anns: list) -> dict:
+    def _complete(self, key: str, anns: list) -> ResultHeader:
         res = self.store.read(key)
         if res is None:
             raise RuntimeError(f"result {key} vanished from the store while the build ran")
@@ -349,7 +354,8 @@ def _figure_counts(table: pa.Table, embedded: int) -> dict:
 
 def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
     """What a part's bytes depend on: its papers' results (their keys cover the code that
-    made them and the writer's own code) and the options that shape the file."""
+    made them and the writer's own code; their digests, what the results hold) and the
+    options that shape the file."""
     import hashlib
 
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
@@ -364,7 +370,7 @@ def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
             options.max_image_bytes,
             lay.row_group_rows,
             lay.row_group_bytes,
-            [[m.paper_id, m.key] for m in members],
+            [[m.paper_id, m.key, m.digest] for m in members],
         ],
         separators=(",", ":"),
     )
@@ -420,10 +426,12 @@ def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
 
 @dataclass(frozen=True)
 class _Member:
-    """A (paper id, result key) of a recorded member list, as ``part_fingerprint`` reads it."""
+    """A (paper id, result key, table digest) of a recorded member list, as
+    ``part_fingerprint`` reads it."""
 
     paper_id: str
     key: str
+    digest: str
 
 
 PAPER_ID_COLUMN = {"papers": "id", "figures": "paper_id", "mentions": "paper_id"}
@@ -582,16 +590,23 @@ class WritePartStep(Step):
         """member index -> the previous build's shard that holds its rows, for the members
         whose result was reused unchanged (and is final). A shard counts only when its
         member list, under this build's write options, gives the fingerprint the manifest
-        recorded for it: same results, same schema, builder and options."""
-        wanted = {(m.paper_id, m.key): i for i, m in enumerate(members) if m.reused and m.final and m.key}
+        recorded for it: same results, same schema, builder and options. A member is the
+        same result only with the same table digest: a result recomputed under the same key
+        (its sidecar changed) by a build that was killed before it finished is reused by the
+        next build, and its rows are not the ones the shard holds."""
+        wanted = {
+            (m.paper_id, m.key, m.digest): i
+            for i, m in enumerate(members)
+            if m.reused and m.final and m.key and m.digest
+        }
         out: dict[int, ShardRows] = {}
         if not wanted:
             return out
         for fp, e in self.previous_in_group.get((config, group), []):
             listed = read_members(e["members"])
-            if not listed or part_fingerprint(config, [_Member(p, k) for p, k in listed], self.options) != fp:
+            if not listed or part_fingerprint(config, [_Member(*m) for m in listed], self.options) != fp:
                 continue
-            hits = [wanted[(p, k)] for p, k in listed if (p, k) in wanted]
+            hits = [wanted[(p, k, d)] for p, k, d in listed if (p, k, d) in wanted]
             if hits:
                 shard = ShardRows(e["uri"], int(e["bytes"]), config)
                 for i in hits:
@@ -603,14 +618,14 @@ class WritePartStep(Step):
         sizes = sizes or []
         # A part holding a result that is not final is never taken over by a later build:
         # that build recomputes the paper under the same key, and its rows may differ.
-        fp = part_fingerprint(config, members, o) if all(m.final for m in members) else None
+        fp = part_fingerprint(config, members, o) if all(m.final and m.digest for m in members) else None
         info = PartInfo(
             config=config,
             group=group,
             part=part,
             fingerprint=fp,
             keys=sorted({m.key for m in members if m.key}),
-            members=[[m.paper_id, m.key] for m in members if m.key],
+            members=[[m.paper_id, m.key, m.digest] for m in members if m.key and m.digest],
         )
         prev = self.previous.get(fp)
         writer = PartWriter(o.parts_root, config, group, part, o.layout)
