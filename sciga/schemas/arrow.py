@@ -248,10 +248,17 @@ DEAD_LETTER = _with_version(
 SCHEMAS = {"papers": PAPERS, "figures": FIGURES, "mentions": MENTIONS, "dead_letter": DEAD_LETTER}
 
 
+# Values as_plain returns as they are, tested by exact type before any call: most of a
+# paper's values are strings and numbers, and a call per leaf was most of the conversion.
+_LEAF_TYPES = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def as_plain(obj: Any) -> Any:
     """Dataclass tree -> dicts/lists, faster than dataclasses.asdict (no deep copies)."""
+    if type(obj) is list:
+        return [v if type(v) in _LEAF_TYPES else as_plain(v) for v in obj]
     if hasattr(obj, "__dataclass_fields__"):
-        return {k: as_plain(v) for k, v in obj.__dict__.items()}
+        return {k: (v if type(v) in _LEAF_TYPES else as_plain(v)) for k, v in obj.__dict__.items()}
     if isinstance(obj, list):
         return [as_plain(v) for v in obj]
     return obj
