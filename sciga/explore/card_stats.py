@@ -17,7 +17,6 @@ changed papers' text is counted: with 10 of 1,000 text pages changed, 0.5 s beca
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
@@ -70,8 +69,7 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
             os.replace(tmp, path)
         keep.add(name)
         paths.append(path)
-    with contextlib.suppress(Exception):  # registered only when a shard was counted from a member list
-        con.unregister("sciga_card_members")
+    con.unregister("sciga_card_members")  # registered when a shard was counted from its member list
     for name in os.listdir(folder):
         if name not in keep:
             os.remove(os.path.join(folder, name))

@@ -140,11 +140,16 @@ def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str
     pages = {
         u: [st.size, st.mtime_ns, hashes.sha256[u]] for u, st in sorted(hashes.stats.items()) if u in hashes.sha256
     }
+    _write_record(store_root, {"version": INDEX_VERSION, "build": signature, "pages": pages})
+
+
+def _write_record(store_root: str, record: dict) -> None:
+    """The record written atomically (write, then rename)."""
     path = local_path(index_path(store_root))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"version": INDEX_VERSION, "build": signature, "pages": pages}, f, separators=(",", ":"))
+        json.dump(record, f, separators=(",", ":"))
     os.replace(tmp, path)
 
 
@@ -155,13 +160,8 @@ def unclaim_page_index(store_root: str) -> None:
     because its metadata sidecar changed keeps its key), and the next build must run to
     write them, not answer "up to date"."""
     raw = _load_record(store_root)
-    if raw.get("build") is None:
-        return
-    path = local_path(index_path(store_root))
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({**raw, "build": None}, f, separators=(",", ":"))
-    os.replace(tmp, path)
+    if raw.get("build") is not None:
+        _write_record(store_root, {**raw, "build": None})
 
 
 def forget_page_index(store_root: str) -> None:
