@@ -193,7 +193,7 @@ class BuildOptions:
     finalize_in_job: bool = False
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
 
-    def plan_options(self, *, store_root: str, fingerprint: str, progress_dir: Optional[str]):
+    def plan_options(self, *, store_root: str, fingerprint: str, progress_dir: Optional[str], hash_pages: bool = True):
         """The planner's options (``inputs/plan_step.py: PlanOptions``), for either executor."""
         from sciga.transforms.inputs.plan_step import PlanOptions
 
@@ -203,6 +203,7 @@ class BuildOptions:
             rebuild=self.rebuild,
             max_page_bytes=self.parse.max_page_bytes,
             progress_dir=progress_dir,
+            hash_pages=hash_pages,
         )
 
     def write_options(
@@ -472,6 +473,19 @@ class Finalize:
     run: dict = field(default_factory=dict)  # runner, workers, started_unix
 
 
+# What finalize_build imports that a build has not imported before it (the dataset card's
+# statistics, and pandas under them): a local build with forked workers imports them before
+# forking (in_process.import_before_forking).
+FINALIZE_MODULES = (
+    "sciga.transforms.write.finalize",
+    "sciga.explore.dataset_card",
+    "sciga.explore.card_stats",
+    "sciga.explore.stats",
+    "sciga.explore.views",
+    "pandas",
+)
+
+
 def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
     """Move the parts into ``OUT/data``, prune the result store, write manifest.json and the
     dataset card; remove the run's staging folder. Returns the counts and the manifest."""
@@ -682,9 +696,14 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
     sroot = store_root(out_dir)
     # The pages' SHA-256s, read again only where a page's size or mtime moved since the last
-    # build (local pages; the pipeline plans the others).
+    # build (local pages; the pipeline plans the others). A build here whose store holds no
+    # result leaves them to its workers, which hash each page as they read it (in_process.py):
+    # with nothing to reuse, the launcher's reading every page first only delays them.
+    from sciga.pipelines import in_process
+
+    workers_hash = in_process.eligible(opts, vision, beam_args) and not _holds_results(sroot)
     hashes = (
-        page_hashes(inputs, sroot, opts.parse.max_page_bytes, use_record=not opts.rebuild)
+        page_hashes(inputs, sroot, opts.parse.max_page_bytes, use_record=not opts.rebuild, hash_now=not workers_hash)
         if not opts.fetch_ids and opts.html_from == "ar5iv"
         else None
     )
@@ -714,14 +733,17 @@ def _run_build(args: argparse.Namespace, beam_args: Optional[list[str]], held: c
     )
     to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
     _unclaim_pages(sroot)
-    from sciga.pipelines import in_process
 
     n_here = in_process.workers_for(opts.workers, len(inputs), to_compute)
     if in_process.eligible(opts, vision, beam_args) and (n_here == 1 or in_process.can_fork()):
         # Nothing that needs Beam: computed and written here and in processes forked from here,
         # without starting Beam (in_process.py).
         fin.run.update(runner=in_process.RUNNER, workers=n_here)
-        return _build_in_process(opts, inputs, hashes, vision, layout, fingerprint, signature, fin, n_here)
+        return _build_in_process(
+            opts, inputs, hashes, vision, layout, fingerprint, signature, fin, n_here, workers_hash=workers_hash
+        )
+    if workers_hash and hashes is not None:
+        hashes.fill({}, opts.parse.max_page_bytes)  # Beam's planner needs them (no fork here)
     n_workers = (
         opts.workers
         if opts.workers is not None
@@ -846,10 +868,12 @@ def _build_in_process(
     signature: str,
     fin: Finalize,
     workers: int,
+    workers_hash: bool = False,
 ) -> BuildResult:
     """The build run by ``in_process.run_in_process`` with ``workers`` processes, then
-    finalized as a Beam build is."""
-    from sciga.pipelines.in_process import run_in_process, system_allocator
+    finalized as a Beam build is. ``workers_hash``: the pages were not hashed beforehand
+    (``page_hashes(hash_now=False)``); the record takes the hashes the workers made."""
+    from sciga.pipelines.in_process import malloc_without_fastbins, run_in_process, system_allocator
     from sciga.transforms.common.progress import ProgressMonitor
 
     log.info(
@@ -867,6 +891,7 @@ def _build_in_process(
             # build (forked workers inherit the handler).
             WorkerOutput(_build_log(fin.out_dir), enabled=False),
             system_allocator(),
+            malloc_without_fastbins(),
             ProgressMonitor(
                 progress_dir,
                 len(inputs),
@@ -876,7 +901,7 @@ def _build_in_process(
                 workers=workers,
             ),
         ):
-            run_in_process(
+            read = run_in_process(
                 opts,
                 inputs,
                 hashes,
@@ -888,12 +913,30 @@ def _build_in_process(
                 progress_dir=progress_dir,
                 previous_parts=prev_uri,
                 workers=workers,
+                finalize_modules=FINALIZE_MODULES,
+                hash_pages=not workers_hash,
             )
     counts, manifest = finalize_build(fin)
+    if workers_hash and hashes is not None:
+        hashes.fill(read, opts.parse.max_page_bytes)
     _record_pages(fin.store_root, hashes, signature)
     return BuildResult(
         out_dir=fin.out_dir, counts=counts, manifest=manifest, seconds=time.time() - fin.run["started_unix"]
     )
+
+
+def _holds_results(sroot: str) -> bool:
+    """Whether the result store has any result (a local one; another may, as far as known)."""
+    from sciga.transforms.common.input_files import is_local, local_path
+    from sciga.transforms.common.result_store import RESULTS
+
+    if not is_local(sroot):
+        return True
+    try:
+        with os.scandir(os.path.join(local_path(sroot), RESULTS)) as entries:
+            return any(True for _ in entries)
+    except OSError:  # no folder: a new output
+        return False
 
 
 def _inputs_to_compute(inputs: Sequence[str], hashes, signature: str, rebuild: bool) -> int:

@@ -192,6 +192,50 @@ def test_pages_are_hashed_again_only_when_their_size_or_mtime_moved(corpus, tmp_
     assert page_hashes([*pages, "gs://bucket/a.html"], str(store), 1 << 30) is None
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_new_output_hashes_each_page_once_in_its_worker_and_records_them_all(corpus, tmp_path, monkeypatch, workers):
+    """A build into a new output has no result to reuse: the launcher reads no page before
+    the workers start (each is hashed once, by the worker that parses it), yet the record it
+    leaves has every page's true SHA-256 (a page dead-lettered by the parser too), so the
+    next build is up to date at once."""
+    from sciga.transforms.common import result_store
+    from sciga.transforms.inputs import page_index
+
+    broken = corpus / "broken"
+    broken.mkdir()
+    (broken / "2601.99999.html").write_bytes(b"<html><body><p>no LaTeXML here</p></body></html>")
+    hashed: list = []
+    real_hash = page_index._hash
+
+    def counting_hash(uri, max_page_bytes):
+        hashed.append(uri)
+        return real_hash(uri, max_page_bytes)
+
+    monkeypatch.setattr(page_index, "_hash", counting_hash)
+    plan_hash = result_store.hash_file
+    planned = tmp_path / "planned.txt"  # a file: the plan runs in forked workers too
+
+    def plan_hash_file(uri, *a, **k):
+        with open(planned, "a", encoding="utf-8") as f:
+            f.write(uri + "\n")
+        return plan_hash(uri, *a, **k)
+
+    monkeypatch.setattr("sciga.transforms.inputs.plan_step.hash_file", plan_hash_file)
+    out = tmp_path / "out"
+    first = build(corpus, out, "--workers", workers)
+    assert first.counts.inputs == 7 and first.counts.papers == 6
+    assert not planned.exists()  # no worker hashed a page to plan it
+    assert hashed == [str(broken / "2601.99999.html")]  # only the page no paper came from
+    record = json.loads((out / ".sciga" / PAGE_INDEX).read_text(encoding="utf-8"))["pages"]
+    pages = sorted(str(p) for p in corpus.glob("*/*.html"))
+    assert sorted(record) == pages
+    for uri, (size, _mtime, sha) in record.items():
+        data = Path(uri).read_bytes()
+        assert (size, sha) == (len(data), hashlib.sha256(data).hexdigest())
+    hashed.clear()
+    assert build(corpus, out, "--workers", workers).up_to_date and hashed == []
+
+
 def test_the_convert_prefix_is_the_converters():
     from sciga.transforms.inputs import page_index
     from sciga.transforms.latexml.pages_from_eprints import CONVERT_PREFIX

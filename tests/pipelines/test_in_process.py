@@ -166,6 +166,54 @@ def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
         assert pa.default_memory_pool().backend_name == before
 
 
+def test_glibcs_fastbins_are_off_while_the_build_runs_here_and_back_after(monkeypatch):
+    """No fastbins while the build runs here, glibc's default after; a user's own
+    GLIBC_TUNABLES setting of them is left alone, as is a C library that is not glibc."""
+    calls: list = []
+
+    class FakeGlibc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    monkeypatch.setattr(in_process, "_glibc", lambda: FakeGlibc())
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    with in_process.malloc_without_fastbins():
+        assert calls == [(1, 0)]
+    assert calls == [(1, 0), (1, 128)]
+    calls.clear()
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.mxfast=64")
+    with in_process.malloc_without_fastbins():
+        pass
+    monkeypatch.setattr(in_process, "_glibc", lambda: None)
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    with in_process.malloc_without_fastbins():
+        pass
+    assert calls == []
+    if sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION"):
+        monkeypatch.undo()
+        with in_process.malloc_without_fastbins():  # the real mallopt takes both settings
+            pass
+
+
+def test_what_workers_and_finalizing_import_is_imported_once_before_forking(tmp_path, monkeypatch):
+    """The modules finalizing needs (pandas under them, which pyarrow imports on a worker's
+    first table) are imported before the workers are forked, which share them; a module that
+    cannot be imported there is left to fail where it is used."""
+    from sciga.pipelines.build import FINALIZE_MODULES
+
+    for name in FINALIZE_MODULES:  # a misspelled name would quietly import nothing
+        __import__(name)
+    (tmp_path / "sciga_test_ahead.py").write_text("VALUE = 1\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "sciga_test_ahead", raising=False)
+    with in_process._Workers(1, None, None, shared_modules=["sciga_test_ahead"]):
+        assert "sciga_test_ahead" not in sys.modules  # one worker: this process, nothing forked
+    with in_process._Workers(2, None, None, shared_modules=["sciga_test_no_such_module", "sciga_test_ahead"]):
+        assert "sciga_test_no_such_module" not in sys.modules
+        assert sys.modules["sciga_test_ahead"].VALUE == 1
+
+
 @pytest.mark.e2e  # real worker processes, one killed as the system's out-of-memory killer does
 def test_a_worker_killed_by_the_system_stops_the_build_with_one_sentence_and_the_rerun_resumes(
     tmp_path, monkeypatch, capsys

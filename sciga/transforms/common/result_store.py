@@ -266,7 +266,10 @@ class ResultStore:
         streams = {name: _ipc_bytes(tables[name]) for name in TABLES if name in tables and tables[name] is not None}
         header = replace(
             header,
-            sizes={name: table_size(_from_ipc(data)) for name, data in streams.items()},
+            # Of the table as given: its Arrow size is the one read back from the stream (a
+            # built table holds no validity buffer without nulls, and no slack; a test reads
+            # the sample's tables back to hold this).
+            sizes={name: table_size(tables[name]) for name in streams},
             digests={name: sha256_hex(data) for name, data in streams.items()},
         )
         buf = io.BytesIO()
@@ -277,8 +280,14 @@ class ResultStore:
             for name, data in streams.items():
                 zf.writestr(zipfile.ZipInfo(name + ".arrow", _ZIP_DATE), data)
         path = self.path(key)
-        self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}.{id(buf):x}.tmp"
+        if self._open is open:  # a local store: without fsspec's file objects (~0.25 ms a result)
+            os.makedirs(posixpath.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as f:
+                f.write(buf.getvalue())
+            os.replace(tmp, path)
+            return header
+        self._fs.makedirs(posixpath.dirname(path), exist_ok=True)
         with self._fs.open(tmp, "wb") as f:
             f.write(buf.getvalue())
         self._fs.mv(tmp, path)
@@ -294,7 +303,7 @@ class ResultStore:
 
     def read(self, key: str, tables: Iterable[str] = TABLES) -> Optional[StoredResult]:
         try:
-            with self._fs.open(self.path(key), "rb") as f:
+            with self._open(self.path(key), "rb") as f:
                 data = f.read()
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 header = ResultHeader.from_json(json.loads(zf.read(HEADER)))

@@ -49,6 +49,16 @@ class PageHashes:
     record_pages: int = 0  # pages in the record (0: none, or --rebuild)
     record_signature: Optional[str] = None  # of the build that wrote the record (``write/up_to_date.py``)
 
+    def fill(self, known: dict[str, str], max_page_bytes: int) -> None:
+        """Complete the hashes of a build that left them to its workers (``page_hashes``
+        with ``hash_now=False``): a page gets the SHA-256 its worker read (``known``), or
+        is read and hashed now (pages dead-lettered before any was computed), so that the
+        record the build leaves is the one it would have left after hashing first."""
+        for uri in self.stats:
+            if uri not in self.sha256 and uri in known:
+                self.sha256[uri] = known[uri]
+        _hash_into(self, [u for u in self.stats if u not in self.sha256], max_page_bytes)
+
     @property
     def same_as_record(self) -> bool:
         """Every page has the SHA-256 the record has, and the record has no other page."""
@@ -95,11 +105,14 @@ def _hash(uri: str, max_page_bytes: int) -> Optional[str]:
 
 
 def page_hashes(
-    inputs: Sequence[str], store_root: str, max_page_bytes: int, use_record: bool = True
+    inputs: Sequence[str], store_root: str, max_page_bytes: int, use_record: bool = True, hash_now: bool = True
 ) -> Optional[PageHashes]:
     """The SHA-256 of every local page in ``inputs``, from the record where a page's size and
     mtime are unchanged, else read now. None when an input is not a local page (a convert
-    request, a remote file): the pipeline plans those itself."""
+    request, a remote file): the pipeline plans those itself. ``hash_now=False``: pages the
+    record does not vouch for are left unhashed (their stats are taken), for a build whose
+    store holds no result to reuse: its workers hash each page as they read it, and
+    ``PageHashes.fill`` takes those hashes afterwards."""
     if not inputs or not all(is_local(u) and not u.startswith(CONVERT_PREFIX) for u in inputs):
         return None
     raw = _load_record(store_root) if use_record else {}
@@ -122,14 +135,21 @@ def page_hashes(
             out.recorded += 1
         else:
             todo.append(uri)
-    if todo:
-        with ThreadPoolExecutor(min(HASH_THREADS, len(todo))) as pool:
-            for uri, sha in zip(todo, pool.map(lambda u: _hash(u, max_page_bytes), todo)):
-                if sha is not None:
-                    out.sha256[uri] = sha
-        out.hashed = len(todo)
+    if hash_now:
+        _hash_into(out, todo, max_page_bytes)
     out.unchanged = sum(1 for u, h in out.sha256.items() if record.get(u, (0, 0, ""))[2] == h)
     return out
+
+
+def _hash_into(out: PageHashes, uris: list[str], max_page_bytes: int) -> None:
+    """Read and hash ``uris`` (in threads) into ``out``."""
+    if not uris:
+        return
+    with ThreadPoolExecutor(min(HASH_THREADS, len(uris))) as pool:
+        for uri, sha in zip(uris, pool.map(lambda u: _hash(u, max_page_bytes), uris)):
+            if sha is not None:
+                out.sha256[uri] = sha
+    out.hashed += len(uris)
 
 
 def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str]) -> None:

@@ -33,6 +33,9 @@ class PlanOptions:
     store_root: str  # where results are kept (``<out>/.sciga`` by default)
     fingerprint: str  # code + result-changing options (``result_store.result_key``)
     rebuild: bool = False  # recompute everything, reuse nothing
+    # False: the store holds nothing to reuse, so a page the launcher did not hash goes to
+    # the parse step without a key, which hashes the bytes it reads (each page read once).
+    hash_pages: bool = True
     max_page_bytes: int = 128 * 1024 * 1024
     progress_dir: Optional[str] = None
 
@@ -56,6 +59,10 @@ class PlanStep(Step):
 
     def process(self, element: Union[str, tuple[str, Optional[str]]]):
         uri, sha = element if isinstance(element, tuple) else (element, None)
+        if sha is None and not self.options.hash_pages:
+            self.planned.inc()
+            yield PlannedInput(uri=uri, key=None)
+            return
         if sha is None:
             try:
                 sha, _ = hash_file(uri, limit=self.options.max_page_bytes, root=parent_of(uri))

@@ -32,10 +32,13 @@ _ABBREV_RE = re.compile(
     r"Sec|Secs|Sect|Tab|Tabs|Ref|Refs|Alg|Thm|Lem|Prop|Def|Cor|Ch|Chap|App|Appx|Suppl|Supp|No|Nos|pp|ca|incl|esp)\."
 )
 # "et al." ends a sentence only when a new sentence follows ("... by Smith et al. We ...").
-_ET_AL_RE = re.compile(r"\bet al\.(?=\s*[(\[,;:a-z0-9']|\s*$)")
+# These two patterns start with a literal and look behind it, rather than look behind
+# first: the regex engine then jumps to each "et" / "(" instead of trying every position
+# (the enumerations' pattern took 57 us a paragraph that way, 1 us this way; same matches).
+_ET_AL_RE = re.compile(r"et(?<=\bet) al\.(?=\s*[(\[,;:a-z0-9']|\s*$)")
 # Inline enumerations ("are: (i) a router, (ii) a memory, and (iii) ...") are not sentence
 # starts, but pysbd reads "(ii)" as a list item.
-_INLINE_ENUM_RE = re.compile(r"(?:(?<=[,:;]\s)|(?<=\band\s)|(?<=\bor\s))\((?:[ivx]{1,5}|[a-h]|\d{1,2})\)")
+_INLINE_ENUM_RE = re.compile(r"\((?:(?<=[,:;]\s\()|(?<=\band\s\()|(?<=\bor\s\())(?:[ivx]{1,5}|[a-h]|\d{1,2})\)")
 _TOKEN_RE = re.compile(r"</?(MATH|TAG)>")
 # A parenthetical with no sentence punctuation inside ("(Sect. 4)" once "Sect." is
 # protected) cannot hold a boundary, but pysbd reads its "4)" as a list item: blank the

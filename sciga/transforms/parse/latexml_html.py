@@ -29,9 +29,16 @@ def _parser():
     global _PARSER
     if _PARSER is None:
         # huge_tree: real pages reach 50 MB and deep MathML; comments are not needed
-        # (the generator stamp is read from the text).
+        # (the generator stamp is read from the text). collect_ids=False: libxml2 keeps no
+        # table of the page's ids, which nothing here looks up (LaTeXML gives an id to most
+        # elements); parsing and freeing a 440 KB page took 7.2 + 3.6 ms with it, 5.9 + 2.8 without.
         _PARSER = etree.HTMLParser(
-            encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True, no_network=True
+            encoding="utf-8",
+            huge_tree=True,
+            remove_comments=True,
+            remove_pis=True,
+            no_network=True,
+            collect_ids=False,
         )
     return _PARSER
 

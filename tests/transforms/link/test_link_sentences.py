@@ -9,6 +9,8 @@ import pytest
 from link_fixtures import CORPUS_PAGES, SAMPLE_STEMS, TEST_PAGES, linked, needs_corpus, page_path, parse, sentencizer
 
 from sciga.transforms.link.sentences import (
+    _ET_AL_RE,
+    _INLINE_ENUM_RE,
     _STRONG_RE,
     NONE,
     Sentencizer,
@@ -37,6 +39,27 @@ def test_protect_keeps_offsets_and_blanks_only_what_cannot_end_a_sentence():
     assert "Figs_ 2" in p and "cf_" in p and "et al_ show" in p and "x_{i}_ y" in p and "e_g_" in p
     assert "Smith et al. Then" in p  # a new sentence follows: this "et al." may end one
     assert p.endswith("we stop.")
+
+
+# The two patterns as first written, looking behind before they match anything: the
+# rewritten ones (a literal first, for speed) must find exactly the same spans.
+_ET_AL_LOOKING_FIRST = re.compile(r"\bet al\.(?=\s*[(\[,;:a-z0-9']|\s*$)")
+_INLINE_ENUM_LOOKING_FIRST = re.compile(r"(?:(?<=[,:;]\s)|(?<=\band\s)|(?<=\bor\s))\((?:[ivx]{1,5}|[a-h]|\d{1,2})\)")
+
+
+def test_the_fast_patterns_find_what_the_look_behind_first_ones_find():
+    import random
+
+    pieces = [", (ii) ", " and (a) ", " or (3) ", "; (iv)", "(b)", "band (a)", "for (i)", "color (x)", "(12)"]
+    pieces += [" et al. ", "bet al.", "et al.,", "et al.(", " et al. We", "Smith et al.", "\n", "  ", " ", "a"]
+    pieces += ["(", ")", ",", ":", ";", "and", "or", "et", " al.", "é", "_"]
+    rng = random.Random(7)
+    texts = [TEXT] + ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 14))) for _ in range(20_000)]
+    texts += [p.text for key in SAMPLE_STEMS for s in parse(key).sections for p in s.paragraphs]
+    for fast, first in ((_ET_AL_RE, _ET_AL_LOOKING_FIRST), (_INLINE_ENUM_RE, _INLINE_ENUM_LOOKING_FIRST)):
+        for t in texts:
+            assert [m.span() for m in fast.finditer(t)] == [m.span() for m in first.finditer(t)], t
+    assert sum(bool(_INLINE_ENUM_RE.search(t)) for t in texts) > 1000  # the pieces make real matches
 
 
 @pytest.mark.parametrize(
