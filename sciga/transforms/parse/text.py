@@ -164,20 +164,6 @@ def render_into(el, tb: TextBuilder, opts: RenderOptions) -> None:
 # Substrings of the class attribute that need a closer look; anything else renders as
 # plain inline or block content (the prefilter runs on every element, so it is cheap).
 _SPECIAL = re.compile(r"ltx_(?:note|tag|ERROR|figure|table|float|picture|bibliography|teaserfigure)").search
-# A page repeats a few hundred distinct class attributes thousands of times: each is looked
-# at once. Bounded, so a page made of random class names cannot grow it without end.
-_SPECIAL_CLASSES: dict[str, tuple] = {}
-_SPECIAL_CLASSES_MAX = 20_000
-
-
-def _special_classes(c: str) -> tuple:
-    """The classes of a class attribute that needs a closer look; () for any other."""
-    cls = _SPECIAL_CLASSES.get(c)
-    if cls is None:
-        cls = tuple(c.split()) if _SPECIAL(c) else ()
-        if len(_SPECIAL_CLASSES) < _SPECIAL_CLASSES_MAX:
-            _SPECIAL_CLASSES[c] = cls
-    return cls
 
 
 def _render_children(el, tb, opts, in_note, in_tag, in_ref):
@@ -206,7 +192,7 @@ def _render_into(el, tb, opts, in_note, in_tag, in_ref):
     if tag in _SKIP_TAGS:
         return
     c = el.get("class")
-    cls: tuple = _special_classes(c) if c else ()
+    cls: tuple = tuple(c.split()) if c and _SPECIAL(c) else ()
     if cls:
         if "ltx_note" in cls:
             if not opts.notes or in_note or in_tag or not any(r in cls for r in _NOTE_ROLES):
