@@ -358,8 +358,11 @@ def stored_reads(monkeypatch) -> list:
     from sciga.transforms.common.result_store import TABLES, ResultStore
 
     reads: list = []
-    real = ResultStore.read
+    real, real_table = ResultStore.read, ResultStore.read_table
     monkeypatch.setattr(
         ResultStore, "read", lambda self, key, tables=TABLES: reads.append(key) or real(self, key, tables)
+    )
+    monkeypatch.setattr(
+        ResultStore, "read_table", lambda self, key, name: reads.append(key) or real_table(self, key, name)
     )
     return reads

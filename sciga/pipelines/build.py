@@ -873,7 +873,12 @@ def _build_in_process(
     """The build run by ``in_process.run_in_process`` with ``workers`` processes, then
     finalized as a Beam build is. ``workers_hash``: the pages were not hashed beforehand
     (``page_hashes(hash_now=False)``); the record takes the hashes the workers made."""
-    from sciga.pipelines.in_process import malloc_without_fastbins, run_in_process, system_allocator
+    from sciga.pipelines.in_process import (
+        collector_for_batch_work,
+        malloc_without_fastbins,
+        run_in_process,
+        system_allocator,
+    )
     from sciga.transforms.common.progress import ProgressMonitor
 
     log.info(
@@ -892,6 +897,7 @@ def _build_in_process(
             WorkerOutput(_build_log(fin.out_dir), enabled=False),
             system_allocator(),
             malloc_without_fastbins(),
+            collector_for_batch_work(),
             ProgressMonitor(
                 progress_dir,
                 len(inputs),
@@ -901,7 +907,7 @@ def _build_in_process(
                 workers=workers,
             ),
         ):
-            read = run_in_process(
+            ran = run_in_process(
                 opts,
                 inputs,
                 hashes,
@@ -913,12 +919,14 @@ def _build_in_process(
                 progress_dir=progress_dir,
                 previous_parts=prev_uri,
                 workers=workers,
+                write_workers=opts.workers if opts.workers is not None else (os.cpu_count() or 1),
                 finalize_modules=FINALIZE_MODULES,
                 hash_pages=not workers_hash,
             )
+    fin.run["part_writers"] = ran.part_writers
     counts, manifest = finalize_build(fin)
     if workers_hash and hashes is not None:
-        hashes.fill(read, opts.parse.max_page_bytes)
+        hashes.fill(ran.page_sha256, opts.parse.max_page_bytes)
     _record_pages(fin.store_root, hashes, signature)
     return BuildResult(
         out_dir=fin.out_dir, counts=counts, manifest=manifest, seconds=time.time() - fin.run["started_unix"]

@@ -151,6 +151,44 @@ def test_workers_are_every_core_unless_a_few_inputs_changed(monkeypatch):
     assert in_process.workers_for(None, 1000, 1000) == 1
 
 
+def test_parts_are_written_in_several_processes_when_many_and_large():
+    """A build computed here (a few changed pages) writes its parts in up to ``allowed``
+    processes when more than one is written again and together they are large; a build
+    with several workers keeps them; taken-over parts count for nothing."""
+    from sciga.transforms.write.steps import PartJob
+
+    big = in_process.MIN_BYTES_TO_SHARE_WRITES
+
+    def job(nbytes: int) -> PartJob:
+        return PartJob("papers", 0, 0, [object()], [(1, nbytes)])
+
+    assert in_process._processes_for_writes(1, 2, [job(big), job(1)]) == 2
+    assert in_process._processes_for_writes(1, 4, [job(big), job(1), job(1)]) == 3  # at most one per part
+    assert in_process._processes_for_writes(1, 2, [job(big)]) == 1  # one part: nothing to share
+    assert in_process._processes_for_writes(1, 2, [job(1), job(1)]) == 1  # too small to pay for a fork
+    assert in_process._processes_for_writes(1, 1, [job(big), job(big)]) == 1  # --workers 1, or one core
+    assert in_process._processes_for_writes(3, 2, [job(1)]) == 3  # the build's own workers
+
+
+@pytest.mark.e2e  # real builds, real worker processes forked for the writes
+def test_a_small_rebuild_writes_its_parts_in_two_processes_with_a_clean_builds_bytes(tmp_path, monkeypatch):
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 12, n_figures=2, image_kb=4, distinct_images=2)
+    out, clean = tmp_path / "out", tmp_path / "clean"
+    argv = ["--input", str(pages), *SHARDS, "--quiet"]
+    assert main(["build", "--output", str(out), *argv]) == 0
+    page = sorted(pages.glob("*/*.html"))[4]
+    page.write_text(page.read_text(encoding="utf-8").replace("</article>", "<p>Added.</p></article>", 1))
+    monkeypatch.setattr(in_process, "MIN_BYTES_TO_SHARE_WRITES", 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert main(["build", "--output", str(out), *argv]) == 0
+    run = manifest(out)["run"]
+    assert (run["runner"], run["workers"], run["part_writers"]) == (in_process.RUNNER, 1, 2), run
+    assert main(["build", "--output", str(clean), "--workers", "1", *argv]) == 0
+    assert manifest(clean)["run"]["part_writers"] == 1  # --workers 1: one process, writes included
+    assert data_digests(out) == data_digests(clean), "the same shards as a clean build, byte for byte"
+
+
 def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
     """malloc while the build runs here; the caller's pool after (a notebook keeps its own),
     and an allocator the user chose is left alone."""
@@ -164,6 +202,25 @@ def test_the_in_process_build_puts_the_callers_allocator_back(monkeypatch):
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", before)
     with in_process.system_allocator():
         assert pa.default_memory_pool().backend_name == before
+
+
+def test_the_collector_is_tuned_while_the_build_runs_here_and_back_after():
+    """While the build runs here: what was alive before is frozen and the young generation
+    is collected less often; after: the caller's thresholds, nothing frozen; a collector
+    the caller turned off is left alone."""
+    import gc
+
+    before = gc.get_threshold()
+    with in_process.collector_for_batch_work():
+        assert gc.get_threshold() == (in_process.GC_YOUNG_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        with in_process.collector_for_batch_work():
+            assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
 
 
 def test_glibcs_fastbins_are_off_while_the_build_runs_here_and_back_after(monkeypatch):

@@ -43,8 +43,8 @@ def failed_conversion(body: bytes, max_bytes: int = MAX_PAGE_BYTES) -> Optional[
             body = gunzip_at_most(body, max_bytes)
         except (OSError, EOFError, zlib.error, InflatesTooFar):
             return None
-    ends = body[:200_000] + body[-200_000:]
-    if not any(m in ends for m in _FATAL_MARKERS):
+    tail = max(0, len(body) - 200_000)  # searched in place: a copy of both ends cost more than the search
+    if not any(body.find(m, 0, 200_000) >= 0 or body.find(m, tail) >= 0 for m in _FATAL_MARKERS):
         return None
     problem = conversion_problem(body)
     return problem[1] if problem and problem[0] == "conversion_failed" else None

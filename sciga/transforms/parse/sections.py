@@ -158,18 +158,25 @@ class DocumentWalker:
                 continue
             if tag in _HEADINGS and sec is not None:
                 continue  # the section's own title, read in _new_section
-            if self._is_wrapper(child):
+            figures = self._figures_unless_wrapper(child)
+            if figures is None:
                 self.walk(child, sec)
                 continue
             if tag in _HEADINGS and "ltx_title" in " ".join(cls):
                 continue  # stray titles outside sections (document title variants)
-            self._paragraph(child, sec)
+            self._paragraph(child, sec, figures)
 
-    def _is_wrapper(self, el) -> bool:
-        """A container of sections (page wrappers, divs around sections) rather than text."""
-        for _sub in el.iter("section"):
-            return True
-        return False
+    def _figures_unless_wrapper(self, el) -> Optional[list]:
+        """None for a container of sections (page wrappers, divs around sections) rather than
+        text; else the <figure> elements in ``el``, in document order. One pass over the
+        block answers both: a paragraph was scanned once for a section and again for its
+        figures."""
+        figures = []
+        for sub in el.iter("section", "figure"):
+            if sub.tag == "section":
+                return None
+            figures.append(sub)
+        return figures
 
     def _float(self, el, sec: Optional[Section]) -> None:
         n_before = len(self.floats.figures)
@@ -178,9 +185,9 @@ class DocumentWalker:
             sec.figure_ids.extend(f.id for f in self.floats.figures[n_before:])
         # Floats nested in a paragraph-like wrapper are found by _paragraph's scan.
 
-    def _paragraph(self, el, sec: Optional[Section]) -> None:
+    def _paragraph(self, el, sec: Optional[Section], figures: list) -> None:
         # Floats inside a paragraph block (LaTeXML leaves figures where \begin{figure} was).
-        for sub in el.iter("figure"):
+        for sub in figures:
             if sub is not el and nearest_float(sub, el) is None:
                 self._float(sub, sec)
         anchors: list = []

@@ -178,7 +178,8 @@ class PartWriter:
                 self._hashing = _HashingFile(self._file)
                 self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
-        table = table.cast(self.schema)
+        if not table.schema.equals(self.schema):  # a cast to the same types still visits every chunk
+            table = table.cast(self.schema)
         if self._pending_bytes < COMBINE_BELOW_BYTES:
             # One chunk per column: the Parquet writer pays per chunk, and a chunk per paper
             # made writing the papers config 2.7x slower. (Above 1 GiB a binary column could

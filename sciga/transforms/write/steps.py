@@ -29,7 +29,7 @@ from typing import Optional
 import fsspec
 import pyarrow as pa
 
-from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, to_table
+from sciga.schemas.arrow import SCHEMAS, dead_letter_row, figure_row, mention_row, paper_row, rows_table, to_table
 from sciga.schemas.build import GAResult, MedicalResult, PaperWork, PartInfo, ResultHeader, ResultRef, WriteItem
 from sciga.transforms.common.counters import Counter
 from sciga.transforms.common.input_files import is_local, local_path
@@ -78,7 +78,7 @@ def result_tables(work: PaperWork) -> dict[str, pa.Table]:
     mentions = sorted((mention_row(r) for r in work.mentions), key=SORT_KEYS["mentions"])
     return {
         "papers": to_table("papers", [paper_row(p)]),
-        "figures": pa.Table.from_pylist(figures, schema=STORED_SCHEMAS["figures"]),
+        "figures": rows_table(figures, STORED_SCHEMAS["figures"]),
         "mentions": to_table("mentions", mentions),
     }
 
@@ -196,7 +196,7 @@ def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, 
             if r["id"] in meds:
                 r["medical"] = as_plain(meds[r["id"]])
     rows.sort(key=SORT_KEYS["figures"])
-    tables["figures"] = pa.Table.from_pylist(rows, schema=STORED_SCHEMAS["figures"])
+    tables["figures"] = rows_table(rows, STORED_SCHEMAS["figures"])
     return tables
 
 
@@ -414,14 +414,14 @@ def _link_or_copy(src: str, dst: str, nbytes: Optional[int] = None) -> bool:
     return True
 
 
-def read_stored(store: ResultStore, it: WriteItem, config: str) -> StoredResult:
+def read_stored_table(store: ResultStore, it: WriteItem, config: str) -> pa.Table:
     """The stored table of ``config`` for a write item (its paper's result must be there)."""
     if it.key is None:
         raise RuntimeError(f"{it.paper_id}: a write item of a paper has no result key")  # a bug: every paper has one
-    res = store.read(it.key, tables=(config,))
-    if res is None:
+    table = store.read_table(it.key, config)
+    if table is None:
         raise RuntimeError(f"result {it.key} of paper {it.paper_id} is missing from the store")
-    return res
+    return table
 
 
 @dataclass(frozen=True)
@@ -527,7 +527,7 @@ class CutStep(Step):
         self.store = ResultStore(self.options.store_root)
 
     def _size(self, it: WriteItem, config: str) -> list[int]:
-        return it.size or table_size(read_stored(self.store, it, config).tables[config])
+        return it.size or table_size(read_stored_table(self.store, it, config))
 
     def process(self, element):
         (config, group), items = element
@@ -613,12 +613,23 @@ class WritePartStep(Step):
                     out.setdefault(i, shard)
         return out
 
+    def _fingerprint(self, config: str, members: list) -> Optional[str]:
+        # A part holding a result that is not final is never taken over by a later build:
+        # that build recomputes the paper under the same key, and its rows may differ.
+        return part_fingerprint(config, members, self.options) if all(m.final and m.digest for m in members) else None
+
+    def takes_over(self, job: PartJob) -> bool:
+        """Whether ``job``'s part is the previous build's file, taken over as it is (no
+        row to write)."""
+        if job.config == "dead_letter":
+            return False
+        prev = self.previous.get(self._fingerprint(job.config, job.members))
+        return prev is not None and prev.get("config") == job.config
+
     def _part(self, config: str, group: int, part: int, members: list, sizes: Optional[list] = None) -> PartInfo:
         o = self.options
         sizes = sizes or []
-        # A part holding a result that is not final is never taken over by a later build:
-        # that build recomputes the paper under the same key, and its rows may differ.
-        fp = part_fingerprint(config, members, o) if all(m.final and m.digest for m in members) else None
+        fp = self._fingerprint(config, members)
         info = PartInfo(
             config=config,
             group=group,
@@ -659,8 +670,7 @@ class WritePartStep(Step):
                 elif config == "papers":
                     _merge(counts, _paper_counts(table, it))
             else:
-                res = read_stored(self.store, it, config)
-                table = res.tables[config]
+                table = read_stored_table(self.store, it, config)
                 if config == "figures":
                     table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
                     _merge(counts, _figure_counts(table, embedded))

@@ -307,3 +307,23 @@ def test_generator_stamps(stamp, expected):
     from sciga.transforms.parse.front_matter import generator_of
 
     assert generator_of("<html><head>" + stamp + "</head>") == expected
+
+
+def test_the_pages_title_is_the_first_title_element_wherever_it_is():
+    """``first_descendant`` finds what ``find('.//title')`` finds (the first in document
+    order, in <head>, in the body, in an SVG, or none) without lxml's look-ahead walking the
+    rest of the page."""
+    from lxml import etree
+
+    from sciga.transforms.parse.latexml_html import _parser, first_descendant
+
+    pages = [
+        b"<html><head><title>head</title></head><body><svg><title>svg</title></svg></body></html>",
+        b"<html><body><p>x</p><div><title>in body</title></div></body></html>",
+        b"<html><head><meta charset='utf-8'></head><body><svg><title>svg</title></svg></body></html>",
+        b"<title>t</title><p>x<!-- a comment --></p>",
+        b"<html><body><p>no title</p></body></html>",
+    ]
+    for page in pages:
+        root = etree.fromstring(page, _parser())
+        assert first_descendant(root, "title") is root.find(".//title"), page
