@@ -133,9 +133,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         type=positive_int,
         default=None,
         metavar="N",
-        help="local worker processes (default: a build of at most 5000 inputs with at most 32 to compute runs "
-        f"in this process; a larger one uses every core, {os.cpu_count() or 1} here, at most one per input to "
-        "compute). On Linux a local build that runs no model runs without Apache Beam, its workers forked from "
+        help="local worker processes (default: a small build, such as a few pages or a few changed among a few "
+        f"hundred, runs in this process; a larger one uses every core, {os.cpu_count() or 1} here). On Linux a local build that runs no model runs without Apache Beam, its workers forked from "
         "this process; otherwise they are workers of Beam's runner (started warm on Linux, one per "
         f"{PAPERS_PER_WORKER_START} inputs elsewhere); 1 runs in this process",
     )

@@ -46,13 +46,15 @@ if TYPE_CHECKING:
     from sciga.transforms.write.layout import ShardLayout
 
 ENV = "SCIGA_IN_PROCESS"
-# Inputs to compute at most for one process, unless --workers says otherwise. 10 changed
-# text pages take ~0.4 s of steps here; above this many, a second process pays for its fork
-# and the references it sends back.
-MAX_TO_COMPUTE = 32
-# Inputs at most for one process: each unchanged input still costs about 1 ms (its stored
-# header read, its part taken over); at this many, more processes share that work.
-MAX_INPUTS = 5000
+# The work of a build run here, as bench/scale.py's text pages cost it on 2 cores: planning
+# an unchanged input (its stored header read, its files checked) ~0.2 ms, computing a page
+# ~25 ms. Below ONE_PROCESS_BELOW_SECONDS of it, forking workers (and importing what they
+# share first) costs more than another core saves: the embedded sample (4 pages) built in
+# 1.02-1.09 s in one process and 1.12-1.22 s in two; 1 changed of 1,000 text pages,
+# 1.64-1.73 s either way; 10 changed of 1,000, 2.05-2.09 s in one and 1.83-1.89 s in two.
+PLAN_SECONDS_PER_INPUT = 0.0002
+COMPUTE_SECONDS_PER_INPUT = 0.025
+ONE_PROCESS_BELOW_SECONDS = 0.4
 # Arrow bytes of the part files to write at least, for a build computed in one process to
 # write them in several: a small rebuild rewrites whole shards (1,000 text papers' papers
 # shard is 110 MB of Arrow data, 0.4 s to encode), which another core can share.
@@ -90,14 +92,16 @@ def can_fork() -> bool:
 
 
 def workers_for(asked: Optional[int], n_inputs: int, to_compute: int) -> int:
-    """Processes for a build run here: ``--workers`` when given; else one for a few changed
-    inputs, and otherwise every core, at most one per input to compute."""
+    """Processes for a build run here: ``--workers`` when given; else one where the build's
+    work is small (a few pages, or a few changed among a few hundred), and otherwise every
+    core: they share the planning of the unchanged inputs, the papers to compute and the
+    part files to write."""
     if asked is not None:
         return max(1, asked)
-    if to_compute <= MAX_TO_COMPUTE and n_inputs <= MAX_INPUTS:
+    work = n_inputs * PLAN_SECONDS_PER_INPUT + to_compute * COMPUTE_SECONDS_PER_INPUT
+    if work < ONE_PROCESS_BELOW_SECONDS:
         return 1
-    cores = os.cpu_count() or 1
-    return cores if n_inputs > MAX_INPUTS else max(1, min(cores, to_compute))
+    return os.cpu_count() or 1
 
 
 @contextlib.contextmanager

@@ -139,13 +139,15 @@ def test_beam_runs_when_asked_for_or_when_a_step_needs_it(tmp_path, monkeypatch)
     assert not in_process.eligible(opts, vision, None)
 
 
-def test_workers_are_every_core_unless_a_few_inputs_changed(monkeypatch):
+def test_workers_are_every_core_unless_the_work_is_small(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    most = in_process.MAX_INPUTS
-    assert in_process.workers_for(None, 1000, 0) == 1  # nothing or a few to compute: one process
-    assert in_process.workers_for(None, most, in_process.MAX_TO_COMPUTE) == 1
-    assert in_process.workers_for(None, 1000, in_process.MAX_TO_COMPUTE + 1) == 4  # a fork pays
-    assert in_process.workers_for(None, most + 1, 1) == 4  # so many unchanged: workers share them
+    assert in_process.workers_for(None, 4, 4) == 1  # the embedded sample: a fork costs more than it saves
+    assert in_process.workers_for(None, 1000, 0) == 1  # nothing to compute, little to plan
+    assert in_process.workers_for(None, 1000, 1) == 1  # one changed page of 1,000: a wash
+    assert in_process.workers_for(None, 12, 12) == 1  # a dozen pages: a fork does not pay
+    assert in_process.workers_for(None, 1000, 10) == 4  # ten of 1,000: planning and writing shared
+    assert in_process.workers_for(None, 40, 40) == 4  # a clean build of a few dozen pages
+    assert in_process.workers_for(None, 5001, 1) == 4  # so many unchanged: workers share planning them
     assert in_process.workers_for(3, 10, 1) == 3  # --workers wins
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert in_process.workers_for(None, 1000, 1000) == 1
