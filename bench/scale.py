@@ -371,15 +371,29 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
         text = page.read_text(encoding="utf-8")
         page.unlink()  # hard link: write a new file, leave the corpus alone
         page.write_text(text.replace("</body>", "<p>An added paragraph.</p></body>", 1), encoding="utf-8")
-    again = build(work, inc_out, None)
+    # Best of three rebuilds from the same start (a single one moves by 20% and more here),
+    # against the best clean build of these pages with the same workers.
+    start = workdir / "inc_text_out_start"
+    shutil.rmtree(start, ignore_errors=True)
+    shutil.copytree(inc_out, start)
+    runs = []
+    for _ in range(3):
+        shutil.rmtree(inc_out, ignore_errors=True)
+        shutil.copytree(start, inc_out)
+        runs.append(build(work, inc_out, None))
+    again = min(runs, key=lambda r: r["wall"])
+    walls = ", ".join(f"{r['wall']:.2f}" for r in runs)
+    shutil.rmtree(start, ignore_errors=True)
     beam_again = build(work, on_beam, None, env={"SCIGA_IN_PROCESS": "0"})
+    clean_wall = min(clean["wall"], outs[n_all]["wall"])
     rows.append(
         (
-            f"{changed} of {text_n} text pages changed ({again['reused']} reused; defaults: {again['runner']})",
+            f"{changed} of {text_n} text pages changed ({again['reused']} reused; defaults: {again['runner']}; "
+            f"best of {len(runs)}: {walls} s)",
             f"{again['wall']:.1f} s",
-            "clean build of the same pages",
-            f"{clean['wall']:.1f} s",
-            f"{again['wall'] / clean['wall']:.2f}",
+            "clean build of the same pages (best of the clean builds above)",
+            f"{clean_wall:.1f} s",
+            f"{again['wall'] / clean_wall:.3f}",
             "<= 0.15",
         )
     )

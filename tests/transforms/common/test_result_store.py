@@ -22,3 +22,48 @@ def test_the_sizes_a_result_is_stored_with_are_those_of_its_tables_read_back(tmp
             assert stored.header.sizes[name] == table_size(table), (key, name)
             checked += table.num_rows > 0
     assert checked >= 8
+
+
+def test_a_stored_results_members_read_in_place_are_what_zipfile_reads(tmp_path):
+    """``stored_member`` reads the layout the store writes, byte for byte what ``zipfile``
+    reads; a damaged or cut file is refused (and then refused by ``zipfile`` too: the
+    result reads as missing, so the paper is computed again); a zip laid out otherwise
+    (compressed members) is still read, through ``zipfile``."""
+    import io
+    import shutil
+    import zipfile
+    from pathlib import Path
+
+    import pytest
+
+    from sciga.transforms.common.result_store import HEADER, stored_member
+
+    out = tmp_path / "out"
+    assert main(["build", "--sample", "--output", str(out), "--workers", "1", "--quiet"]) == 0
+    store = ResultStore(store_root(str(out)))
+    keys = sorted(store.keys())
+    for key in keys:
+        with zipfile.ZipFile(store.path(key)) as zf:
+            for name in zf.namelist():
+                assert stored_member(store.path(key), name) == zf.read(name), (key, name)
+    key = keys[0]
+    path = store.path(key)
+    with pytest.raises(KeyError):
+        stored_member(path, "no_such.arrow")
+    good = Path(path).read_bytes()
+
+    damaged = bytearray(good)
+    damaged[200] ^= 0xFF  # inside the header's bytes
+    Path(path).write_bytes(bytes(damaged))
+    assert stored_member(path, HEADER) is None and store.header(key) is None
+    Path(path).write_bytes(good[: len(good) // 2])  # a write cut short
+    assert stored_member(path, "papers.arrow") is None and store.read_table(key, "papers") is None
+
+    deflated = tmp_path / "deflated.zip"
+    with zipfile.ZipFile(deflated, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zipfile.ZipFile(io.BytesIO(good)) as src:
+            for name in src.namelist():
+                zf.writestr(name, src.read(name))
+    assert stored_member(str(deflated), HEADER) is None
+    shutil.copy(deflated, path)
+    assert store.header(key) is not None and store.read_table(key, "papers") is not None
