@@ -269,13 +269,13 @@ def cpu_seconds_tree(cmd: list[str]) -> tuple[float, float]:
 
 def lxml_floor(pages: Path) -> float:
     """Seconds to parse every page with lxml in one process (the least a text build does),
-    the best of two runs, as the builds it is the baseline of."""
+    the best of three runs, as the builds it is the baseline of."""
     code = (
         "import sys, pathlib, lxml.html\n"
         "for p in sorted(pathlib.Path(sys.argv[1]).rglob('*.html')):\n"
         "    lxml.html.fromstring(p.read_bytes())\n"
     )
-    return min(cpu_seconds_tree([sys.executable, "-c", code, str(pages)])[0] for _ in range(2))
+    return min(cpu_seconds_tree([sys.executable, "-c", code, str(pages)])[0] for _ in range(3))
 
 
 def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
@@ -296,9 +296,10 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
     )
     pages = text_corpus(workdir, text_n)
     outs = {}
-    # Best of two clean builds each, alternating: on a shared (virtual) machine one build's
-    # wall time moves by up to 20% between runs, which a ratio of two single runs doubles.
-    for _ in range(2):
+    # Best of three clean builds each, alternating: on a shared (virtual) machine one build's
+    # wall time moves by up to 20% between runs (14.0 and 16.4 s in one run of this table),
+    # which a ratio of two single runs doubles.
+    for _ in range(3):
         for w in sorted({1, n_all}):
             out = workdir / f"out_start_{text_n}_w{w}"
             shutil.rmtree(out, ignore_errors=True)
