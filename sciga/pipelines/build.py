@@ -134,8 +134,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="local worker processes (default: a small build, such as a few pages or a few changed among a few "
-        f"hundred, runs in this process; a larger one uses every core, {os.cpu_count() or 1} here). On Linux a local build that runs no model runs without Apache Beam, its workers forked from "
-        "this process; otherwise they are workers of Beam's runner (started warm on Linux, one per "
+        f"hundred, runs in this process; a larger one uses every core, {os.cpu_count() or 1} here). On Linux a "
+        "local build that runs no model runs without Apache Beam, its workers forked from this process; otherwise they are workers of Beam's runner (started warm on Linux, one per "
         f"{PAPERS_PER_WORKER_START} inputs elsewhere); 1 runs in this process",
     )
     run.add_argument(
