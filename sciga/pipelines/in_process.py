@@ -252,7 +252,7 @@ def run_in_process(
         # Largest first, as the inputs: the one big part (every paper's full text) must not
         # be what one worker writes alone at the end. The order changes no byte of a part.
         jobs.sort(key=_job_bytes, reverse=True)
-        pool.widen(_processes_for_writes(pool.n, write_workers, [j for j in jobs if not write_part.takes_over(j)]))
+        pool.widen(_processes_for_writes(pool.n, write_workers, jobs, write_part.takes_over))
         for _ in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
             pass
         part_writers = pool.n
@@ -345,11 +345,14 @@ class _PaperChain:
             step.finish()
 
 
-def _processes_for_writes(workers: int, allowed: int, to_write: list) -> int:
+def _processes_for_writes(workers: int, allowed: int, jobs: list, taken_over) -> int:
     """Processes to write the part files in: the build's own when it has several; else
-    up to ``allowed`` when more than one part is written again and together they are
-    large enough to pay for forking (``MIN_BYTES_TO_SHARE_WRITES``)."""
-    if workers > 1 or allowed <= 1 or len(to_write) < 2:
+    up to ``allowed`` when more than one part is written again (not ``taken_over``) and
+    together they are large enough to pay for forking (``MIN_BYTES_TO_SHARE_WRITES``)."""
+    if workers > 1 or allowed <= 1:
+        return workers  # asked before any part's fingerprint is computed: most builds stop here
+    to_write = [j for j in jobs if not taken_over(j)]
+    if len(to_write) < 2:
         return workers
     if sum(_job_bytes(j) for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
         return workers

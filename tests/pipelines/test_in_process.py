@@ -164,12 +164,21 @@ def test_parts_are_written_in_several_processes_when_many_and_large():
     def job(nbytes: int) -> PartJob:
         return PartJob("papers", 0, 0, [object()], [(1, nbytes)])
 
-    assert in_process._processes_for_writes(1, 2, [job(big), job(1)]) == 2
-    assert in_process._processes_for_writes(1, 4, [job(big), job(1), job(1)]) == 3  # at most one per part
-    assert in_process._processes_for_writes(1, 2, [job(big)]) == 1  # one part: nothing to share
-    assert in_process._processes_for_writes(1, 2, [job(1), job(1)]) == 1  # too small to pay for a fork
-    assert in_process._processes_for_writes(1, 1, [job(big), job(big)]) == 1  # --workers 1, or one core
-    assert in_process._processes_for_writes(3, 2, [job(1)]) == 3  # the build's own workers
+    def none_taken_over(job) -> bool:
+        return False
+
+    assert in_process._processes_for_writes(1, 2, [job(big), job(1)], none_taken_over) == 2
+    assert (
+        in_process._processes_for_writes(1, 4, [job(big), job(1), job(1)], none_taken_over) == 3
+    )  # at most one per part
+    assert in_process._processes_for_writes(1, 2, [job(big)], none_taken_over) == 1  # one part: nothing to share
+    assert in_process._processes_for_writes(1, 2, [job(1), job(1)], none_taken_over) == 1  # too small to pay for a fork
+    assert (
+        in_process._processes_for_writes(1, 1, [job(big), job(big)], none_taken_over) == 1
+    )  # --workers 1, or one core
+    assert in_process._processes_for_writes(3, 2, [job(1)], none_taken_over) == 3  # the build's own workers
+    kept = job(big)
+    assert in_process._processes_for_writes(1, 2, [kept, job(big)], lambda j: j is kept) == 1  # one left to write
 
 
 @pytest.mark.e2e  # real builds, real worker processes forked for the writes

@@ -618,13 +618,17 @@ class WritePartStep(Step):
         # that build recomputes the paper under the same key, and its rows may differ.
         return part_fingerprint(config, members, self.options) if all(m.final and m.digest for m in members) else None
 
+    def _previous_part(self, fp: Optional[str], config: str) -> Optional[dict]:
+        """The previous build's part of this fingerprint and config, if it had one."""
+        prev = self.previous.get(fp)
+        return prev if prev and prev.get("config") == config else None
+
     def takes_over(self, job: PartJob) -> bool:
         """Whether ``job``'s part is the previous build's file, taken over as it is (no
         row to write)."""
         if job.config == "dead_letter":
             return False
-        prev = self.previous.get(self._fingerprint(job.config, job.members))
-        return prev is not None and prev.get("config") == job.config
+        return self._previous_part(self._fingerprint(job.config, job.members), job.config) is not None
 
     def _part(self, config: str, group: int, part: int, members: list, sizes: Optional[list] = None) -> PartInfo:
         o = self.options
@@ -638,9 +642,9 @@ class WritePartStep(Step):
             keys=sorted({m.key for m in members if m.key}),
             members=[[m.paper_id, m.key, m.digest] for m in members if m.key and m.digest],
         )
-        prev = self.previous.get(fp)
+        prev = self._previous_part(fp, config)
         writer = PartWriter(o.parts_root, config, group, part, o.layout)
-        if prev and prev.get("config") == config and _link_or_copy(prev["uri"], writer.path, prev.get("bytes")):
+        if prev and _link_or_copy(prev["uri"], writer.path, prev.get("bytes")):
             self.parts_reused.inc()
             counts = {k: v for k, v in (prev.get("counts") or {}).items() if k not in ("reused", "recomputed")}
             if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
