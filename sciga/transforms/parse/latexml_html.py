@@ -19,6 +19,7 @@ from sciga.transforms.parse.anchors import caption_ref_spans, ref_spans
 from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
 from sciga.transforms.parse.errors import ParseError
 from sciga.transforms.parse.figures import FloatContext
+from sciga.transforms.parse.math_bodies import kept_every_formula, without_math_bodies
 from sciga.transforms.parse.sections import DocumentWalker
 from sciga.transforms.parse.text import css_classes
 
@@ -41,6 +42,27 @@ def _parser():
             collect_ids=False,
         )
     return _PARSER
+
+
+def _tree(utf8: bytes, input_uri: str):
+    """The page's tree, built without the bodies of its formulas where that gives the same
+    tree less those bodies (``math_bodies``), else from the whole page."""
+    cut = without_math_bodies(utf8)
+    if cut is not utf8:
+        try:
+            root = etree.fromstring(cut, _parser())
+        except (etree.ParserError, ValueError):
+            root = None
+        if root is not None and kept_every_formula(root, cut):
+            return root
+        del root
+    try:
+        root = etree.fromstring(utf8, _parser())
+    except (etree.ParserError, ValueError) as e:
+        raise ParseError("unparseable", f"{input_uri} could not be parsed as HTML ({e}); refetch it.") from None
+    if root is None:
+        raise ParseError("unparseable", f"{input_uri} holds no HTML elements; refetch it.")
+    return root
 
 
 def first_descendant(root, tag: str):
@@ -133,12 +155,7 @@ def parse_latexml_html(
     meta = meta or PaperMeta()
     utf8, decode_errors = decode_page(html, input_uri, max_bytes)
     generator, gen_version = front_matter.generator_of(utf8)
-    try:
-        root = etree.fromstring(utf8, _parser())
-    except (etree.ParserError, ValueError) as e:
-        raise ParseError("unparseable", f"{input_uri} could not be parsed as HTML ({e}); refetch it.") from None
-    if root is None:
-        raise ParseError("unparseable", f"{input_uri} holds no HTML elements; refetch it.")
+    root = _tree(utf8, input_uri)
     title_el = first_descendant(root, "title")
     html_title = title_el.text if title_el is not None else None
     ident = front_matter.page_identity(root, html_title)
