@@ -118,7 +118,10 @@ def without_math_bodies(page: bytes) -> bytes:
     bounds.append(len(page))
     # Element k is page[bounds[k]:bounds[k+1]], so the odd elements are the bodies. The
     # regex runs over the gaps between them too: that costs less than copying the bodies out.
-    unsafe = pc.match_substring_regex(_as_array(bounds, page), _UNSAFE_BODY)
+    try:
+        unsafe = pc.match_substring_regex(_as_array(bounds, page), _UNSAFE_BODY)
+    except pa.ArrowException:  # an Arrow built without RE2: the page is parsed whole
+        return page
     # Cut up to the first body that is not cut: a formula whose ``</math>`` is not where
     # this reading puts it (a nested ``<math``, an HTML element libxml2 will not close)
     # can leave the parser inside it, and the next formulas inside that one.
@@ -147,4 +150,7 @@ def kept_every_formula(root, cut_page: bytes) -> bool:
             return False
     # Each ``math`` element comes from a "<math" in the bytes (in any case: the parser
     # lowers tag names), so equal counts mean none of them was anything else.
-    return n == pc.count_substring(_as_array([0, len(cut_page)], cut_page), "<math", ignore_case=True)[0].as_py()
+    try:
+        return n == pc.count_substring(_as_array([0, len(cut_page)], cut_page), "<math", ignore_case=True)[0].as_py()
+    except pa.ArrowException:
+        return n == cut_page.lower().count(b"<math")

@@ -121,6 +121,26 @@ def test_a_fake_formula_fails_the_tree_check():
     assert kept_every_formula(etree.fromstring(cut, latexml_html._parser()), cut)
 
 
+def test_an_arrow_without_re2_parses_pages_whole(monkeypatch):
+    """Arrow's regex functions need RE2; where a build of Arrow lacks it, pages are parsed
+    whole (the same Paper), not dead-lettered."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def no_re2(*args, **kwargs):
+        raise pa.ArrowNotImplementedError("Function 'match_substring_regex' needs RE2")
+
+    monkeypatch.setattr(pc, "match_substring_regex", no_re2)
+    monkeypatch.setattr(pc, "count_substring", no_re2)
+    page = page_of(f"Let {F} be.")
+    assert without_math_bodies(page) is page
+    assert "Let <MATH> x^{2} </MATH> be." in parsed(page).sections[0].body
+    from lxml import etree
+
+    cut = page_of('Let <math alttext="x^{2}" class="ltx_Math" display="inline"></math> be.')
+    assert kept_every_formula(etree.fromstring(cut, latexml_html._parser()), cut)
+
+
 FRAGMENTS = [
     b"</math>",
     b'<math alttext="k"><mi>k</mi>',
