@@ -33,6 +33,8 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sciga.transforms.parse.decode import arrow_slices
+
 # The element names libxml2's HTML parser knows (its element table, which drives what
 # closes what) and the HTML5 ones the build looks for. A MathML body holding any of them
 # is parsed whole.
@@ -60,14 +62,6 @@ _UNSAFE_BODY = (
 _START_TAG_END = re.compile(rb"""(?:[^>"']|"[^"]*"|'[^']*')*>""")
 _SPACE = frozenset(b" \t\n\r\f")
 _SLASH = ord("/")
-
-
-def _as_array(offsets: list[int], page: bytes) -> pa.Array:
-    """The slices ``page[offsets[k]:offsets[k+1]]`` as a binary Arrow array over the
-    page's own bytes (no copy)."""
-    return pa.Array.from_buffers(
-        pa.large_binary(), len(offsets) - 1, [None, pa.array(offsets, pa.int64()).buffers()[1], pa.py_buffer(page)]
-    )
 
 
 def _body_bounds(page: bytes) -> list[int]:
@@ -119,7 +113,7 @@ def without_math_bodies(page: bytes) -> bytes:
     # Element k is page[bounds[k]:bounds[k+1]], so the odd elements are the bodies. The
     # regex runs over the gaps between them too: that costs less than copying the bodies out.
     try:
-        unsafe = pc.match_substring_regex(_as_array(bounds, page), _UNSAFE_BODY)
+        unsafe = pc.match_substring_regex(arrow_slices(page, bounds), _UNSAFE_BODY)
     except pa.ArrowException:  # an Arrow built without RE2: the page is parsed whole
         return page
     # Cut up to the first body that is not cut: a formula whose ``</math>`` is not where
@@ -151,6 +145,6 @@ def kept_every_formula(root, cut_page: bytes) -> bool:
     # Each ``math`` element comes from a "<math" in the bytes (in any case: the parser
     # lowers tag names), so equal counts mean none of them was anything else.
     try:
-        return n == pc.count_substring(_as_array([0, len(cut_page)], cut_page), "<math", ignore_case=True)[0].as_py()
+        return n == pc.count_substring(arrow_slices(cut_page, [0, len(cut_page)]), "<math", ignore_case=True)[0].as_py()
     except pa.ArrowException:
         return n == cut_page.lower().count(b"<math")
