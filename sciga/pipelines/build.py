@@ -356,7 +356,7 @@ def _stage_previous_parts(out_dir: str, staging: str) -> Optional[str]:
     fs, p = fsspec.core.url_to_fs(path)
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with fs.open(p, "w") as f:
-        json.dump(prev, f, sort_keys=True)
+        f.write(json.dumps(prev, sort_keys=True))
     return path
 
 
@@ -516,6 +516,7 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, dict]:
         results_pruned=pruned,
         shard_parts_written=sum(1 for i in infos if i.path and not i.reused),
         shard_parts_reused=sum(1 for i in infos if i.reused),
+        shard_row_groups_taken=sum(i.row_groups_taken for i in infos),
     )
     manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
     mark_finalizing(f.out_dir, False)  # the manifest describes the shards again

@@ -269,6 +269,8 @@ class PartInfo:
     # [paper id, result key, table digest] of each paper whose rows the part holds, in order
     # (paper configs): a later build takes unchanged papers' rows from this part (``write/stage.py``).
     members: list[list[str]] = field(default_factory=list)
+    # Row groups copied byte for byte from the previous build's shards (``parquet_splice``).
+    row_groups_taken: int = 0
 
     def to_json(self) -> dict:
         out: dict = {"config": self.config, "group": self.group, "part": self.part}
@@ -286,6 +288,8 @@ class PartInfo:
             out["reused"] = True
         if self.members:
             out["members"] = [list(m) for m in self.members]
+        if self.row_groups_taken:
+            out["row_groups_taken"] = self.row_groups_taken
         return out
 
     @classmethod
@@ -303,4 +307,5 @@ class PartInfo:
             fingerprint=d.get("fingerprint"),
             reused=bool(d.get("reused")),
             members=[list(m) for m in d.get("members") or []],
+            row_groups_taken=int(d.get("row_groups_taken") or 0),
         )

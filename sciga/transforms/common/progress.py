@@ -63,7 +63,7 @@ class _ProcessTotals:
         tmp = self.path + ".tmp"
         try:
             with open(tmp, "w") as f:
-                json.dump(self.totals, f)
+                f.write(json.dumps(self.totals))
             os.replace(tmp, self.path)
         except OSError:
             pass  # progress is a courtesy; never fail a build over it

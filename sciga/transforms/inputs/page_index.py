@@ -169,7 +169,7 @@ def _write_record(store_root: str, record: dict) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, separators=(",", ":"))
+        f.write(json.dumps(record, separators=(",", ":")))
     os.replace(tmp, path)
 
 

@@ -170,7 +170,7 @@ def write_shard_members(out_dir: str, infos: Iterable[PartInfo]) -> None:
         keep.add(name)
         if name not in there:  # the same fingerprint, the same members
             with fs.open(posixpath.join(root, name), "w", encoding="utf-8") as f:
-                json.dump({"config": info.config, "members": info.members}, f, separators=(",", ":"))
+                f.write(json.dumps({"config": info.config, "members": info.members}, separators=(",", ":")))
     for name, p in there.items():
         if name not in keep:
             fs.rm(p)

@@ -223,7 +223,7 @@ def write_manifest(
     }
     fs, root = fsspec.core.url_to_fs(out_dir)
     with fs.open(posixpath.join(root, MANIFEST), "w") as f:
-        json.dump(manifest, f, indent=2, sort_keys=True)
+        f.write(json.dumps(manifest, indent=2, sort_keys=True))
         f.write("\n")
     return manifest
 

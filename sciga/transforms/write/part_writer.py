@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import posixpath
 from collections.abc import Sequence
@@ -27,6 +28,17 @@ from sciga.schemas.build import PartInfo
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import hash_file
 from sciga.transforms.write.layout import ShardLayout
+from sciga.transforms.write.parquet_splice import (
+    Footer,
+    Piece,
+    SpliceError,
+    Struct,
+    assemble,
+    parse_footer,
+    read_footer,
+)
+
+log = logging.getLogger(__name__)
 
 ZSTD_LEVEL = 6
 COMBINE_BELOW_BYTES = 1 << 30
@@ -126,11 +138,30 @@ def cut_parts(sizes: Sequence[tuple[int, int]], rows_per_part: int, max_part_byt
     return parts
 
 
+_SHAPES: dict[str, Struct] = {}
+
+
+def writer_shape(config: str) -> Struct:
+    """What every Parquet file this writer writes for ``config`` has in its footer besides
+    its row groups (schema, metadata, the writer's version): read from a file of no row
+    group written in memory, once per process."""
+    if config not in _SHAPES:
+        sink = pa.BufferOutputStream()
+        pq.ParquetWriter(sink, SCHEMAS[config], write_statistics=True, **parquet_options(config)).close()
+        data = sink.getvalue().to_pybytes()
+        _SHAPES[config] = parse_footer(data, len(data)).shape()
+    return _SHAPES[config]
+
+
 class PartWriter:
     """Writes one part file ``<root>/<config>/g<group>-p<part>.parquet`` from tables fed in
-    order, row group by row group, and its JSON sidecar."""
+    order, row group by row group, and its JSON sidecar.
 
-    def __init__(self, root: str, config: str, group: int, part: int, layout: ShardLayout):
+    With ``reuse=True`` (a local part) a row group may also be a previous shard's, taken
+    as its bytes (``add_row_group``): the row groups written here then go to a file beside
+    the part, and the part is assembled from both at ``close`` (``parquet_splice``)."""
+
+    def __init__(self, root: str, config: str, group: int, part: int, layout: ShardLayout, reuse: bool = False):
         self.root = root.rstrip("/")
         self.config = config
         self.group = group
@@ -147,6 +178,26 @@ class PartWriter:
         self._hashing: Optional[_HashingFile] = None
         self._local: Optional[str] = None  # the file, when written by Arrow's own I/O
         self.rows = 0
+        # Row groups in order: a previous shard's (a Piece) or the n-th written here (int).
+        self.reuse = reuse and is_local(self.path)
+        self._groups: list = []
+        self._written = 0
+        self.taken = 0  # row groups taken from previous shards
+
+    @property
+    def at_row_group_start(self) -> bool:
+        """Whether the next table starts a row group (none is pending)."""
+        return not self._pending
+
+    def add_row_group(self, piece: Piece) -> None:
+        """A previous shard's row group, as it is, as this part's next row group: only where
+        the rows fed in its place would have made exactly that row group, of a file whose
+        footer has this writer's shape (``writer_shape``)."""
+        if not self.reuse or self._pending:
+            raise ValueError("a row group is taken only at a row group's start, by a local part that reuses")
+        self._groups.append(piece)
+        self.rows += piece.footer.rows(piece.index)
+        self.taken += 1
 
     def add(self, table: pa.Table, nbytes: Optional[int] = None) -> None:
         """``table``: one paper's rows. ``nbytes``: its size as the row groups are cut (the
@@ -168,7 +219,7 @@ class PartWriter:
             if is_local(self.path):
                 # Arrow's own file I/O: through a Python file object every page is a Python
                 # call (a part of many small row groups wrote 2.5x slower). Hashed once closed.
-                self._local = local_path(self.path)
+                self._local = local_path(self.path) + (FRESH_SUFFIX if self.reuse else "")
                 os.makedirs(os.path.dirname(self._local), exist_ok=True)
                 self._writer = pq.ParquetWriter(self._local, self.schema, write_statistics=True, **self.options)
             else:
@@ -186,14 +237,21 @@ class PartWriter:
             # not be one chunk: 32-bit offsets; such a row group is written as it came.)
             table = table.combine_chunks()
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self._groups.append(self._written)
+        self._written += 1
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
     def close(self) -> Optional[tuple[str, int, str]]:
         """(path, bytes, sha256) of the file written; None when no row came."""
         self._flush_row_group()
-        if self._writer is None:  # no row came
+        if self._writer is None and not self.taken:  # no row came
             return None
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
+        if self.reuse:
+            self._assemble()
+            sha, nbytes = hash_file(local_path(self.path))
+            return self.path, nbytes, sha
         if self._local is not None:
             sha, nbytes = hash_file(self._local)
             return self.path, nbytes, sha
@@ -201,10 +259,53 @@ class PartWriter:
         self._file.close()
         return self.path, self._hashing.n, self._hashing.h.hexdigest()
 
+    def _assemble(self) -> None:
+        """The part from its row groups: the file written here as it is when every row group
+        is in it; else the taken row groups' bytes and the written ones' in order. Where a
+        file turns out not to be laid out as expected, the part is written again from the
+        row groups' rows (the same bytes, the slow way)."""
+        final = local_path(self.path)
+        fresh = final + FRESH_SUFFIX
+        if not self.taken:
+            os.replace(fresh, final)
+            return
+        try:
+            written: Optional[Footer] = None
+            if self._written:
+                with open(fresh, "rb") as f:
+                    written = read_footer(f)
+                if written.shape() != writer_shape(self.config) or len(written.row_groups) != self._written:
+                    raise SpliceError(f"{fresh} is not laid out as this writer writes")
+            pieces = [g if isinstance(g, Piece) else Piece(fresh, written, g) for g in self._groups]  # type: ignore[arg-type]
+            assemble(final, pieces, writer_shape(self.config))
+        except (SpliceError, OSError) as e:
+            log.warning("writing %s from its rows: %s", self.path, e)
+            self._rewrite(final, fresh)
+        finally:
+            if os.path.exists(fresh):
+                os.remove(fresh)
+
+    def _rewrite(self, final: str, fresh: str) -> None:
+        writer = pq.ParquetWriter(final, self.schema, write_statistics=True, **self.options)
+        try:
+            files: dict[str, pq.ParquetFile] = {}
+            for g in self._groups:
+                path, index = (g.path, g.index) if isinstance(g, Piece) else (fresh, g)
+                if path not in files:
+                    files[path] = pq.ParquetFile(path)
+                table = files[path].read_row_group(index)
+                writer.write_table(table, row_group_size=max(1, table.num_rows))
+        finally:
+            writer.close()
+
+
+# The file beside a part that its own row groups are written to while it takes others.
+FRESH_SUFFIX = ".written"
+
 
 def write_sidecar(parts_root: str, info: PartInfo) -> None:
     """The part's sidecar, ``<parts_root>/<config>/<part>.parquet.json`` (``read_part_infos``)."""
     fs, p = fsspec.core.url_to_fs(posixpath.join(parts_root, info.config, part_name(info.group, info.part) + ".json"))
     fs.makedirs(posixpath.dirname(p), exist_ok=True)
     with fs.open(p, "w") as f:
-        json.dump(info.to_json(), f, sort_keys=True)
+        f.write(json.dumps(info.to_json(), sort_keys=True))  # one write; dump writes each token

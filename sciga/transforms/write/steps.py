@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Optional
@@ -39,6 +40,7 @@ from sciga.transforms.common.result_store import (
     STORED_SCHEMAS,
     ResultStore,
     StoredResult,
+    hash_file,
     table_size,
 )
 from sciga.transforms.common.steps import Step
@@ -46,7 +48,8 @@ from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
 from sciga.transforms.write.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.write.finalize import read_members
 from sciga.transforms.write.layout import ShardLayout
-from sciga.transforms.write.part_writer import PartWriter, cut_parts, write_sidecar
+from sciga.transforms.write.parquet_splice import Footer, Piece, SpliceError, read_footer
+from sciga.transforms.write.part_writer import PartWriter, cut_parts, write_sidecar, writer_shape
 from sciga.transforms.write.shard_names import SORT_KEYS
 
 log = logging.getLogger("sciga.write")
@@ -435,6 +438,14 @@ class _Member:
 
 
 PAPER_ID_COLUMN = {"papers": "id", "figures": "paper_id", "mentions": "paper_id"}
+# What a part's counts read of a row group taken as its bytes (``_count_rows``): its paper
+# ids and the columns the counts come from (of ``image``, its path alone: whether the
+# struct is null, not the bytes).
+COUNT_COLUMNS = {
+    "papers": ["id", "teaser", "graphical_abstract"],
+    "figures": ["paper_id", "kind", "image_status", "image.path"],
+    "mentions": ["paper_id"],
+}
 
 
 class ShardRows:
@@ -444,9 +455,11 @@ class ShardRows:
     so at most one row group is held. A shard that is not the size the manifest recorded
     gives no rows: its papers are written from the store."""
 
-    def __init__(self, uri: str, nbytes: int, config: str):
+    def __init__(self, uri: str, nbytes: int, config: str, sha256: Optional[str] = None):
         self.uri = uri
         self.nbytes = nbytes
+        self.sha256 = sha256  # recorded by the manifest: bytes are taken only from that file
+        self.config = config
         self.column = PAPER_ID_COLUMN[config]
         self._file = None
         self._pf = None
@@ -454,6 +467,9 @@ class ShardRows:
         self._table: Optional[pa.Table] = None
         self._ids: list[str] = []
         self._broken = False
+        self._footer: Optional[Footer] = None  # read for taking row groups as they are
+        self._no_taking = not is_local(uri) or not sha256
+        self._scan = 0  # the next row group looked at for taking
 
     def _open(self) -> bool:
         import pyarrow.parquet as pq
@@ -476,8 +492,6 @@ class ShardRows:
         return self._pf is not None
 
     def rows_of(self, paper_id: str) -> Optional[pa.Table]:
-        from bisect import bisect_left, bisect_right
-
         if not self._open():
             return None
         while True:
@@ -494,6 +508,51 @@ class ShardRows:
                 self._broken, self._pf, self._table, self._ids = True, None, None, []
                 return None
             self._next += 1
+
+    def row_group_made_of(self, ids: list[str], rows: int, columns: list[str]) -> Optional[tuple]:
+        """The row group of this shard that holds the rows of the papers ``ids`` and nothing
+        else (``rows`` in all, in that order), to be taken as its bytes: (its ``Piece``, its
+        ``columns`` read, the paper id of each of its rows); None where there is none, or
+        the shard is not a local file whose footer has this writer's shape. Papers come in
+        order, so the row groups are looked at forward, each at most once."""
+        if self._no_taking or not ids or not self._open() or self._pf is None:
+            return None
+        pf, footer = self._pf, self._footer
+        if footer is None:
+            try:
+                # Its bytes are copied, not decoded: a shard damaged since (the same size)
+                # would pass into the new one. Only the file the manifest recorded is taken from.
+                if hash_file(self.uri)[0] != self.sha256:
+                    raise SpliceError("not the shard the manifest recorded")
+                with open(local_path(self.uri), "rb") as f:
+                    footer = read_footer(f)
+                if footer.shape() != writer_shape(self.config) or len(footer.row_groups) != pf.num_row_groups:
+                    raise SpliceError("written with another schema, options or Parquet writer")
+            except (OSError, SpliceError) as e:
+                log.info("not taking row groups from %s: %s", self.uri, e)
+                self._no_taking = True
+                return None
+            self._footer = footer
+        while self._scan < len(footer.row_groups):
+            k = self._scan
+            try:
+                table = pf.read_row_group(k, columns=columns)
+                row_ids = table.column(self.column).to_pylist()
+            except (OSError, ValueError, KeyError) as e:
+                log.info("not taking row groups from %s: %s", self.uri, e)
+                self._no_taking = True
+                return None
+            if not row_ids or row_ids[0] > ids[0]:
+                return None
+            self._scan += 1
+            if row_ids[0] < ids[0]:
+                continue
+            papers = [p for n, p in enumerate(row_ids) if n == 0 or p != row_ids[n - 1]]
+            if papers != ids or len(row_ids) != rows or footer.rows(k) != rows:
+                return None
+            self._next = max(self._next, k + 1)  # rows_of reads on after it
+            return Piece(local_path(self.uri), footer, k), table, row_ids
+        return None
 
     def close(self) -> None:
         if self._pf is not None:
@@ -608,7 +667,7 @@ class WritePartStep(Step):
                 continue
             hits = [wanted[(p, k, d)] for p, k, d in listed if (p, k, d) in wanted]
             if hits:
-                shard = ShardRows(e["uri"], int(e["bytes"]), config)
+                shard = ShardRows(e["uri"], int(e["bytes"]), config, e.get("sha256"))
                 for i in hits:
                     out.setdefault(i, shard)
         return out
@@ -643,8 +702,8 @@ class WritePartStep(Step):
             members=[[m.paper_id, m.key, m.digest] for m in members if m.key and m.digest],
         )
         prev = self._previous_part(fp, config)
-        writer = PartWriter(o.parts_root, config, group, part, o.layout)
-        if prev and _link_or_copy(prev["uri"], writer.path, prev.get("bytes")):
+        part_path = PartWriter(o.parts_root, config, group, part, o.layout).path
+        if prev and _link_or_copy(prev["uri"], part_path, prev.get("bytes")):
             self.parts_reused.inc()
             counts = {k: v for k, v in (prev.get("counts") or {}).items() if k not in ("reused", "recomputed")}
             if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
@@ -652,7 +711,7 @@ class WritePartStep(Step):
                 counts["recomputed"] = len(members) - counts["reused"]
             info = replace(
                 info,
-                path=writer.path,
+                path=part_path,
                 rows=prev["rows"],
                 bytes=prev["bytes"],
                 sha256=prev["sha256"],
@@ -663,16 +722,31 @@ class WritePartStep(Step):
             return info
         counts = {}
         sources = self._rows_in_previous_shards(config, group, members)
-        for i, it in enumerate(members):
+        writer = PartWriter(o.parts_root, config, group, part, o.layout, reuse=bool(sources))
+        i = -1
+        while i + 1 < len(members):
+            i += 1
+            it = members[i]
+            taken = (
+                self._previous_row_group(config, members, sizes, sources, i)
+                if writer.reuse and writer.at_row_group_start
+                else None
+            )
+            if taken is not None:  # members[i:end] are one row group of a previous shard: its bytes
+                end, piece, columns, row_ids = taken
+                for m in members[i:end]:
+                    lo, hi = bisect_left(row_ids, m.paper_id), bisect_right(row_ids, m.paper_id)
+                    if hi > lo:
+                        _count_rows(config, columns.slice(lo, hi - lo), m, counts)
+                writer.add_row_group(piece)
+                i = end - 1
+                continue
             if config != "papers" and i < len(sizes) and sizes[i][0] == 0:
                 continue  # no rows of this config (a paper without figures): nothing to read
             shard = sources.get(i)
             table = shard.rows_of(it.paper_id) if shard is not None else None
             if table is not None:  # the rows as the previous build wrote them from the same result
-                if config == "figures":
-                    _merge(counts, _figure_counts(table, table.num_rows - table.column("image").null_count))
-                elif config == "papers":
-                    _merge(counts, _paper_counts(table, it))
+                _count_rows(config, table, it, counts)
             else:
                 table = read_stored_table(self.store, it, config)
                 if config == "figures":
@@ -686,9 +760,47 @@ class WritePartStep(Step):
         done = writer.close()
         self.parts_written.inc()
         path, nbytes, sha = done if done else (None, 0, None)
-        info = replace(info, path=path, rows=writer.rows, bytes=nbytes, sha256=sha, counts=dict(sorted(counts.items())))
+        info = replace(
+            info,
+            path=path,
+            rows=writer.rows,
+            bytes=nbytes,
+            sha256=sha,
+            counts=dict(sorted(counts.items())),
+            row_groups_taken=writer.taken,
+        )
         write_sidecar(o.parts_root, info)
         return info
+
+    def _previous_row_group(
+        self, config: str, members: list, sizes: list, sources: dict[int, ShardRows], i: int
+    ) -> Optional[tuple]:
+        """Where the row group the writer would cut from ``members[i]`` on is one row group
+        of a previous shard (each of its papers' rows read from that shard), that row
+        group: (the index after its last member, its ``Piece``, its count columns, their
+        paper ids). Called at a row group's start; the cut is the writer's (``PartWriter.add``:
+        rows and recorded bytes against the layout's row group size)."""
+        shard = sources.get(i)
+        if shard is None or len(sizes) != len(members):
+            return None
+        layout = self.options.layout
+        ids: list[str] = []
+        rows = nbytes = 0
+        end = i
+        while end < len(members):
+            r, b = sizes[end]
+            end += 1
+            if not r:  # no rows: the writer adds nothing
+                continue
+            if sources.get(end - 1) is not shard:
+                return None
+            ids.append(members[end - 1].paper_id)
+            rows += r
+            nbytes += b
+            if rows >= layout.row_group_rows or nbytes >= layout.row_group_bytes:
+                break
+        found = shard.row_group_made_of(ids, rows, COUNT_COLUMNS[config])
+        return None if found is None else (end, *found)
 
     def _dead_letter_part(self, group: int, items: list) -> PartInfo:
         o = self.options
@@ -720,6 +832,14 @@ class WritePartStep(Step):
 
     def finish(self):
         self.progress.flush()
+
+
+def _count_rows(config: str, table: pa.Table, it: WriteItem, counts: dict) -> None:
+    """Add to a part's ``counts`` one paper's rows as a previous shard holds them."""
+    if config == "figures":
+        _merge(counts, _figure_counts(table, table.num_rows - table.column("image").null_count))
+    elif config == "papers":
+        _merge(counts, _paper_counts(table, it))
 
 
 def _merge(counts: dict, more: dict) -> None:

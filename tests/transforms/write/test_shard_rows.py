@@ -47,3 +47,22 @@ def test_a_shard_not_as_recorded_or_damaged_gives_no_rows(samples, tmp_path):
     Path(path).write_bytes(bytes(data))
     shard = ShardRows(path, nbytes, "papers")
     assert shard.rows_of(first) is None and shard.rows_of(tables[-1].column("id")[0].as_py()) is None
+
+
+def test_a_row_group_is_taken_only_whole_and_only_from_the_recorded_file(samples, tmp_path):
+    """row_group_made_of: the row group that holds exactly the papers asked for, in order,
+    from a local shard whose SHA-256 is the one recorded; None otherwise."""
+    import hashlib
+
+    path, nbytes, tables = _shard(samples, tmp_path)  # row groups of 3 papers
+    sha = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    ids = [t.column("id")[0].as_py() for t in tables]
+    columns = ["id", "teaser", "graphical_abstract"]
+    shard = ShardRows(path, nbytes, "papers", sha)
+    assert shard.row_group_made_of(ids[3:5], 2, columns) is None  # a part of a row group
+    piece, counted, row_ids = shard.row_group_made_of(ids[6:9], 3, columns)
+    assert (piece.index, row_ids, counted.column_names) == (2, ids[6:9], columns)
+    assert shard.rows_of(ids[9]).to_pylist() == tables[9].to_pylist()  # rows read on after it
+    assert ShardRows(path, nbytes, "papers", None).row_group_made_of(ids[0:3], 3, columns) is None
+    assert ShardRows(path, nbytes, "papers", "0" * 64).row_group_made_of(ids[0:3], 3, columns) is None
+    assert ShardRows(path, nbytes, "papers", sha).row_group_made_of(ids[0:3], 3, columns)[0].index == 0
