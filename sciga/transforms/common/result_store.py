@@ -396,30 +396,46 @@ class ResultStore:
         except (FileNotFoundError, OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile):
             return None
 
+    def _files(self) -> list[str]:
+        """Every file under the store's results folder ([] when there is none). A local one
+        is listed with ``os.scandir``: fsspec's ``find`` asks each entry's info, ~45 ms for a
+        store of 1,000 results, which a build's finalizing paid twice."""
+        if not is_local(self.root):
+            try:
+                return list(self._fs.find(self._base))
+            except (FileNotFoundError, OSError):
+                return []
+        out: list[str] = []
+        stack = [local_path(self._base)]
+        while stack:
+            folder = stack.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    for e in entries:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                        elif e.is_file(follow_symlinks=False):
+                            out.append(e.path)
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                continue
+        return sorted(out)
+
     def keys(self) -> Iterator[str]:
-        try:
-            found = self._fs.find(self._base)
-        except (FileNotFoundError, OSError):
-            return
-        for p in found:
+        for p in self._files():
             name = posixpath.basename(p)
             if name.endswith(".zip"):
                 yield name[:-4]
 
     def prune(self, keep: set[str]) -> int:
-        """Delete results no longer referenced (inputs removed or changed); the count."""
-        gone = [self.path(k) for k in self.keys() if k not in keep]
-        for p in gone:
+        """Delete results no longer referenced (inputs removed or changed), and leftovers
+        of killed writers (``.tmp``); the count of results deleted."""
+        files = self._files()
+        gone = [p for p in files if p.endswith(".zip") and posixpath.basename(p)[:-4] not in keep]
+        for p in gone + [p for p in files if p.endswith(".tmp")]:
             try:
                 self._fs.rm(p)
             except (FileNotFoundError, OSError):
                 pass
-        try:  # leftovers of killed writers
-            for p in self._fs.find(self._base):
-                if p.endswith(".tmp"):
-                    self._fs.rm(p)
-        except (FileNotFoundError, OSError):
-            pass
         return len(gone)
 
 

@@ -67,3 +67,38 @@ def test_a_stored_results_members_read_in_place_are_what_zipfile_reads(tmp_path)
     assert stored_member(str(deflated), HEADER) is None
     shutil.copy(deflated, path)
     assert store.header(key) is not None and store.read_table(key, "papers") is not None
+
+
+def test_prune_deletes_unreferenced_results_and_leftovers_locally_and_on_a_bucket(tmp_path):
+    """``prune`` lists the store once (``os.scandir`` for a local one, fsspec elsewhere):
+    results not kept and ``.tmp`` leftovers of killed writers go, the kept ones stay, and a
+    symlinked folder inside the store is not walked into."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    import fsspec
+
+    out = tmp_path / "out"
+    assert main(["build", "--sample", "--output", str(out), "--workers", "1", "--quiet"]) == 0
+    root = store_root(str(out))
+    keys = sorted(ResultStore(root).keys())
+    assert len(keys) >= 4
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ("f" * 64 + ".zip")).write_bytes(b"not the store's")
+    os.symlink(outside, Path(root) / "results" / "zz")
+    leftover = Path(ResultStore(root).path(keys[0]) + ".123.tmp")
+    leftover.write_bytes(b"killed")
+    mem_root = "memory://store-prune"
+    fs = fsspec.filesystem("memory")
+    for p in Path(root).rglob("*.zip"):
+        if p.parent.name != "zz":
+            fs.pipe(f"{mem_root}/results/{p.parent.name}/{p.name}", p.read_bytes())
+    fs.pipe(f"{mem_root}/results/00/x.zip.9.tmp", b"killed")
+    for store in (ResultStore(root), ResultStore(mem_root)):
+        assert store.prune(set(keys[:2])) == len(keys) - 2
+        assert sorted(store.keys()) == keys[:2]
+    assert not leftover.exists() and not fs.exists(f"{mem_root}/results/00/x.zip.9.tmp")
+    assert (outside / ("f" * 64 + ".zip")).exists()  # nothing outside the store is touched
+    shutil.rmtree(outside)
