@@ -189,7 +189,7 @@ def render_card(out_dir: str, manifest: dict) -> str:
     from sciga.explore.views import connect
 
     facts = shard_facts(out_dir, manifest)
-    con = connect(out_dir)
+    con = connect(out_dir, tasks=False)
     stats = compute_stats(con, "group", kept_paper_rows(con, out_dir, manifest))
     extra = _facts_sql(con)
     con.close()

@@ -144,16 +144,19 @@ def connect(
     con: Optional[duckdb.DuckDBPyConnection] = None,
     params: Optional[Mapping[str, Union[float, int, str, bool]]] = None,
     view: Optional[str] = None,
+    tasks: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Views over the build in ``out_dir`` (local, gs://, s3://, hf://...) on ``con`` (or a new
-    connection). Remote builds are read through their fsspec filesystem (transforms/common/storage.py)."""
+    connection). Remote builds are read through their fsspec filesystem (transforms/common/storage.py).
+    ``tasks=False``: the configs' views alone (the dataset card reads no task view, and
+    binding them cost a build's finalizing ~40 ms)."""
     from sciga.transforms.common.storage import duckdb_connect
 
     con = duckdb_connect(out_dir, con=con)
     for config in CONFIGS:
         glob = shard_glob(out_dir, config).replace("'", "''")
         con.execute(f"CREATE OR REPLACE VIEW {config} AS SELECT * FROM read_parquet('{glob}')")
-    for name, sql in task_views().items():
+    for name, sql in task_views().items() if tasks else ():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     if params:
         set_view_params(con, params, view)
