@@ -82,22 +82,32 @@ def _zigzag(n: int) -> int:
     return (n << 1) ^ (n >> 63)
 
 
+def _skip_varint(buf: bytes, pos: int) -> int:
+    """Where the number at ``pos`` ends (IndexError past the end: ``parse_footer`` says so)."""
+    start = pos
+    while buf[pos] & 0x80:
+        pos += 1
+        if pos - start > 10:
+            raise SpliceError("a footer holds a number longer than 64 bits")
+    return pos + 1
+
+
 def _skip(buf: bytes, pos: int, ttype: int, depth: int) -> int:
-    """Where the value of ``ttype`` at ``pos`` ends."""
+    """Where the value of ``ttype`` at ``pos`` ends. Lists of numbers or strings, most of a
+    footer's values, are stepped over in one loop (this reads a footer of 500 column chunks
+    in a few ms)."""
     if depth > 32:
         raise SpliceError("a footer nests deeper than Parquet's")
     if ttype in (_TRUE, _FALSE, _BYTE):
         pos += 1
-    elif ttype in (_I16, _I32, _I64):
-        _, pos = _varint(buf, pos)
+    elif ttype in _INTS:
+        pos = _skip_varint(buf, pos)
     elif ttype == _DOUBLE:
         pos += 8
     elif ttype == _BINARY:
         n, pos = _varint(buf, pos)
         pos += n
     elif ttype in (_LIST, _SET):
-        if pos >= len(buf):
-            raise SpliceError("a footer ends inside a list")
         head = buf[pos]
         pos += 1
         size, etype = head >> 4, head & 0x0F
@@ -105,12 +115,20 @@ def _skip(buf: bytes, pos: int, ttype: int, depth: int) -> int:
             size, pos = _varint(buf, pos)
         if size > len(buf) - pos:  # every element takes a byte at least
             raise SpliceError("a footer list longer than the footer")
-        for _ in range(size):
-            pos = _skip(buf, pos, etype, depth + 1)
+        if etype in _INTS:
+            for _ in range(size):
+                pos = _skip_varint(buf, pos)
+        elif etype == _BINARY:
+            for _ in range(size):
+                n, pos = _varint(buf, pos)
+                pos += n
+        else:
+            for _ in range(size):
+                pos = _skip(buf, pos, etype, depth + 1)
     elif ttype == _MAP:
         size, pos = _varint(buf, pos)
         if size:
-            if pos >= len(buf) or size > len(buf) - pos:
+            if size > len(buf) - pos:
                 raise SpliceError("a footer ends inside a map")
             kv = buf[pos]
             pos += 1
@@ -119,16 +137,19 @@ def _skip(buf: bytes, pos: int, ttype: int, depth: int) -> int:
                 pos = _skip(buf, pos, kv & 0x0F, depth + 1)
     elif ttype == _STRUCT:
         while True:
-            if pos >= len(buf):
-                raise SpliceError("a footer ends inside a struct")
             head = buf[pos]
             pos += 1
             if head == _STOP:
                 break
             ftype = head & 0x0F
             if not head >> 4:
-                _, pos = _varint(buf, pos)
-            if ftype not in (_TRUE, _FALSE):
+                pos = _skip_varint(buf, pos)
+            if ftype in _INTS:
+                pos = _skip_varint(buf, pos)
+            elif ftype == _BINARY:
+                n, pos = _varint(buf, pos)
+                pos += n
+            elif ftype not in (_TRUE, _FALSE):
                 pos = _skip(buf, pos, ftype, depth + 1)
     else:
         raise SpliceError(f"a footer holds an unknown Thrift type {ttype}")
@@ -365,7 +386,10 @@ def parse_footer(tail: bytes, file_size: int) -> Footer:
     if n + 8 > len(tail) or n + 12 > file_size:
         raise SpliceError("a Parquet footer longer than the file")
     raw = bytes(tail[-8 - n : -8])
-    meta, end = read_struct(raw, 0, _FOOTER_INTEREST)
+    try:
+        meta, end = read_struct(raw, 0, _FOOTER_INTEREST)
+    except IndexError:  # the readers step on without checking each byte is there
+        raise SpliceError("a footer ends inside a value") from None
     if end != len(raw):
         raise SpliceError("bytes after a Parquet footer's end")
     if any(_field(meta, f) is not None for f in _FM_REFUSED):
