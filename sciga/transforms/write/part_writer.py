@@ -287,8 +287,8 @@ class PartWriter:
 
     def _rewrite(self, final: str, fresh: str) -> None:
         writer = pq.ParquetWriter(final, self.schema, write_statistics=True, **self.options)
+        files: dict[str, pq.ParquetFile] = {}
         try:
-            files: dict[str, pq.ParquetFile] = {}
             for g in self._groups:
                 path, index = (g.path, g.index) if isinstance(g, Piece) else (fresh, g)
                 if path not in files:
@@ -297,6 +297,8 @@ class PartWriter:
                 writer.write_table(table, row_group_size=max(1, table.num_rows))
         finally:
             writer.close()
+            for pf in files.values():
+                pf.close()
 
 
 # The file beside a part that its own row groups are written to while it takes others.
