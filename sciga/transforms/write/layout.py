@@ -47,6 +47,12 @@ class ShardLayout:
     def rows_per_part(self, config: str) -> int:
         return getattr(self, f"{config}_per_part")
 
+    def ends_row_group(self, rows: int, nbytes: int) -> bool:
+        """Whether a row group of ``rows`` rows and ``nbytes`` bytes (as the store recorded
+        its papers' sizes) is full: the writer closes it there (``PartWriter.add``), and a
+        rebuild takes a previous shard's row group only where it would (``WritePartStep``)."""
+        return rows >= self.row_group_rows or nbytes >= self.row_group_bytes
+
     def group_of(self, config: str, paper_id: str) -> int:
         return stable_hash(paper_id or "") % self.groups(config)
 

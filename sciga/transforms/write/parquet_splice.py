@@ -10,9 +10,11 @@ others from a file the Parquet writer wrote them to, and a footer whose offsets 
 to where each row group now lies. The result is the file the writer would have written
 (the tests compare it with one, byte for byte).
 
-The footer is Thrift's compact protocol. It is read into a tree of (field id, type, value)
-kept in order and written back by the rules Thrift's own writer follows, so a footer read
-and written again is the same bytes (checked before any footer is used: ``footer_of``).
+The footer is Thrift's compact protocol. What a splice moves (the row groups, their column
+chunks and those chunks' metadata) is read into fields of (field id, type, value) kept in
+order, the rest kept as its bytes, and written back by the rules Thrift's own writer
+follows, so a footer read and written again is the same bytes (checked before any footer
+is used: ``parse_footer``).
 Only files laid out as Arrow's writer lays them out are used: row groups back to back,
 no page index, bloom filter, encryption or external column file.
 """
@@ -222,20 +224,15 @@ def read_struct(buf: bytes, pos: int = 0, interest: Optional[Interest] = None, d
 
 
 def _write_value(out: bytearray, ttype: int, value: Any) -> None:
+    """A value as ``read_struct`` reads it: kept bytes, a number, or a struct or list of
+    structs it read on."""
     if isinstance(value, Raw):
         out += value.data
-    elif ttype in (_TRUE, _FALSE):
-        out.append(_TRUE if value else _FALSE)
     elif ttype == _BYTE:
         out.append(value & 0xFF)
     elif ttype in (_I16, _I32, _I64):
         _put_varint(out, _zigzag(value) & 0xFFFFFFFFFFFFFFFF)
-    elif ttype == _DOUBLE:
-        out += value
-    elif ttype == _BINARY:
-        _put_varint(out, len(value))
-        out += value
-    elif ttype in (_LIST, _SET):
+    elif ttype == _LIST:
         etype, items = value
         if len(items) < 15:
             out.append((len(items) << 4) | etype)
@@ -244,18 +241,10 @@ def _write_value(out: bytearray, ttype: int, value: Any) -> None:
             _put_varint(out, len(items))
         for v in items:
             _write_value(out, etype, v)
-    elif ttype == _MAP:
-        ktype, vtype, pairs = value
-        _put_varint(out, len(pairs))
-        if pairs:
-            out.append((ktype << 4) | vtype)
-            for k, v in pairs:
-                _write_value(out, ktype, k)
-                _write_value(out, vtype, v)
     elif ttype == _STRUCT:
         write_struct(out, value)
     else:
-        raise SpliceError(f"unknown Thrift type {ttype}")
+        raise SpliceError(f"a footer value of Thrift type {ttype} that was not read")
 
 
 def write_struct(out: bytearray, fields: Struct) -> None:
@@ -489,13 +478,12 @@ def assemble(out_path: str, pieces: list[Piece], shape: Struct) -> None:
                 row_groups.append(_moved(piece.footer.row_groups[piece.index], pos - start, len(row_groups)))
                 rows += piece.footer.rows(piece.index)
                 pos += end - start
-            meta: Struct = []
-            for f in shape:  # the row count and the row groups go where the writer puts them
-                if f[0] > _FM_ROW_GROUPS and not any(g[0] == _FM_ROW_GROUPS for g in meta):
-                    meta += _count_and_groups(rows, row_groups)
-                meta.append(f)
-            if not any(g[0] == _FM_ROW_GROUPS for g in meta):
-                meta += _count_and_groups(rows, row_groups)
+            # The shape's fields in id order, the row count and the row groups in their place.
+            meta = (
+                [f for f in shape if f[0] < _FM_NUM_ROWS]
+                + [[_FM_NUM_ROWS, _I64, rows], [_FM_ROW_GROUPS, _LIST, (_STRUCT, row_groups)]]
+                + [f for f in shape if f[0] > _FM_ROW_GROUPS]
+            )
             raw = bytearray()
             write_struct(raw, meta)
             out.write(raw)
@@ -504,7 +492,3 @@ def assemble(out_path: str, pieces: list[Piece], shape: Struct) -> None:
     finally:
         for h in handles.values():
             h.close()
-
-
-def _count_and_groups(rows: int, row_groups: list[Struct]) -> Struct:
-    return [[_FM_NUM_ROWS, _I64, rows], [_FM_ROW_GROUPS, _LIST, (_STRUCT, row_groups)]]

@@ -117,6 +117,11 @@ def part_name(group: int, part: int) -> str:
     return f"g{group:05d}-p{part:04d}.parquet"
 
 
+def part_path(root: str, config: str, group: int, part: int) -> str:
+    """Where a part file is staged: ``<root>/<config>/g<group>-p<part>.parquet``."""
+    return posixpath.join(root.rstrip("/"), config, part_name(group, part))
+
+
 def cut_parts(sizes: Sequence[tuple[int, int]], rows_per_part: int, max_part_bytes: int) -> list[list[int]]:
     """Where a shard group's parts end: ``sizes`` are (rows, bytes) of its papers in order;
     a part ends before the paper that would take it past ``rows_per_part`` rows or
@@ -169,7 +174,7 @@ class PartWriter:
         self.layout = layout
         self.schema = SCHEMAS[config]
         self.options = parquet_options(config)
-        self.path = posixpath.join(self.root, config, part_name(group, part))
+        self.path = part_path(root, config, group, part)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0
@@ -178,11 +183,18 @@ class PartWriter:
         self._hashing: Optional[_HashingFile] = None
         self._local: Optional[str] = None  # the file, when written by Arrow's own I/O
         self.rows = 0
-        # Row groups in order: a previous shard's (a Piece) or the n-th written here (int).
         self.reuse = reuse and is_local(self.path)
+        # Row groups in order: a previous shard's (a Piece) or the n-th written here (int).
         self._groups: list = []
-        self._written = 0
-        self.taken = 0  # row groups taken from previous shards
+
+    @property
+    def taken(self) -> int:
+        """Row groups taken from previous shards."""
+        return sum(isinstance(g, Piece) for g in self._groups)
+
+    @property
+    def _written(self) -> int:
+        return len(self._groups) - self.taken
 
     @property
     def at_row_group_start(self) -> bool:
@@ -197,7 +209,6 @@ class PartWriter:
             raise ValueError("a row group is taken only at a row group's start, by a local part that reuses")
         self._groups.append(piece)
         self.rows += piece.footer.rows(piece.index)
-        self.taken += 1
 
     def add(self, table: pa.Table, nbytes: Optional[int] = None) -> None:
         """``table``: one paper's rows. ``nbytes``: its size as the row groups are cut (the
@@ -209,7 +220,7 @@ class PartWriter:
         self._pending_rows += table.num_rows
         self._pending_bytes += table.nbytes if nbytes is None else nbytes
         self.rows += table.num_rows
-        if self._pending_rows >= self.layout.row_group_rows or self._pending_bytes >= self.layout.row_group_bytes:
+        if self.layout.ends_row_group(self._pending_rows, self._pending_bytes):
             self._flush_row_group()
 
     def _flush_row_group(self) -> None:
@@ -238,7 +249,6 @@ class PartWriter:
             table = table.combine_chunks()
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
         self._groups.append(self._written)
-        self._written += 1
         self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
     def close(self) -> Optional[tuple[str, int, str]]:

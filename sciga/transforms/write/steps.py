@@ -49,7 +49,7 @@ from sciga.transforms.write.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.write.finalize import read_members
 from sciga.transforms.write.layout import ShardLayout
 from sciga.transforms.write.parquet_splice import Footer, Piece, SpliceError, read_footer
-from sciga.transforms.write.part_writer import PartWriter, cut_parts, write_sidecar, writer_shape
+from sciga.transforms.write.part_writer import PartWriter, cut_parts, part_path, write_sidecar, writer_shape
 from sciga.transforms.write.shard_names import SORT_KEYS
 
 log = logging.getLogger("sciga.write")
@@ -702,8 +702,8 @@ class WritePartStep(Step):
             members=[[m.paper_id, m.key, m.digest] for m in members if m.key and m.digest],
         )
         prev = self._previous_part(fp, config)
-        part_path = PartWriter(o.parts_root, config, group, part, o.layout).path
-        if prev and _link_or_copy(prev["uri"], part_path, prev.get("bytes")):
+        staged = part_path(o.parts_root, config, group, part)
+        if prev and _link_or_copy(prev["uri"], staged, prev.get("bytes")):
             self.parts_reused.inc()
             counts = {k: v for k, v in (prev.get("counts") or {}).items() if k not in ("reused", "recomputed")}
             if config == "papers":  # whether a paper was reused is a fact of this build, not of the part
@@ -711,7 +711,7 @@ class WritePartStep(Step):
                 counts["recomputed"] = len(members) - counts["reused"]
             info = replace(
                 info,
-                path=part_path,
+                path=staged,
                 rows=prev["rows"],
                 bytes=prev["bytes"],
                 sha256=prev["sha256"],
@@ -723,38 +723,24 @@ class WritePartStep(Step):
         counts = {}
         sources = self._rows_in_previous_shards(config, group, members)
         writer = PartWriter(o.parts_root, config, group, part, o.layout, reuse=bool(sources))
-        i = -1
-        while i + 1 < len(members):
-            i += 1
-            it = members[i]
+        i = 0
+        while i < len(members):
             taken = (
                 self._previous_row_group(config, members, sizes, sources, i)
                 if writer.reuse and writer.at_row_group_start
                 else None
             )
-            if taken is not None:  # members[i:end] are one row group of a previous shard: its bytes
-                end, piece, columns, row_ids = taken
-                for m in members[i:end]:
-                    lo, hi = bisect_left(row_ids, m.paper_id), bisect_right(row_ids, m.paper_id)
-                    if hi > lo:
-                        _count_rows(config, columns.slice(lo, hi - lo), m, counts)
-                writer.add_row_group(piece)
-                i = end - 1
+            if taken is None:
+                self._add_rows(writer, config, members[i], sizes[i] if i < len(sizes) else None, sources.get(i), counts)
+                i += 1
                 continue
-            if config != "papers" and i < len(sizes) and sizes[i][0] == 0:
-                continue  # no rows of this config (a paper without figures): nothing to read
-            shard = sources.get(i)
-            table = shard.rows_of(it.paper_id) if shard is not None else None
-            if table is not None:  # the rows as the previous build wrote them from the same result
-                _count_rows(config, table, it, counts)
-            else:
-                table = read_stored_table(self.store, it, config)
-                if config == "figures":
-                    table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
-                    _merge(counts, _figure_counts(table, embedded))
-                elif config == "papers":
-                    _merge(counts, _paper_counts(table, it))
-            writer.add(table, sizes[i][1] if i < len(sizes) else None)
+            end, piece, columns, row_ids = taken  # members[i:end]: one row group of a previous shard
+            for m in members[i:end]:
+                lo, hi = bisect_left(row_ids, m.paper_id), bisect_right(row_ids, m.paper_id)
+                if hi > lo:
+                    _count_rows(config, columns.slice(lo, hi - lo), m, counts)
+            writer.add_row_group(piece)
+            i = end
         for shard in set(sources.values()):
             shard.close()
         done = writer.close()
@@ -771,6 +757,26 @@ class WritePartStep(Step):
         )
         write_sidecar(o.parts_root, info)
         return info
+
+    def _add_rows(
+        self, writer: PartWriter, config: str, it: WriteItem, size: Optional[tuple], shard: Optional[ShardRows], counts
+    ) -> None:
+        """One paper's rows into the part: as the previous build's ``shard`` holds them from
+        the same result, else built from its stored result (its images read)."""
+        o = self.options
+        if config != "papers" and size is not None and size[0] == 0:
+            return  # no rows of this config (a paper without figures): nothing to read
+        table = shard.rows_of(it.paper_id) if shard is not None else None
+        if table is not None:  # the rows as the previous build wrote them from the same result
+            _count_rows(config, table, it, counts)
+        else:
+            table = read_stored_table(self.store, it, config)
+            if config == "figures":
+                table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
+                _merge(counts, _figure_counts(table, embedded))
+            elif config == "papers":
+                _merge(counts, _paper_counts(table, it))
+        writer.add(table, size[1] if size is not None else None)
 
     def _previous_row_group(
         self, config: str, members: list, sizes: list, sources: dict[int, ShardRows], i: int
@@ -797,7 +803,7 @@ class WritePartStep(Step):
             ids.append(members[end - 1].paper_id)
             rows += r
             nbytes += b
-            if rows >= layout.row_group_rows or nbytes >= layout.row_group_bytes:
+            if layout.ends_row_group(rows, nbytes):
                 break
         found = shard.row_group_made_of(ids, rows, COUNT_COLUMNS[config])
         return None if found is None else (end, *found)
