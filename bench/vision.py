@@ -1,7 +1,8 @@
 """Benchmark: how much of the model's own rate the vision stage keeps end to end.
 
-    python bench/vision.py [--arch resnet101] [--images 64] [--batch 64] [--workers N]
+    python bench/vision.py [--arch resnet101] [--images 64] [--large-images N] [--batch 64] [--workers N]
                            [--precision fp32|bf16] [--device auto|cpu|cuda] [--sets sample,large]
+                           [--json FILE]
 
 From one run, for each image set, on cuda when a GPU is present (cpu otherwise):
 
@@ -18,7 +19,10 @@ From one run, for each image set, on cuda when a GPU is present (cpu otherwise):
   sizes the CPU side of a GPU worker).
 
 On a GPU machine use enough images for a steady state, e.g. ``--images 8192 --batch 64``
-(``--precision bf16 --batch 256`` for bf16).
+(``--precision bf16 --batch 256`` for bf16); the large set is CPU-bound, so
+``--large-images`` (default: ``--images``) can be smaller for the same steady state.
+``--json FILE`` also writes every measured number, with the machine (GPU name, cores,
+torch), as JSON.
 
 Image sets: ``sample`` = the real figure files of the embedded samples and the dd3d corpus
 tree (about 30 KiB each); ``large`` = realistic arXiv-size figures (0.2-2 MB PNG and JPEG,
@@ -157,6 +161,15 @@ def model_only(weights: str, device: str, precision: str, arrays: list, batch: i
     return len(arrays) / (time.perf_counter() - t), 1000 * (time.process_time() - c) / len(arrays)
 
 
+_T0 = time.perf_counter()
+
+
+def progress(msg: str) -> None:
+    """One line per phase on stderr, with the seconds since start: a run cut off by a time
+    limit still says where its time went."""
+    print(f"[{time.perf_counter() - _T0:7.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
 def _stamp(kv):
     return time.time()
 
@@ -235,6 +248,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", default="resnet101")
     ap.add_argument("--images", type=int, default=64, help="images per set (cycled over its files)")
+    ap.add_argument("--large-images", type=int, default=None, help="images of the large set (default: --images)")
     ap.add_argument("--batch", type=int, default=64, help="RunInference batch (min = max: full batches)")
     ap.add_argument("--input-size", type=int, default=224)
     ap.add_argument(
@@ -248,6 +262,7 @@ def main() -> None:
     )
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--sets", default="sample,large")
+    ap.add_argument("--json", metavar="FILE", default=None, help="also write the measurements here as JSON")
     args = ap.parse_args()
 
     import numpy as np
@@ -275,22 +290,28 @@ def main() -> None:
         sets = {"sample": sources}
         if "large" in args.sets:
             sets["large"] = make_large_figures(Path(tmp) / "large", sources)
+            progress(f"large set: {len(sets['large'])} files made")
         for name in args.sets.split(","):
             paths = sets[name]
+            n = args.large_images if name == "large" and args.large_images else args.images
             sizes = [p.stat().st_size for p in paths]
             distinct = [image_to_model_input(p.read_bytes(), size) for p in paths]
-            arrays = [distinct[i % len(distinct)] for i in range(args.images)]
+            arrays = [distinct[i % len(distinct)] for i in range(n)]
             r = {
                 "set": name,
+                "images": n,
                 "files": len(paths),
                 "mean_kb": np.mean(sizes) / 1024,
                 "min_kb": min(sizes) / 1024,
                 "max_kb": max(sizes) / 1024,
                 "decode_ms": decode_ms(paths, size),
             }
+            progress(f"[{name}] read+decode+resize {r['decode_ms']:.1f} CPU ms/img; model only fp32 ...")
             r["model_fp32_before"], r["model_cpu_ms"] = model_only(weights, device, "fp32", arrays, args.batch)
+            progress(f"[{name}] model only fp32 {r['model_fp32_before']:.1f} img/s")
             if args.precision == "bf16":
                 r["model_bf16"] = model_only(weights, device, "bf16", arrays, args.batch)[0]
+                progress(f"[{name}] model only bf16 {r['model_bf16']:.1f} img/s")
             options = InferenceOptions(
                 device=device,
                 max_batch_size=args.batch,
@@ -298,8 +319,9 @@ def main() -> None:
                 share_model=True,
                 precision=args.precision,
             )
-            e = end_to_end(weights, paths, args.images, options, args.workers)
-            assert (e["ok"], e["failed"]) == (args.images, 0), e
+            progress(f"[{name}] end to end, {n} images, {args.workers} SDK processes ...")
+            e = end_to_end(weights, paths, n, options, args.workers)
+            assert (e["ok"], e["failed"]) == (n, 0), e
             r["e2e_wall"] = e["ok"] / e["wall"]
             r["e2e_steady"] = e["ok"] / (e["last"] - e["started"])  # first image read -> last result
             r["e2e"] = e
@@ -344,10 +366,28 @@ def main() -> None:
     for r in rows:
         e = r["e2e"]
         print(
-            f"\n{r['set']}: {args.images} images end to end in {e['wall']:.1f} s wall: first image read after "
+            f"\n{r['set']}: {r['images']} images end to end in {e['wall']:.1f} s wall: first image read after "
             f"{e['started']:.1f} s (worker start-up, model load), first result after {e['first']:.1f} s, last after "
-            f"{e['last']:.1f} s; steady = images / (last result - first read)."
+            f"{e['last']:.1f} s; steady = images / (last result - first read); "
+            f"{r['e2e_steady'] / args.workers:.1f} images/s per SDK process."
         )
+    if args.json:
+        import json
+
+        machine = {
+            "device": device,
+            "gpu": gpu,
+            "cores": os.cpu_count(),
+            "torch": torch.__version__,
+            "arch": args.arch,
+            "input_size": size,
+            "batch": args.batch,
+            "workers": args.workers,
+            "precision": args.precision,
+        }
+        for r in rows:
+            r["e2e_steady_per_process"] = r["e2e_steady"] / args.workers
+        Path(args.json).write_text(json.dumps({"machine": machine, "sets": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
