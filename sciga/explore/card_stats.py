@@ -13,6 +13,12 @@ A shard written again (a few of its papers changed) is not counted again either:
 row carries the digest of the paper's stored row (``ResultHeader.digests``, named by the
 shard's member list), and a paper whose digest a kept row has takes that row. Only the
 changed papers' text is counted: with 10 of 1,000 text pages changed, 0.5 s became ~0.05 s.
+
+Most shards are not counted here at all: the process that writes a papers part counts its
+rows as it writes them and keeps the file under the same name
+(``transforms/write/card_rows.py``, the same numbers as this SQL), so a clean build's card
+reads what its workers kept. This module counts what they did not: a shard whose writer
+copied row groups of the old shard as bytes, and any shard of a build made before.
 """
 
 from __future__ import annotations
@@ -25,14 +31,15 @@ from typing import Optional
 from sciga.explore.stats import PAPER_ROWS_SQL, macros_sql
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
+from sciga.transforms.write.card_rows import CARD_STATS
 
-CARD_STATS = "card_stats"
 ROWS_LAYOUT = "rows + digest (1)"  # what a kept file holds besides the counting SQL's columns
 log = logging.getLogger("sciga.card")
 
 
-def _code_key() -> str:
-    """What the kept rows are a function of besides the shard: the counting SQL."""
+def code_key() -> str:
+    """What the kept rows are a function of besides the shard: the counting SQL (the writer
+    counts the same rows under this key, ``transforms/write/card_rows.py``)."""
     return hashlib.sha256("\n".join([PAPER_ROWS_SQL, *macros_sql(), ROWS_LAYOUT]).encode()).hexdigest()[:16]
 
 
@@ -54,7 +61,7 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     os.makedirs(folder, exist_ok=True)
     for sql in macros_sql():
         con.execute(sql)
-    code = _code_key()
+    code = code_key()
     kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(f"-{code}.parquet"))
     keep, paths = set(), []
     for e in entries:

@@ -45,6 +45,7 @@ from sciga.transforms.common.result_store import (
 )
 from sciga.transforms.common.steps import Step
 from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
+from sciga.transforms.write.card_rows import CardRows
 from sciga.transforms.write.dedupe import duplicate_dead_letter, rank
 from sciga.transforms.write.finalize import read_members
 from sciga.transforms.write.layout import ShardLayout
@@ -723,6 +724,7 @@ class WritePartStep(Step):
         counts = {}
         sources = self._rows_in_previous_shards(config, group, members)
         writer = PartWriter(o.parts_root, config, group, part, o.layout, reuse=bool(sources))
+        card = CardRows(o.store_root, [s.sha256 for s in sources.values() if s.sha256]) if config == "papers" else None
         i = 0
         while i < len(members):
             taken = (
@@ -731,10 +733,14 @@ class WritePartStep(Step):
                 else None
             )
             if taken is None:
-                self._add_rows(writer, config, members[i], sizes[i] if i < len(sizes) else None, sources.get(i), counts)
+                self._add_rows(
+                    writer, config, members[i], sizes[i] if i < len(sizes) else None, sources.get(i), counts, card
+                )
                 i += 1
                 continue
             end, piece, columns, row_ids = taken  # members[i:end]: one row group of a previous shard
+            if card is not None:
+                card.add_taken([m.digest for m in members[i:end]])
             for m in members[i:end]:
                 lo, hi = bisect_left(row_ids, m.paper_id), bisect_right(row_ids, m.paper_id)
                 if hi > lo:
@@ -746,6 +752,8 @@ class WritePartStep(Step):
         done = writer.close()
         self.parts_written.inc()
         path, nbytes, sha = done if done else (None, 0, None)
+        if card is not None:
+            card.keep(sha, writer.rows)
         info = replace(
             info,
             path=path,
@@ -759,10 +767,18 @@ class WritePartStep(Step):
         return info
 
     def _add_rows(
-        self, writer: PartWriter, config: str, it: WriteItem, size: Optional[tuple], shard: Optional[ShardRows], counts
+        self,
+        writer: PartWriter,
+        config: str,
+        it: WriteItem,
+        size: Optional[tuple],
+        shard: Optional[ShardRows],
+        counts: dict,
+        card: Optional[CardRows] = None,
     ) -> None:
         """One paper's rows into the part: as the previous build's ``shard`` holds them from
-        the same result, else built from its stored result (its images read)."""
+        the same result, else built from its stored result (its images read); a papers
+        part's rows counted for the card too."""
         o = self.options
         if config != "papers" and size is not None and size[0] == 0:
             return  # no rows of this config (a paper without figures): nothing to read
@@ -776,6 +792,8 @@ class WritePartStep(Step):
                 _merge(counts, _figure_counts(table, embedded))
             elif config == "papers":
                 _merge(counts, _paper_counts(table, it))
+        if card is not None:
+            card.add(table, it.digest if it.key else None)
         writer.add(table, size[1] if size is not None else None)
 
     def _previous_row_group(
