@@ -31,7 +31,7 @@ from typing import Optional
 from sciga.explore.stats import PAPER_ROWS_SQL, macros_sql
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
-from sciga.transforms.write.card_rows import CARD_STATS
+from sciga.transforms.write.card_rows import CARD_STATS, kept_rows_name, kept_rows_suffix
 
 ROWS_LAYOUT = "rows + digest (1)"  # what a kept file holds besides the counting SQL's columns
 log = logging.getLogger("sciga.card")
@@ -62,10 +62,10 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     for sql in macros_sql():
         con.execute(sql)
     code = code_key()
-    kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(f"-{code}.parquet"))
+    kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(kept_rows_suffix(code)))
     keep, paths = set(), []
     for e in entries:
-        name = f"{e['sha256']}-{code}.parquet"
+        name = kept_rows_name(e["sha256"], code)
         path = os.path.join(folder, name)
         if not os.path.exists(path):
             shard = os.path.join(root, *e["path"].split("/"))

@@ -34,6 +34,18 @@ CARD_STATS = "card_stats"  # the folder in OUT/.sciga
 # explore.card_stats.code_key() of the SQL these rows equal (its text, macros and layout).
 PAPER_ROWS_KEY = "6688e8efa1835aa2"
 
+
+def kept_rows_suffix(key: str = PAPER_ROWS_KEY) -> str:
+    """How every kept file of the counting SQL ``key`` ends (the card lists them by it)."""
+    return f"-{key}.parquet"
+
+
+def kept_rows_name(shard_sha256: str, key: str = PAPER_ROWS_KEY) -> str:
+    """The kept file of a papers shard's rows in ``OUT/.sciga/card_stats``: the one name the
+    writer keeps them under and the card looks for."""
+    return shard_sha256 + kept_rows_suffix(key)
+
+
 SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -173,7 +185,7 @@ class CardRows:
         assert self.folder is not None
         kept: dict[str, dict] = {}
         for sha in sorted(set(shards)):
-            path = os.path.join(self.folder, f"{sha}-{PAPER_ROWS_KEY}.parquet")
+            path = os.path.join(self.folder, kept_rows_name(sha))
             try:
                 table = pq.read_table(path)
             except (OSError, pa.ArrowException):  # not kept (another code's key), or damaged
@@ -224,7 +236,7 @@ class CardRows:
         None when this part's rows were not all counted here."""
         if self.folder is None or not sha256 or len(self.digests) != part_rows:
             return None
-        path = os.path.join(self.folder, f"{sha256}-{PAPER_ROWS_KEY}.parquet")
+        path = os.path.join(self.folder, kept_rows_name(sha256))
         if os.path.exists(path):
             return path
         self._count()

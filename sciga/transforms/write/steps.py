@@ -724,7 +724,7 @@ class WritePartStep(Step):
         counts = {}
         sources = self._rows_in_previous_shards(config, group, members)
         writer = PartWriter(o.parts_root, config, group, part, o.layout, reuse=bool(sources))
-        card = CardRows(o.store_root, [s.sha256 for s in sources.values() if s.sha256]) if config == "papers" else None
+        card = CardRows(o.store_root, {s.sha256 for s in sources.values() if s.sha256}) if config == "papers" else None
         i = 0
         while i < len(members):
             taken = (
