@@ -1,9 +1,14 @@
 """Shared test fixtures: repository paths, the shared corpus, the embedded sample.
 
-The test policy lives here too. CI always has ``../shared/corpus`` and the tools that
-``scripts/setup.sh`` installs, so a test that needs them (markers ``corpus`` and ``tool``)
-fails with one sentence saying what is missing; it never skips or shrinks. The only skips
-allowed are platform-level ones (``ALLOWED_SKIPS``: no GPU here); the run prints how many
+The test policy lives here too. The shared corpus (``../shared/corpus``: real pages by others,
+which the repository does not carry) is beside the checkout in CI; a clone on its own has
+none. A test that reads it is marked ``corpus`` (by hand, or found from its code: it names
+``CORPUS``, the ``corpus`` fixture or a path inside the corpus). Without the corpus such a
+test skips, saying where the corpus comes from (``scripts/fetch_corpus.py``); under CI
+(``CI=true``) it fails instead, so CI always runs every corpus test. The tools that
+``scripts/setup.sh`` installs (marker ``tool``) are required everywhere: a test that lacks
+one fails with one sentence. The only skips allowed are platform-level ones
+(``ALLOWED_SKIPS``: no GPU here) and, outside CI, a missing corpus; the run prints how many
 tests were skipped and fails on any other skip.
 
 Two tiers. ``e2e`` tests run a whole build, a Beam pipeline end to end or the CLI as a
@@ -47,8 +52,29 @@ CORPUS = _corpus_dir()
 SAMPLES = ROOT / "samples"
 
 
-ALLOWED_SKIPS = ("no CUDA device", "a GPU is present")  # platform-level: what this machine is, not what it lacks
+# Under CI (CI=true, as every CI service sets it) the corpus is required: CI lays it out beside
+# the checkout, and a corpus test that skipped there would hide a regression.
+IN_CI = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+# A clone on its own has no corpus: its tests skip, saying where the corpus comes from.
+CORPUS_SKIP = (
+    "needs the shared corpus (real pages by others, not in the repository), expected at {where}: "
+    "fetch it with `python scripts/fetch_corpus.py` on a machine that is online, or set SCIGA_CORPUS"
+)
+ALLOWED_SKIPS: tuple[str, ...] = ("no CUDA device", "a GPU is present")  # platform-level: what this machine is
+if not IN_CI:
+    ALLOWED_SKIPS += ("needs the shared corpus",)
 _skips: list = []
+
+
+def needs_corpus() -> None:
+    """For code that reads the corpus outside a test marked ``corpus`` (a module-scoped
+    fixture, a helper): skips, or fails under CI, the way the marker does."""
+    if CORPUS.is_dir():
+        return
+    why = CORPUS_SKIP.format(where=CORPUS)
+    if IN_CI:
+        pytest.fail(why + " (CI=true: the corpus is required)", pytrace=False)
+    pytest.skip(why)
 
 
 def pytest_configure(config):
@@ -62,12 +88,8 @@ def pytest_configure(config):
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("corpus") and not CORPUS.is_dir():
-        pytest.fail(
-            f"{item.nodeid} needs the shared corpus, expected at {CORPUS}: CI has it beside the checkout "
-            "(../shared/corpus); set SCIGA_CORPUS to where yours is.",
-            pytrace=False,
-        )
+    if item.get_closest_marker("corpus"):
+        needs_corpus()
     marker = item.get_closest_marker("tool")
     for tool in marker.args if marker else ():
         if shutil.which(tool) is None:
@@ -138,6 +160,61 @@ def _runs_a_build(func, depth: int = 2) -> bool:
     return False
 
 
+_IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def _is_corpus_value(value, depth: int = 2) -> bool:
+    """A path (or a str, or a container of them) inside the corpus folder."""
+    if isinstance(value, (Path, str)):
+        text = str(value)
+        return text == str(CORPUS) or text.startswith(str(CORPUS) + os.sep)
+    if depth and isinstance(value, (list, tuple, set, frozenset)):
+        return any(_is_corpus_value(v, depth - 1) for v in value)
+    if depth and isinstance(value, dict):
+        return any(_is_corpus_value(v, depth - 1) for v in value.values())
+    return False
+
+
+@functools.cache
+def _reads_corpus(func, depth: int = 2) -> bool:
+    """Whether ``func``'s code names the corpus: ``CORPUS``, the ``corpus`` fixture, a global of
+    its module that is a path inside the corpus, or a function of its module that does so
+    (``depth`` levels down). Such a test is marked ``corpus`` without anyone remembering to."""
+    try:
+        src = inspect.getsource(func)
+    except (OSError, TypeError):
+        return False
+    names = set(_IDENTIFIER.findall(src))
+    if "CORPUS" in names or "needs_corpus" in names:
+        return True
+    module = sys.modules.get(getattr(func, "__module__", ""), None)
+    if module is None:
+        return False
+    for name in names:
+        value = getattr(module, name, None)
+        if value is None or value is func:
+            continue
+        if _is_corpus_value(value):
+            return True
+        if depth and inspect.isfunction(value) and value.__module__ == module.__name__:
+            if _reads_corpus(value, depth - 1):
+                return True
+    return False
+
+
+def _needs_corpus(item) -> bool:
+    func = getattr(item, "function", None)
+    if func is not None and _reads_corpus(func):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(_is_corpus_value(v) for v in callspec.params.values()):
+        return True
+    fixtures = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}) or {}
+    return "corpus" in fixtures or any(
+        _reads_corpus(d.func) for name, defs in fixtures.items() if not name.startswith("_") for d in defs
+    )
+
+
 def _is_e2e(item) -> bool:
     if item.get_closest_marker("e2e") or item.get_closest_marker("slow"):
         return True
@@ -158,6 +235,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _is_e2e(item) and not item.get_closest_marker("e2e"):
             item.add_marker(pytest.mark.e2e)
+        if not item.get_closest_marker("corpus") and _needs_corpus(item):
+            item.add_marker(pytest.mark.corpus)
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_tests:
         return
@@ -204,7 +283,7 @@ def _unit_tier_guard(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    assert CORPUS.is_dir(), f"the shared corpus is expected at {CORPUS} (set SCIGA_CORPUS)"
+    needs_corpus()
     return CORPUS
 
 

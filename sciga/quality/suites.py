@@ -19,7 +19,7 @@ from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
 from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST
-from sciga.schemas.records import IMAGE_KINDS
+from sciga.schemas.records import FIGURE_ROW_KINDS, IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
 
 STEM_ID = r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$"  # schemas.ids.local_id_from_stem
@@ -99,6 +99,11 @@ SETUP_SQL = [
        UNION ALL SELECT paper_id, 'caption', f.id, f.caption FROM f
        UNION ALL SELECT paper_id, 'caption', s.id, s.caption FROM (SELECT paper_id, unnest(f.subfigures) AS s FROM f)
        UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+    # The graphical abstracts that have a row of their own in the figures config: those given
+    # by --ga-manifest (a de-facto GA is one of the paper's figures).
+    """CREATE OR REPLACE TEMP TABLE _ga AS
+       SELECT graphical_abstract.id AS id, id AS paper_id FROM papers
+       WHERE graphical_abstract IS NOT NULL AND NOT coalesce(graphical_abstract.de_facto, false)""",
     # The figures config, without image bytes.
     f"""CREATE OR REPLACE TEMP TABLE _figrows AS
         SELECT id, paper_id, parent_id, kind, image_kind, {_sk("caption")} AS caption_sk, {_sk("subcaption")} AS subcaption_sk,
@@ -148,8 +153,9 @@ def _ref_sql(relation: str, source: str, universe: str) -> str:
         FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
 
 
-# The figures config and the figures/subfigures papers define must be the same set, with
-# the same parents: one full outer join instead of three one-way relations.
+# The figures config and the figures/subfigures papers define (plus each paper's manifest
+# GA) must be the same set, with the same parents: one full outer join instead of three
+# one-way relations.
 FIGURE_ROWS_SQL = """
     SELECT CASE WHEN r.id IS NULL THEN 'papers.figures (has no row in the figures config)'
                 WHEN f.id IS NULL THEN 'figures.id (not a figure of its paper)'
@@ -157,7 +163,9 @@ FIGURE_ROWS_SQL = """
                 ELSE 'figures <-> papers.figures' END AS relation,
            coalesce(r.paper_id, f.paper_id) AS referrer, coalesce(r.id, f.id) AS target,
            r.id IS NOT NULL AND f.id IS NOT NULL AND r.parent_id IS NOT DISTINCT FROM f.parent_id AS resolved
-    FROM _figrows r FULL OUTER JOIN _fig f ON f.id = r.id AND f.paper_id = r.paper_id"""
+    FROM _figrows r FULL OUTER JOIN (SELECT id, paper_id, parent_id FROM _fig
+                                     UNION ALL SELECT id, paper_id, NULL FROM _ga) f
+      ON f.id = r.id AND f.paper_id = r.paper_id"""
 
 
 def references_sql() -> str:
@@ -320,11 +328,11 @@ def _figures(o):
         _d(gxe.ExpectColumnValuesToBeUnique(column="id"), "figures rows have unique ids"),
         _d(
             gxe.ExpectColumnPairValuesToBeEqual(column_A="id_paper", column_B="paper_id"),
-            "figures ids are <paper id>_F<n>[.<m>] of the row's paper",
+            "figures ids are <paper id>_F<n>[.<m>] of the row's paper (a graphical_abstract row: <paper id>_GA)",
         ),
         _d(
-            gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["figure", "subfigure"]),
-            "kind is figure or subfigure",
+            gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=list(FIGURE_ROW_KINDS)),
+            "kind is " + ", ".join(FIGURE_ROW_KINDS[:-1]) + " or " + FIGURE_ROW_KINDS[-1],
         ),
         _true("parent_consistent", "subfigures (and only they) have a parent_id"),
         _true(
@@ -536,12 +544,13 @@ def flat_tables() -> list[FlatTable]:
         FlatTable(
             "figures",
             "figures",
-            "one row per figure or subfigure image",
+            "one row per figure or subfigure image, and one per manifest graphical abstract",
             _figures,
             sql=r"""SELECT """
             + _name("id", "paper_id", "figures row")
             + r""" AS record, id, paper_id, parent_id, kind, image_kind,
-                                 regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) AS id_paper,
+                                 CASE WHEN kind = 'graphical_abstract' THEN regexp_extract(id, '^(.+)_GA$', 1)
+                                      ELSE regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) END AS id_paper,
                                  coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent,
                                  NOT subcaption_tag_only AS subcaption_has_text, coalesce(image_status, 'NULL') AS image_status,
                                  (has_image AND image_not_null) = (coalesce(image_status, '') = 'embedded')

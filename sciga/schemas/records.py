@@ -336,14 +336,20 @@ class Medical:
     is_medical: Optional[bool] = None  # None: not decided (classifier not run, no keywords)
 
 
+# What a row of the ``figures`` config is: a figure, one of its panels, or the paper's
+# graphical abstract given by ``--ga-manifest`` (id ``<paper>_GA``; a de-facto GA is a
+# figure and has no row of its own). The gate checks the column against this set.
+FIGURE_ROW_KINDS = ("figure", "subfigure", "graphical_abstract")
+
+
 @dataclass
 class FigureRow:
-    """One row of the ``figures`` config: a figure or a subfigure with its image."""
+    """One row of the ``figures`` config: a figure, a subfigure or a manifest GA, with its image."""
 
     id: str
     paper_id: str
     parent_id: Optional[str]
-    kind: str  # "figure" | "subfigure"
+    kind: str  # one of FIGURE_ROW_KINDS
     index: int
     number: Optional[str]
     label: Optional[str]

@@ -533,3 +533,54 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
             assert loaded[f"{way}/papers"]["rows"] == c["papers"] and loaded[f"{way}/mentions"]["rows"] == c["mentions"]
             assert loaded[f"{way}/dead_letter"]["rows"] == c["dead_letter"]
             assert loaded[f"{way}/figures"]["digest"] == loaded["folder/figures"]["digest"], (name, way)
+
+
+@pytest.mark.e2e
+def test_a_build_with_author_provided_gas_builds_validates_and_publishes(hub, tmp_path):
+    """Issue 41: `--ga-manifest` with one valid row made the gate fail on the GA's own row in
+    the figures config, so such a build could never be published. Driven as a user: the CLI
+    in a subprocess, from the manifest's folder."""
+    from PIL import Image
+
+    work = tmp_path / "work"
+    work.mkdir()
+    Image.new("RGB", (96, 64), (200, 30, 30)).save(work / "ga_99001.png")
+    (work / "ga.csv").write_text("arxiv_id,path\n2511.99001,ga_99001.png\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HF_TOKEN=TOKEN, HF_HUB_DISABLE_XET="1", HF_HOME=str(tmp_path / "hf"))
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "sciga", *args], cwd=work, env=env, capture_output=True, text=True, timeout=600
+        )
+
+    r = cli("build", "--sample", "--output", "out", "--ga-manifest", "ga.csv", "--workers", "1", "--quiet")
+    assert r.returncode == 0, r.stderr[-3000:]
+    ga_rows = pq.read_table(next((work / "out/data/figures").glob("*.parquet")), columns=["id", "kind"]).to_pylist()
+    assert {"id": "2511.99001_GA", "kind": "graphical_abstract"} in ga_rows
+
+    r = cli("validate", "out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASSED" in r.stdout + r.stderr
+
+    r = cli("publish", "out", "--repo-id", REPO, "--version", "v1.0.0", "--endpoint", hub.url)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(commit_posts(hub)) == 1 and "v1.0.0" in hub.repos[("dataset", REPO)].tags
+    published = hub.files_at(REPO, "v1.0.0")
+    figures = [p for p in published if p.startswith("data/figures/")]
+    assert figures and all(published[p] == (work / "out" / p).read_bytes() for p in figures)
+
+
+def test_the_gate_still_refuses_a_ga_row_that_no_paper_gave(build_copy):
+    """The GA rows the gate accepts are exactly the papers' manifest GAs: a graphical_abstract
+    row for a paper without one, or a figure row named like a GA, fails."""
+    from sciga.quality.gate import run_gate
+
+    def add_stray_ga(rows):
+        stray = dict(rows[0], id=rows[0]["paper_id"] + "_GA", kind="graphical_abstract", parent_id=None)
+        return rows + [stray]
+
+    rewrite_shard(build_copy, "figures", add_stray_ga)
+    edit_manifest(build_copy, lambda m: m["counts"].__setitem__("figures", m["counts"]["figures"] + 1))
+    result = run_gate(str(build_copy))
+    failed = {f"{c.table} [{c.column}]" for c in result.failed}
+    assert "references [resolved]" in failed, failed

@@ -32,10 +32,10 @@ import numpy as np
 
 from sciga.schemas.ids import FIGURE_ID_RE, ga_id
 from sciga.schemas.images import DECODE_KIND_STATUS, UNDECODABLE, UNREADABLE
-from sciga.schemas.records import FigureRow, GraphicalAbstract, Paper
+from sciga.schemas.records import FIGURE_ROW_KINDS, FigureRow, GraphicalAbstract, Paper
 
 ROLE_GA, ROLE_REUSED, ROLE_COMPONENT, ROLE_DE_FACTO = "ga", "ga_reused", "ga_component", "de_facto_ga"
-GA_KIND = "graphical_abstract"
+GA_KIND = FIGURE_ROW_KINDS[2]
 
 _INTRO = re.compile(r"^\s*(?:[ivx\d.]+\s*)?introduction\b", re.IGNORECASE)
 _TAG = re.compile(r"<TAG>.*?</TAG>")
