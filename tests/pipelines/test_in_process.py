@@ -329,7 +329,7 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     workers: list = []
     while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.05)
-        workers = launcher.children(recursive=True)
+        workers = forked_workers(launcher)
     assert len(workers) == 2, "the build forked its two workers"
     p.kill()
     p.wait()
@@ -337,3 +337,22 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     for w in alive:
         w.kill()  # not left behind by a failing test
     assert not alive, "a worker outlived its launcher"
+
+
+def forked_workers(launcher) -> list:
+    """The build's workers: the processes forked from ``launcher`` (the same program and
+    command line), not a short-lived helper it runs, such as the ``lscpu`` that joblib's CPU
+    count starts, which had been counted as a worker now and then."""
+    try:
+        argv = launcher.cmdline()
+        children = launcher.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    forked = []
+    for child in children:
+        try:
+            if child.cmdline() == argv:
+                forked.append(child)
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            continue
+    return forked

@@ -81,7 +81,10 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert meta["license"] == "other"
     by_name = {c["config_name"]: c for c in meta["configs"]}
     manifest = json.loads((build_copy / "manifest.json").read_text())
-    assert set(by_name) == set(manifest["files"])  # every config, an empty one too (it streams as zero rows)
+    # Every config with rows; an empty one (the sample's dead_letter) is not declared, since
+    # `datasets` cannot load a split without rows (issue 41).
+    assert set(by_name) == {c for c, files in manifest["files"].items() if sum(f["rows"] for f in files)}
+    assert "dead_letter" not in by_name and manifest["counts"]["dead_letter"] == 0
     assert by_name["papers"]["default"] is True
     assert by_name["figures"]["data_files"] == [{"split": "train", "path": "data/figures/train-*.parquet"}]
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
@@ -223,8 +226,8 @@ def _hub_env(hub, tmp_path) -> dict:
 
 # Loads every config four ways (local folder, local streaming, Hub, Hub streaming) and prints
 # per way and config: the features, the row count, a digest of every row (images as bytes)
-# and how many images decoded (every pixel of every image). A config without rows loads
-# streaming only: `datasets` refuses an empty split otherwise (huggingface/datasets#8401).
+# and how many images decoded (every pixel of every image). Every config the card declares
+# loads every way: the card declares no config without rows.
 LOAD_ALL_WAYS = r"""
 import hashlib, json, sys
 import datasets
@@ -243,12 +246,7 @@ out = {}
 for way, path, kw in (("folder", folder, {}), ("folder_streaming", folder, {"streaming": True}),
                       ("hub", repo, {"revision": rev}), ("hub_streaming", repo, {"revision": rev, "streaming": True})):
     for config in configs:
-        try:
-            ds = load_dataset(path, config, split="train", **kw)
-        except ValueError as e:
-            if "corresponds to no data" not in str(e):
-                raise
-            ds = load_dataset(path, config, split="train", **{**kw, "streaming": True})
+        ds = load_dataset(path, config, split="train", **kw)
         features = ds.features.to_dict()
         image_types, decoded = set(), 0
         if config == "figures":
@@ -305,7 +303,7 @@ def test_published_dataset_loads_with_datasets_and_duckdb_hf_paths(hub, build_co
 
     # The build folder, streaming mode and the Hub give the same features and the same rows.
     configs = [c["config_name"] for c in read_front_matter((build_copy / "README.md").read_text())["configs"]]
-    assert configs == ["papers", "figures", "mentions", "dead_letter"]  # every config, an empty one too
+    assert configs == ["papers", "figures", "mentions"]  # every config with rows (no dead letter here)
     res = subprocess.run(
         [sys.executable, "-c", LOAD_ALL_WAYS, str(build_copy), REPO, "v1.0.0", json.dumps(configs)],
         env=env,
@@ -516,7 +514,11 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
                 str(out),
                 repo,
                 "v1.0.0",
-                json.dumps(["papers", "figures", "mentions", "dead_letter"]),
+                json.dumps(
+                    declared := [
+                        c["config_name"] for c in read_front_matter((out / "README.md").read_text())["configs"]
+                    ]
+                ),
             ],
             env=_hub_env(hub, tmp_path),
             capture_output=True,
@@ -531,7 +533,9 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
             assert loaded[f"{way}/figures"]["rows"] == c["figures"] + c["subfigures"], (name, way)
             assert loaded[f"{way}/figures"]["decoded"] == c["images_embedded"] == 0, (name, way)
             assert loaded[f"{way}/papers"]["rows"] == c["papers"] and loaded[f"{way}/mentions"]["rows"] == c["mentions"]
-            assert loaded[f"{way}/dead_letter"]["rows"] == c["dead_letter"]
+            if c["dead_letter"]:
+                assert loaded[f"{way}/dead_letter"]["rows"] == c["dead_letter"]
+            assert ("dead_letter" in declared) == bool(c["dead_letter"])
             assert loaded[f"{way}/figures"]["digest"] == loaded["folder/figures"]["digest"], (name, way)
 
 
