@@ -83,7 +83,8 @@ def listed_configs(facts: dict) -> list[str]:
 
 
 def card_metadata(facts: dict, papers: int) -> dict:
-    configs, infos = [], []
+    configs: list[dict[str, Any]] = []
+    infos: list[dict[str, Any]] = []
     for config in listed_configs(facts):
         entry: dict[str, Any] = {
             "config_name": config,
