@@ -4,6 +4,7 @@ the user's way. A run on another runner (Dataflow) uses none of this (``remote_r
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -416,3 +417,26 @@ class QuietBeamLogs:
         for n, level in self.saved.items():
             logging.getLogger(n).setLevel(level)
         return False
+
+
+def build_log(out_dir: str) -> Optional[str]:
+    """``OUT/.sciga/logs/build.log`` of a local build; None for a bucket (no log file there)."""
+    return os.path.join(out_dir, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+
+
+@contextlib.contextmanager
+def notices_off(enabled: bool, names: tuple = ("sciga",)):
+    """With ``enabled`` (``--quiet``), warnings of our own loggers are not shown for the block:
+    use it around steps whose warnings are notices about the options chosen, not about the
+    user's data. Errors still show."""
+    if not enabled:
+        yield
+        return
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for n, level in saved.items():
+            logging.getLogger(n).setLevel(level)
