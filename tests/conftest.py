@@ -265,7 +265,7 @@ def _unit_tier_guard(request, monkeypatch):
             pytrace=False,
         )
 
-    build_module = sys.modules.get("sciga.pipelines.build")
+    build_module = sys.modules.get("sciga.executors.build")
     if build_module is not None:
         monkeypatch.setattr(build_module, "_run_build", lambda *a, **k: refuse("a whole build"))
     real_popen = subprocess.Popen

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import fsspec
 
-from sciga.executors.finalize import Finalize, finalize_build
+from sciga.executors.finalize import Finalize
 
 if TYPE_CHECKING:
     from sciga.executors.chain import BuildChain
@@ -122,6 +122,8 @@ def _fetch_dead_ref(dl):
 
 
 def _finalize_after_parts(_written: int, f: Finalize) -> None:
+    from sciga.executors.finalize import finalize_build
+
     finalize_build(f)
 
 
@@ -312,6 +314,7 @@ def _run_job(b: PreparedBuild, options, runner: str, warm, *, tex, pages, inputs
 def _after_job(b: PreparedBuild, result, options, runner: str, local: bool) -> BuildResult:
     """What the job left: finalized here; or read back when it finalized itself; or, when
     it did not run to completion here, which job or template it made."""
+    from sciga.executors.finalize import finalize_build
     from sciga.executors.local_run import remove_if_empty
     from sciga.executors.options import BuildResult
     from sciga.executors.prepare import record_pages

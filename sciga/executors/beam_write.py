@@ -30,10 +30,9 @@ class WriteBuild(beam.PTransform):
 
     def expand(self, inputs):
         c = self.chain
-        stored = [
-            inputs["works"] | "StoreResults" >> beam.ParDo(StepDoFn(c.store)),
-            inputs["failed"] | "StoreFailed" >> beam.ParDo(StepDoFn(c.store)),
-        ]
+        stored = [inputs["works"] | "StoreResults" >> beam.ParDo(StepDoFn(c.store))]
+        if inputs.get("failed") is not None:
+            stored.append(inputs["failed"] | "StoreFailed" >> beam.ParDo(StepDoFn(c.store)))
         keyed = (
             (*stored, inputs["reused"], inputs["annotations"])
             | "RefsAndAnnotations" >> beam.Flatten()

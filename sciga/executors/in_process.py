@@ -36,11 +36,9 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
     from sciga.executors.chain import BuildChain
-    from sciga.executors.options import BuildOptions, BuildResult
+    from sciga.executors.options import BuildResult
     from sciga.executors.prepare import PreparedBuild
-    from sciga.transforms.vision.options import ResolvedVision
 
-ENV = "SCIGA_IN_PROCESS"
 # The work of a build run here, as bench/scale.py's text pages cost it on 2 cores: planning
 # an unchanged input (its stored header read, its files checked) ~0.2 ms, computing a page
 # ~25 ms. Below ONE_PROCESS_BELOW_SECONDS of it, forking workers (and importing what they
@@ -63,18 +61,6 @@ class InProcessRun:
 
     page_sha256: dict[str, str]  # page -> the SHA-256 of the bytes its stored paper was made from
     part_writers: int  # processes that wrote the part files
-
-
-def eligible(opts: BuildOptions, vision: ResolvedVision, beam_args: Optional[Sequence[str]]) -> bool:
-    """Whether this build runs without Beam (see the module's docstring), unless the user
-    said otherwise (``SCIGA_IN_PROCESS=0``, ``--executor beam``)."""
-    from sciga.executors.chain import needs_beam
-
-    return (
-        os.environ.get(ENV, "1") != "0"
-        and opts.executor in ("auto", "in-process")
-        and needs_beam(opts, vision, beam_args) is None
-    )
 
 
 def can_fork() -> bool:

@@ -171,7 +171,7 @@ def prepare_build(
 ) -> PreparedBuild | BuildResult:
     """The build ready for an executor, holding OUT's lock in ``held``; or, when OUT already
     holds what it would write, the result of a build that wrote nothing."""
-    from sciga.executors.in_process import eligible
+    from sciga.executors.choice import without_beam
     from sciga.transforms.common.result_store import store_root
     from sciga.transforms.inputs.page_index import page_hashes
     from sciga.transforms.inputs.pages import input_list_hash
@@ -190,8 +190,7 @@ def prepare_build(
     # build (local pages; the pipeline plans the others). A build without Beam whose store
     # holds no result leaves them to its workers, which hash each page as they read it:
     # with nothing to reuse, the launcher's reading every page first only delays them.
-    without_beam = eligible(opts, vision, beam_args) or opts.executor == "dask"
-    workers_hash = without_beam and not _holds_results(sroot)
+    workers_hash = without_beam(opts, vision, beam_args) and not _holds_results(sroot)
     hashes = (
         page_hashes(inputs, sroot, opts.parse.max_page_bytes, use_record=not opts.rebuild, hash_now=not workers_hash)
         if not opts.fetch_ids and opts.html_from == "ar5iv"

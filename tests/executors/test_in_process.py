@@ -1,5 +1,5 @@
 """Local builds run in the `sciga` process and processes forked from it, without Apache
-Beam (``pipelines/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
+Beam (``executors/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
 letters included, whatever the number of workers; Beam runs whenever it is asked for or a
 step needs it; a worker killed by the system stops the build with one sentence."""
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sciga.pipelines import in_process
+from sciga.executors import in_process
 from sciga.pipelines.build import add_arguments, build_options_from_args
 from sciga.pipelines.cli import main
 from sciga.samples.scale_corpus import make_image_rich_corpus
@@ -268,16 +268,16 @@ def test_what_workers_and_finalizing_import_is_imported_once_before_forking(tmp_
     """The modules finalizing needs (pandas under them, which pyarrow imports on a worker's
     first table) are imported before the workers are forked, which share them; a module that
     cannot be imported there is left to fail where it is used."""
-    from sciga.pipelines.build import FINALIZE_MODULES
+    from sciga.executors.finalize import FINALIZE_MODULES
 
     for name in FINALIZE_MODULES:  # a misspelled name would quietly import nothing
         __import__(name)
     (tmp_path / "sciga_test_ahead.py").write_text("VALUE = 1\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "sciga_test_ahead", raising=False)
-    with in_process._Workers(1, None, None, shared_modules=["sciga_test_ahead"]):
+    with in_process._Workers(1, None, shared_modules=["sciga_test_ahead"]):
         assert "sciga_test_ahead" not in sys.modules  # one worker: this process, nothing forked
-    with in_process._Workers(2, None, None, shared_modules=["sciga_test_no_such_module", "sciga_test_ahead"]):
+    with in_process._Workers(2, None, shared_modules=["sciga_test_no_such_module", "sciga_test_ahead"]):
         assert "sciga_test_no_such_module" not in sys.modules
         assert sys.modules["sciga_test_ahead"].VALUE == 1
 

@@ -19,9 +19,9 @@ import psutil
 import pytest
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.pipelines import in_process, warm_workers
+from sciga.executors import in_process, warm_workers
+from sciga.executors.warm_workers import CLIENT, WarmWorkers
 from sciga.pipelines.cli import main
-from sciga.pipelines.warm_workers import CLIENT, WarmWorkers
 
 from conftest import ROOT, run_cli
 
@@ -36,7 +36,7 @@ def _warm_processes(tmp: Path) -> list:
     return [
         p
         for p in psutil.process_iter(["cmdline"])
-        if "sciga.pipelines.warm_workers" in " ".join(p.info["cmdline"] or [])
+        if "sciga.executors.warm_workers" in " ".join(p.info["cmdline"] or [])
         and str(tmp) in " ".join(p.info["cmdline"])
     ]
 
@@ -121,7 +121,7 @@ def test_the_warm_process_ends_with_its_launcher_and_a_later_build_clears_its_fo
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     code = (
-        "import sys, time; from sciga.pipelines.warm_workers import WarmWorkers; "
+        "import sys, time; from sciga.executors.warm_workers import WarmWorkers; "
         "w = WarmWorkers('none').start(); print(w.proc.pid, flush=True); time.sleep(600)"
     )
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sciga.pipelines import warm_workers
+from sciga.executors import warm_workers
 from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 from sciga.transforms.inputs.page_index import PAGE_INDEX, page_hashes, save_page_index
@@ -132,7 +132,7 @@ def test_a_build_killed_after_storing_a_changed_sidecars_result_is_finished_by_t
     dies before its shards are moved into place. The next build reuses that result: it must
     not answer "up to date" from the last finished build's record, nor take the paper's old
     rows from the old shard, but write what a clean build writes."""
-    from sciga.pipelines import build as build_module
+    from sciga.executors import finalize as build_module
 
     if executor == "beam":
         monkeypatch.setenv("SCIGA_IN_PROCESS", "0")

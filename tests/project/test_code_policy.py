@@ -14,7 +14,18 @@ import re
 
 from conftest import ROOT
 
-PACKAGES = ("schemas", "transforms", "quality", "training", "explore", "publish", "pipelines", "sciga", "samples")
+PACKAGES = (
+    "schemas",
+    "transforms",
+    "quality",
+    "training",
+    "explore",
+    "executors",
+    "publish",
+    "pipelines",
+    "sciga",
+    "samples",
+)
 NOQA = re.compile(r"#\s*" + "noqa" + r"(?P<rest>.*)$")
 # (file, expression): why this private access is right.
 ALLOWED_PRIVATE = {
@@ -24,7 +35,7 @@ ALLOWED_PRIVATE = {
     ("transforms/fetch/cost_estimate.py", "pl._cached"): "_Planner is defined in the same module",
     ("transforms/common/quick_exit.py", "os._exit"): "the documented way to end a process without teardown",
     (
-        "pipelines/warm_workers.py",
+        "executors/warm_workers.py",
         "os._exit",
     ): "a forked child and the forking process end without the parent's teardown",
     (
