@@ -50,7 +50,7 @@ EXTRAS = {
     # Everything a build on Dataflow and on gs:// needs, launcher and workers alike: Beam's GCP
     # runner and GCS client, gcsfs (every gs:// path sciga opens itself, DuckDB included), and
     # `build`, which Beam runs to make the sdist that --setup_file stages for the workers.
-    # tests/pipelines/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
+    # tests/executors/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78", "gcsfs>=2024.1", "build>=1.0"],
     # arXiv's bulk e-prints on S3 (s3://arxiv/src, requester-pays); local folders need nothing.
     "bulk": ["s3fs>=2024.1"],

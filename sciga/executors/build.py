@@ -45,6 +45,7 @@ def _run_build(opts: BuildOptions, beam_args: list[str], held: contextlib.ExitSt
 def run_executor(b: PreparedBuild, beam_args: list[str], held: contextlib.ExitStack) -> BuildResult:
     """The chosen executor runs the build."""
     from sciga.executors import in_process
+    from sciga.executors.choice import eligible
 
     if b.opts.executor == "dask":
         from sciga.executors.dask_executor import build_on_dask
@@ -52,7 +53,7 @@ def run_executor(b: PreparedBuild, beam_args: list[str], held: contextlib.ExitSt
         _refuse_beam_only(b, beam_args, "dask")
         return build_on_dask(b)
     n_here = in_process.workers_for(b.opts.workers, len(b.inputs), b.to_compute)
-    if in_process.eligible(b.opts, b.vision, beam_args) and (n_here == 1 or in_process.can_fork()):
+    if eligible(b.opts, b.vision, beam_args) and (n_here == 1 or in_process.can_fork()):
         # Nothing that needs Beam: computed and written here and in processes forked from here.
         return in_process.build_in_process(b, n_here)
     if b.opts.executor == "in-process":

@@ -42,7 +42,6 @@ changed, and never stops the diff.
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import re
@@ -57,6 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.manifest import BuildManifest
 from sciga.transforms.common.errors import UserError
 
 log = logging.getLogger("sciga.diff")
@@ -109,7 +109,7 @@ class BuildSide:
     schemas: dict = field(default_factory=dict)  # config -> pa.Schema (unified over its files) or None
     schema_versions: set = field(default_factory=set)
     builder_versions: set = field(default_factory=set)
-    manifest: Optional[dict] = None
+    manifest: Optional[BuildManifest] = None
 
     def rows(self, config: str) -> int:
         return sum(f.rows for f in self.files.get(config) or [])
@@ -152,8 +152,8 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
     manifest_path = posixpath.join(root, "manifest.json")
     if fs.exists(manifest_path):
         with fs.open(manifest_path, "rb") as f:
-            side.manifest = json.loads(f.read())
-    listed = {e["path"]: e.get("sha256") for es in ((side.manifest or {}).get("files") or {}).values() for e in es}
+            side.manifest = BuildManifest.loads(f.read().decode("utf-8"))
+    listed = {e.path: e.sha256 or None for es in (side.manifest.files if side.manifest else {}).values() for e in es}
     for config in CONFIGS:
         folder = posixpath.join(root, "data", config)
         entries = fs.ls(folder, detail=True) if fs.isdir(folder) else []
@@ -175,8 +175,8 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
                     side.schema_versions.add(version.decode())
         side.files[config] = files
         side.schemas[config] = pa.unify_schemas([s.remove_metadata() for s in schemas]) if schemas else None
-    if side.manifest and side.manifest.get("builder_version"):
-        side.builder_versions.add(side.manifest["builder_version"])
+    if side.manifest and side.manifest.builder_version:
+        side.builder_versions.add(side.manifest.builder_version)
     else:
         card = posixpath.join(root, HUB_CARD)
         if fs.exists(card):

@@ -43,11 +43,14 @@ class RunFlags:
         "--workers",
         type=positive_int,
         metavar="N",
-        help="local worker processes (default: a small build, such as a few pages or a few changed among a few "
-        f"hundred, runs in this process; a larger one uses every core, {os.cpu_count() or 1} here). On Linux a "
-        "local build that runs no model runs without Apache Beam, its workers forked from this process; otherwise they are workers of Beam's runner (started warm on Linux, one per "
-        f"{PAPERS_PER_WORKER_START} inputs elsewhere); 1 runs in this process. With --executor dask and no "
-        "--dask-address: the processes of the local Dask cluster",
+        help=lambda: (
+            "local worker processes (default: a small build, such as a few pages or a few changed among a "
+            f"few hundred, runs in this process; a larger one uses every core, {os.cpu_count() or 1} here). On Linux a "
+            "local build that runs no model runs without Apache Beam, its workers forked from this process; otherwise "
+            "they are workers of Beam's runner (started warm on Linux, one per "
+            f"{PAPERS_PER_WORKER_START} inputs elsewhere); 1 runs in this process. With --executor dask and no "
+            "--dask-address: the processes of the local Dask cluster"
+        ),
     )
     rebuild: bool = flag(
         "--rebuild",

@@ -32,7 +32,7 @@ class Flag:
     """argparse's settings of one flag (``add_argument``'s keyword arguments)."""
 
     names: tuple[str, ...]
-    help: str
+    help: str | Callable[[], str]  # a function: help made when the parser is (it names this machine's cores)
     type: Optional[Callable[[str], Any]] = None
     metavar: Optional[str] = None
     choices: Optional[tuple] = None
@@ -45,7 +45,7 @@ class Flag:
 def flag(
     *names: str,
     default: Any = None,
-    help: str,
+    help: str | Callable[[], str],
     type: Optional[Callable[[str], Any]] = None,
     metavar: Optional[str] = None,
     choices: Optional[tuple] = None,
@@ -89,7 +89,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, required: bool = Tr
         spec: Optional[Flag] = f.metadata.get("flag")
         if spec is None:
             continue
-        kwargs: dict[str, Any] = {"dest": f.name, "help": spec.help}
+        kwargs: dict[str, Any] = {"dest": f.name, "help": spec.help() if callable(spec.help) else spec.help}
         if spec.required and required:
             kwargs["required"] = True
         else:

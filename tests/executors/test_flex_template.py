@@ -1,7 +1,7 @@
 """The Dataflow Flex Template of `sciga build` without a cloud: the template spec validates
 against its JSON Schema (docker/flex-template/spec.schema.json, written from Google's
 documented ContainerSpec), the launcher's entry point builds the same job graph as `sciga
-build` (a Beam dry run against fake-gcs-server, as tests/pipelines/test_dataflow_job.py does), the
+build` (a Beam dry run against fake-gcs-server, as tests/executors/test_dataflow_job.py does), the
 job's own finalization gives the same build as the launcher's, and the launcher image
 agrees with setup.py."""
 

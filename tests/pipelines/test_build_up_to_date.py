@@ -269,10 +269,10 @@ def test_a_rebuild_of_a_few_changed_pages_runs_in_this_process_by_default(tmp_pa
 
     first = default_build()
     per_worker = 1 if warm_workers.available(None) else 16
-    assert first.manifest["run"]["workers"] == min(os.cpu_count() or 1, 34 // per_worker)
+    assert first.manifest.run["workers"] == min(os.cpu_count() or 1, 34 // per_worker)
     page = sorted(pages.glob("*/*.html"))[0]
     text = page.read_text(encoding="utf-8")
     page.write_text(text.replace("</article>", "<p>An added paragraph.</p></article>", 1), encoding="utf-8")
     again = default_build()
     assert (again.counts.reused, again.counts.recomputed) == (33, 1)
-    assert again.manifest["run"]["workers"] == 1
+    assert again.manifest.run["workers"] == 1

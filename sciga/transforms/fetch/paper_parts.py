@@ -69,9 +69,9 @@ def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[
     try:
         resp = fetch(etag=rec.etag if ok_before else None, last_modified=rec.last_modified if ok_before else None)
     except StageError as e:
-        if ok_before and not getattr(e, "permanent", False):
+        if ok_before and not e.permanent:
             return None, Outcome(paper_id, part, CACHED, 0, e.message, e.error_type)  # keep the good copy
-        cache.fail(paper_id, part, e.error_type, e.message, permanent=bool(getattr(e, "permanent", False)), url=url)
+        cache.fail(paper_id, part, e.error_type, e.message, permanent=bool(e.permanent), url=url)
         return None, Outcome(paper_id, part, FAILED, 0, e.message, e.error_type)
     if resp.not_modified:
         return None, Outcome(paper_id, part, CACHED, 0)
