@@ -53,7 +53,7 @@ def build_pipeline(
 
     uris, early_refs = _inputs(p, opts, inputs_file, pages)
     plan = uris | "Plan" >> StepStage(chain.plan, REUSED, main="planned")
-    works, dead = plan.planned, []
+    works, dead = plan.planned, list[Any]()  # the failures of each stage before Vision
     for label, step in chain.labelled_per_paper()[:-1]:  # the last, measuring images, runs in Vision
         out = works | label >> StepStage(step, DEAD_LETTER_TAG, main="papers")
         works, dead = out.papers, [*dead, out[DEAD_LETTER_TAG]]

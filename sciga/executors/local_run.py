@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from typing import Optional
+from typing import Optional, TextIO
 
 import fsspec
 
@@ -140,8 +140,8 @@ class WorkerOutput:
     def __init__(self, log_path: Optional[str], enabled: bool):
         self.log_path = log_path
         self.enabled = enabled and log_path is not None
-        self.stream = sys.stderr
-        self._handler = None
+        self.stream: TextIO = sys.stderr
+        self._handler: Optional[logging.Handler] = None
         self.lost = False  # the log could not be written (a full disk): some worker output is missing
 
     def __enter__(self):
@@ -149,6 +149,7 @@ class WorkerOutput:
             if self.log_path is not None:
                 self._handler = _log_file_handler(self.log_path)
             return self
+        assert self.log_path is not None  # enabled
         sys.stderr.flush()
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self._log = open(self.log_path, "ab", buffering=0)
@@ -211,7 +212,7 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handler = _DroppingFileHandler(path, encoding="utf-8")
-        handler.stream.write(
+        handler.stream.write(  # type: ignore[union-attr]  # opened: delay=False
             f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and "
             "errors (everything with -v)\n"
         )

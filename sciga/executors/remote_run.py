@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 LOCAL_RUNNERS = (
     "DirectRunner",
@@ -84,7 +84,7 @@ class RunOutcome:
     job_name: Optional[str] = None
     template: Optional[str] = None
     console_url: Optional[str] = None
-    job: object = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
+    job: Any = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
     staging: Optional[str] = None  # OUT/.staging/<run>: the input list (and GA manifest) the job reads
     finalizes_itself: bool = False  # --finalize-in-job: the job writes the shards, manifest and card
 

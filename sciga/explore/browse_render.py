@@ -312,7 +312,7 @@ class PaperView:
         self.subs: dict[str, list] = {}
         for f in figures:
             if f.get("kind") == "subfigure":
-                self.subs.setdefault(f.get("parent_id"), []).append(f)
+                self.subs.setdefault(f.get("parent_id") or "", []).append(f)
         for v in self.subs.values():
             v.sort(key=lambda f: (f.get("index") or 0, f["id"]))
         self.ga_rows = [f for f in figures if f.get("kind") not in ("figure", "subfigure")]
@@ -464,9 +464,7 @@ class PaperView:
         if own is not None and own.href:
             return [own.href]
         return [
-            self.images[s["id"]].href
-            for s in self.subs.get(figure_id, [])
-            if s["id"] in self.images and self.images[s["id"]].href
+            href for s in self.subs.get(figure_id, []) if s["id"] in self.images and (href := self.images[s["id"]].href)
         ]
 
     def _fig_link(self, figure_id: str) -> str:

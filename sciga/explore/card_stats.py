@@ -29,7 +29,7 @@ import os
 from typing import Optional
 
 from sciga.explore.stats import PAPER_ROWS_SQL, macros_sql
-from sciga.schemas.manifest import BuildManifest
+from sciga.schemas.manifest import BuildManifest, ShardFile
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
 from sciga.transforms.write.card_rows import CARD_STATS, kept_rows_name, kept_rows_suffix
@@ -66,7 +66,7 @@ def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]
     kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(kept_rows_suffix(code)))
     keep, paths = set(), []
     for e in entries:
-        name = kept_rows_name(e.sha256, code)
+        name = kept_rows_name(e.sha256 or "", code)
         path = os.path.join(folder, name)
         if not os.path.exists(path):
             shard = os.path.join(root, *e.path.split("/"))
@@ -84,15 +84,15 @@ def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]
     return "SELECT * EXCLUDE (digest) FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
 
 
-def _members(out_dir: str, entry: dict) -> Optional[list[list[str]]]:
+def _members(out_dir: str, entry: ShardFile) -> Optional[list[list[str]]]:
     """[paper id, result key, digest] of each row of a papers shard, in order; None when the
     build did not record them for every row."""
     from sciga.transforms.write.finalize import members_uri, read_members
 
-    if not entry.get("fingerprint"):
+    if not entry.fingerprint:
         return None
-    members = read_members(members_uri(out_dir, entry["fingerprint"]))
-    return members if len(members) == int(entry["rows"]) else None
+    members = read_members(members_uri(out_dir, entry.fingerprint))
+    return members if len(members) == int(entry.rows) else None
 
 
 def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: list[str]) -> str:

@@ -105,7 +105,7 @@ def add_flags(parser: argparse.ArgumentParser, cls: type, *, required: bool = Tr
 def from_args(cls: type[T], args: argparse.Namespace) -> T:
     """The instance of ``cls`` that the parsed command line ``args`` gives."""
     values: dict[str, Any] = {}
-    for f in _fields(cls):  # type: ignore[arg-type]
+    for f in _fields(cls):
         if "flags" in f.metadata:
             values[f.name] = from_args(f.metadata["flags"], args)
         elif "flag" in f.metadata and hasattr(args, f.name):

@@ -174,7 +174,7 @@ def _hub_error(e: Exception, what: str, repo_id: str) -> PublishError:
         409: "the repo changed meanwhile; run the same command again",
         412: "someone committed to the repo meanwhile; run the same command again",
     }.get(
-        status,
+        status or 0,
         "run the same command again: uploads that finished are reused"
         if (status or 500) >= 500
         else "see the Hub's message",

@@ -37,7 +37,7 @@ class ShardFile:
     path: str  # relative to the build folder
     rows: int
     bytes: int
-    sha256: str
+    sha256: Optional[str]
     # A shard written from a part (every shard but the empty one of a config without rows)
     # also says its shard group, the part's fingerprint and its counts.
     from_part: bool = False
@@ -60,7 +60,7 @@ class ShardFile:
             path=d["path"],
             rows=int(d.get("rows") or 0),
             bytes=int(d.get("bytes") or 0),
-            sha256=d.get("sha256") or "",
+            sha256=d.get("sha256"),
             from_part="group" in d,
             group=d.get("group"),
             fingerprint=d.get("fingerprint"),
