@@ -1,7 +1,7 @@
 """sciga-builder: one distribution, console script ``sciga``.
 
-The code is the package ``sciga/`` (pipelines, transforms, schemas, quality, training,
-explore, publish, samples); the top-level folders of the same names are links into it. This file also ships the
+The code is the package ``sciga/`` (pipelines, executors, transforms, schemas, quality,
+training, explore, publish, samples); the top-level folders of the same names are links into it. This file also ships the
 code to Dataflow workers (``--setup_file ./setup.py``).
 """
 
@@ -52,10 +52,13 @@ EXTRAS = {
     # Everything a build on Dataflow and on gs:// needs, launcher and workers alike: Beam's GCP
     # runner and GCS client, gcsfs (every gs:// path sciga opens itself, DuckDB included), and
     # `build`, which Beam runs to make the sdist that --setup_file stages for the workers.
-    # tests/pipelines/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
+    # tests/executors/test_dataflow_job.py checks that docker/dataflow-worker.Dockerfile agrees.
     "dataflow": ["apache-beam[gcp]>=2.77,<2.78", "gcsfs>=2024.1", "build>=1.0"],
     # arXiv's bulk e-prints on S3 (s3://arxiv/src, requester-pays); local folders need nothing.
     "bulk": ["s3fs>=2024.1"],
+    # `sciga build --executor dask`: the build's chain on a Dask cluster (a user's Slurm/PBS
+    # machines through dask-jobqueue, Kubernetes through dask-kubernetes, or a local cluster).
+    "dask": ["dask[distributed]>=2026.8,<2027"],
     # aiohttp: the WebSocket client that drives headless Chromium over CDP (tests/browser_fixtures.py);
     # moto[server]: a real S3-compatible HTTP endpoint on 127.0.0.1 for the bulk e-print tests;
     # psutil: peak-memory checks of a subprocess (and the scale tests);

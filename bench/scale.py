@@ -344,7 +344,7 @@ def start_up_rows(workdir: Path, text_n: int, n_all: int) -> list[tuple]:
         )
     )
     # The same clean build on Beam's DirectRunner, what every local build ran on before the
-    # builds without Beam took over (``sciga/pipelines/in_process.py``).
+    # builds without Beam took over (``sciga/executors/in_process.py``).
     beam_out = workdir / f"out_start_{text_n}_beam"
     shutil.rmtree(beam_out, ignore_errors=True)
     on_beam = build(pages, beam_out, n_all, env={"SCIGA_IN_PROCESS": "0"})

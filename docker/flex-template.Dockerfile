@@ -21,7 +21,7 @@ COPY setup.py README.md ./
 COPY sciga ./sciga
 COPY docker/flex-template/metadata.json docker/flex-template/launch.py ./
 RUN pip install ".[dataflow,publish]" \
- && python -c "from sciga.pipelines.flex_template import build_argv, load_metadata; \
+ && python -c "from sciga.executors.flex_template import build_argv, load_metadata; \
 print(build_argv(['--input=gs://b/p', '--output=gs://b/o'], load_metadata('/template/metadata.json')))"
 
 # The same image runs `sciga update` (harvest, fetch, build on Dataflow, validate, publish)

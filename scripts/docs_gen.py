@@ -34,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # The package folders of the distribution, as setup.py installs them (``sciga.<folder>``).
-TOP_LEVEL = ("schemas", "transforms", "explore", "quality", "training", "publish", "pipelines", "samples")
+TOP_LEVEL = ("schemas", "transforms", "explore", "quality", "training", "executors", "publish", "pipelines", "samples")
 MARKER_RE = re.compile(r"<!--\s*sciga:([a-z-]+)(?:\s+([^\s>]+))?\s*-->")
 _CORES = 987_654_321  # stands for os.cpu_count() while the parsers are made (no machine's number in the docs)
 

@@ -265,7 +265,7 @@ def _unit_tier_guard(request, monkeypatch):
             pytrace=False,
         )
 
-    build_module = sys.modules.get("sciga.pipelines.build")
+    build_module = sys.modules.get("sciga.executors.build")
     if build_module is not None:
         monkeypatch.setattr(build_module, "_run_build", lambda *a, **k: refuse("a whole build"))
     real_popen = subprocess.Popen
@@ -427,6 +427,7 @@ def local_sample_twin(tmp_path_factory) -> Path:
 # Fixtures shared by many test modules: defined in their own modules, made available to all
 # tests here (conftest fixtures need no import in the test modules that use them).
 from browser_fixtures import browser  # noqa: E402, F401 - a fixture, exported to every test module
+from dask_fixtures import dask_cluster  # noqa: E402, F401 - a fixture, exported to every test module
 from quality_fixtures import build_copy, sample_build  # noqa: E402, F401 - fixtures, exported to every test module
 
 

@@ -41,6 +41,7 @@ from sciga.explore.browse_render import (
     index_tail,
     safe_name,
 )
+from sciga.schemas.manifest import BuildManifest
 
 DEFAULT_PAPERS = 100
 CHUNK = 8  # papers read per DuckDB round trip; bounds memory (their figures' image bytes)
@@ -127,7 +128,7 @@ def _connect(out: str):
     return connect(out, con)
 
 
-def _facts_from_shards(con) -> dict:
+def _facts_from_shards(con) -> BuildManifest:
     """The index header's facts when there is no manifest.json: versions from the papers'
     provenance, counts from the shards."""
     builder, schema = con.execute(
@@ -143,7 +144,7 @@ def _facts_from_shards(con) -> dict:
             ).fetchall()[0],
         )
     )
-    return {"builder_version": builder, "schema_version": schema, "counts": counts}
+    return BuildManifest(schema_version=str(schema), builder_version=str(builder), counts=counts)
 
 
 def _rows(cur, sql: str, params: Sequence = ()) -> list[dict]:
@@ -218,7 +219,7 @@ def browse(options: BrowseOptions) -> BrowseResult:
     check_is_build(options.out)
     con = _connect(options.out)
     try:
-        manifest = read_manifest(options.out) or {}
+        manifest = read_manifest(options.out)
     except FileNotFoundError:  # a published version carries the shards and the card, not the manifest
         manifest = _facts_from_shards(con)
     w = _Writer(options.folder)

@@ -14,7 +14,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from html import escape
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:
+    from sciga.schemas.manifest import BuildManifest
 
 TOKEN_RE = re.compile(r"<(/?)(MATH|NOTE|TAG)>")
 
@@ -309,7 +312,7 @@ class PaperView:
         self.subs: dict[str, list] = {}
         for f in figures:
             if f.get("kind") == "subfigure":
-                self.subs.setdefault(f.get("parent_id"), []).append(f)
+                self.subs.setdefault(f.get("parent_id") or "", []).append(f)
         for v in self.subs.values():
             v.sort(key=lambda f: (f.get("index") or 0, f["id"]))
         self.ga_rows = [f for f in figures if f.get("kind") not in ("figure", "subfigure")]
@@ -461,9 +464,7 @@ class PaperView:
         if own is not None and own.href:
             return [own.href]
         return [
-            self.images[s["id"]].href
-            for s in self.subs.get(figure_id, [])
-            if s["id"] in self.images and self.images[s["id"]].href
+            href for s in self.subs.get(figure_id, []) if s["id"] in self.images and (href := self.images[s["id"]].href)
         ]
 
     def _fig_link(self, figure_id: str) -> str:
@@ -587,15 +588,15 @@ def dead_letter_row(r: dict) -> str:
 # -- index -----------------------------------------------------------------------------------
 
 
-def index_head(manifest: dict, total_papers: int, pages: int, css_href: str) -> str:
-    counts = manifest.get("counts") or {}
+def index_head(manifest: BuildManifest, total_papers: int, pages: int, css_href: str) -> str:
+    counts = manifest.counts
     facts = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if not isinstance(v, dict))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<title>sciga build</title><link rel="stylesheet" href="{escape(css_href)}"></head>\n<body><main>\n'
         f'<header class="top"><h1>sciga build</h1><div class="muted">sciga-builder '
-        f"{escape(str(manifest.get('builder_version')))}, schema {escape(str(manifest.get('schema_version')))}; "
+        f"{escape(str(manifest.builder_version))}, schema {escape(str(manifest.schema_version))}; "
         f"{escape(facts)}</div><div>pages for <b>{pages}</b> of {total_papers} papers</div></header>\n"
         '<h2>Papers</h2><table class="list papers"><tr><th>paper</th><th>teaser</th><th>sections</th><th>figures</th>'
         "<th>subfigures</th><th>mentions</th><th>GA</th><th>medical</th><th>dead letters</th></tr>\n"

@@ -29,6 +29,7 @@ import os
 from typing import Optional
 
 from sciga.explore.stats import PAPER_ROWS_SQL, macros_sql
+from sciga.schemas.manifest import BuildManifest, ShardFile
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
 from sciga.transforms.write.card_rows import CARD_STATS, kept_rows_name, kept_rows_suffix
@@ -47,14 +48,14 @@ def _quote(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
 
-def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
+def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]:
     """A query of the build's per-paper statistics rows (``SELECT * FROM read_parquet([...])``), the
     missing shards' rows computed and kept first; None where the card computes them from
     the shards (a remote build, a manifest without shard hashes, no papers)."""
     if not is_local(out_dir):
         return None
-    entries = [e for e in (manifest.get("files") or {}).get("papers") or [] if e.get("rows")]
-    if not entries or not all(e.get("sha256") and e.get("path") for e in entries):
+    entries = [e for e in manifest.shard_files("papers") if e.rows]
+    if not entries or not all(e.sha256 and e.path for e in entries):
         return None
     root = local_path(out_dir)
     folder = os.path.join(root, STORE_DIR, CARD_STATS)
@@ -65,10 +66,10 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     kept = sorted(os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(kept_rows_suffix(code)))
     keep, paths = set(), []
     for e in entries:
-        name = kept_rows_name(e["sha256"], code)
+        name = kept_rows_name(e.sha256 or "", code)
         path = os.path.join(folder, name)
         if not os.path.exists(path):
-            shard = os.path.join(root, *e["path"].split("/"))
+            shard = os.path.join(root, *e.path.split("/"))
             tmp = path + ".tmp"
             con.execute(
                 f"COPY ({_shard_rows_sql(con, shard, _members(out_dir, e), kept)}) TO {_quote(tmp)} (FORMAT parquet)"
@@ -83,15 +84,15 @@ def kept_paper_rows(con, out_dir: str, manifest: dict) -> Optional[str]:
     return "SELECT * EXCLUDE (digest) FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
 
 
-def _members(out_dir: str, entry: dict) -> Optional[list[list[str]]]:
+def _members(out_dir: str, entry: ShardFile) -> Optional[list[list[str]]]:
     """[paper id, result key, digest] of each row of a papers shard, in order; None when the
     build did not record them for every row."""
     from sciga.transforms.write.finalize import members_uri, read_members
 
-    if not entry.get("fingerprint"):
+    if not entry.fingerprint:
         return None
-    members = read_members(members_uri(out_dir, entry["fingerprint"]))
-    return members if len(members) == int(entry["rows"]) else None
+    members = read_members(members_uri(out_dir, entry.fingerprint))
+    return members if len(members) == int(entry.rows) else None
 
 
 def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: list[str]) -> str:

@@ -22,6 +22,7 @@ import yaml
 
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.schemas.hf_features import yaml_features
+from sciga.schemas.manifest import BuildManifest
 from sciga.transforms.write.shard_names import SPLIT
 
 CARD = "README.md"
@@ -53,21 +54,21 @@ def _size_category(n: int) -> str:
     return "10M<n<100M"
 
 
-def shard_facts(out_dir: str, manifest: dict) -> dict:
+def shard_facts(out_dir: str, manifest: BuildManifest) -> dict:
     """config -> {files, rows, parquet_bytes, arrow_bytes} from the manifest and Parquet footers."""
     fs, root = fsspec.core.url_to_fs(out_dir)
     facts = {}
     for config in CONFIGS:
-        entries = (manifest.get("files") or {}).get(config) or []
+        entries = manifest.shard_files(config)
         arrow_bytes = 0
         for e in entries:
-            with fs.open(posixpath.join(root, e["path"]), "rb") as f:
+            with fs.open(posixpath.join(root, e.path), "rb") as f:
                 md = pq.ParquetFile(f).metadata
                 arrow_bytes += sum(md.row_group(i).total_byte_size for i in range(md.num_row_groups))
         facts[config] = {
             "files": entries,
-            "rows": sum(e["rows"] for e in entries),
-            "parquet_bytes": sum(e["bytes"] for e in entries),
+            "rows": sum(e.rows for e in entries),
+            "parquet_bytes": sum(e.bytes for e in entries),
             "arrow_bytes": arrow_bytes,
         }
     return facts
@@ -190,7 +191,7 @@ def _table(header: list[str], rows: list) -> str:
     return "\n".join(out)
 
 
-def render_card(out_dir: str, manifest: dict) -> str:
+def render_card(out_dir: str, manifest: BuildManifest) -> str:
     """The card of the build in ``out_dir`` (any fsspec path), from its manifest and shards."""
     from sciga.explore.card_stats import kept_paper_rows
     from sciga.explore.stats import compute_stats
@@ -201,7 +202,7 @@ def render_card(out_dir: str, manifest: dict) -> str:
     stats = compute_stats(con, "group", kept_paper_rows(con, out_dir, manifest))
     extra = _facts_sql(con)
     con.close()
-    counts = manifest.get("counts") or {}
+    counts = manifest.counts
     meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]))
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
@@ -221,7 +222,7 @@ def render_card(out_dir: str, manifest: dict) -> str:
 
 Scientific papers from arXiv with their full text, figures, subfigures, captions, inline figure
 references, teasers and graphical abstracts, built from LaTeXML HTML (ar5iv / arXiv HTML) by
-sciga-builder {manifest.get("builder_version")} (schema {manifest.get("schema_version")}) in the layout of SciGA-145k.
+sciga-builder {manifest.builder_version} (schema {manifest.schema_version}) in the layout of SciGA-145k.
 
 ## Configs
 
@@ -327,15 +328,12 @@ Graphical-abstract types:
 {_table(["type", "papers", "% of papers", "% of GAs"], ga_rows)}"""
 
 
-def _build_section(manifest: dict, counts: dict, facts: dict, extra: dict) -> str:
+def _build_section(manifest: BuildManifest, counts: dict, facts: dict, extra: dict) -> str:
     """The card's "How it was built": builder, inputs, sources, dead letters, the quality gate
     and every shard with its sha256."""
-    inputs = manifest.get("inputs") or {}
-    shard_lines = [
-        f"| `{e['path']}` | {e['rows']} | {e['bytes']} | `{e['sha256']}` |" for c in CONFIGS for e in facts[c]["files"]
-    ]
-    section = f"""- builder: sciga-builder {manifest.get("builder_version")}, schema version {manifest.get("schema_version")}
-- inputs: {inputs.get("count")} pages, list sha256 `{inputs.get("sha256")}`
+    shard_lines = [f"| `{e.path}` | {e.rows} | {e.bytes} | `{e.sha256}` |" for c in CONFIGS for e in facts[c]["files"]]
+    section = f"""- builder: sciga-builder {manifest.builder_version}, schema version {manifest.schema_version}
+- inputs: {manifest.inputs_count} pages, list sha256 `{manifest.inputs_sha256}`
 - sources (`provenance.source`): {", ".join(f"{s} {n}" for s, n in extra["sources"])}
 - HTML generator: {", ".join(f"{s.strip()} {n}" for s, n in extra["generators"])}
 - paper ids from: {", ".join(f"{s} {n}" for s, n in extra["id_sources"])}
@@ -396,7 +394,7 @@ def write_dataset_card(out_dir: str) -> str:
     return path
 
 
-def card_key(manifest: dict) -> str:
+def card_key(manifest: BuildManifest) -> str:
     """What the card is a function of: the manifest without what describes the run (clock,
     workers, what was reused) - shards by sha256, counts, options, versions - and this
     module's and the statistics module's code. An incremental build that rewrote no shard
@@ -407,7 +405,7 @@ def card_key(manifest: dict) -> str:
 
     from sciga.explore import card_stats, stats
 
-    content = {k: v for k, v in manifest.items() if k not in ("run", "incremental")}
+    content = {k: v for k, v in manifest.to_json().items() if k not in ("run", "incremental")}
     h = hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode())
     for mod in (__file__, stats.__file__, card_stats.__file__):
         h.update(Path(mod).read_bytes())

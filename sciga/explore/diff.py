@@ -42,7 +42,6 @@ changed, and never stops the diff.
 
 from __future__ import annotations
 
-import json
 import logging
 import posixpath
 import re
@@ -57,6 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.manifest import BuildManifest
 from sciga.transforms.common.errors import UserError
 
 log = logging.getLogger("sciga.diff")
@@ -109,7 +109,7 @@ class BuildSide:
     schemas: dict = field(default_factory=dict)  # config -> pa.Schema (unified over its files) or None
     schema_versions: set = field(default_factory=set)
     builder_versions: set = field(default_factory=set)
-    manifest: Optional[dict] = None
+    manifest: Optional[BuildManifest] = None
 
     def rows(self, config: str) -> int:
         return sum(f.rows for f in self.files.get(config) or [])
@@ -152,18 +152,19 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
     manifest_path = posixpath.join(root, "manifest.json")
     if fs.exists(manifest_path):
         with fs.open(manifest_path, "rb") as f:
-            side.manifest = json.loads(f.read())
-    listed = {e["path"]: e.get("sha256") for es in ((side.manifest or {}).get("files") or {}).values() for e in es}
+            side.manifest = BuildManifest.loads(f.read().decode("utf-8"))
+    listed = {e.path: e.sha256 or None for es in (side.manifest.files if side.manifest else {}).values() for e in es}
     for config in CONFIGS:
         folder = posixpath.join(root, "data", config)
         entries = fs.ls(folder, detail=True) if fs.isdir(folder) else []
         files = []
-        for e in sorted(entries, key=lambda e: e["name"]):
-            if e.get("type") == "directory" or not e["name"].endswith(".parquet"):
+        for entry in sorted(entries, key=lambda x: x["name"]):
+            if entry.get("type") == "directory" or not entry["name"].endswith(".parquet"):
                 continue
-            name = posixpath.relpath(e["name"], root)
-            sha = listed.get(name) or ((e.get("lfs") or {}).get("sha256") if isinstance(e.get("lfs"), dict) else None)
-            files.append(ShardFile(url=_url(fs, e["name"]), name=name, sha256=sha))
+            name = posixpath.relpath(entry["name"], root)
+            lfs = entry.get("lfs")
+            sha = listed.get(name) or (lfs.get("sha256") if isinstance(lfs, dict) else None)
+            files.append(ShardFile(url=_url(fs, entry["name"]), name=name, sha256=sha))
         schemas = []
         for f in files:
             with fs.open(posixpath.join(root, f.name), "rb") as fh:
@@ -175,8 +176,8 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
                     side.schema_versions.add(version.decode())
         side.files[config] = files
         side.schemas[config] = pa.unify_schemas([s.remove_metadata() for s in schemas]) if schemas else None
-    if side.manifest and side.manifest.get("builder_version"):
-        side.builder_versions.add(side.manifest["builder_version"])
+    if side.manifest and side.manifest.builder_version:
+        side.builder_versions.add(side.manifest.builder_version)
     else:
         card = posixpath.join(root, HUB_CARD)
         if fs.exists(card):
@@ -515,9 +516,9 @@ def _compare(d: BuildDiff) -> None:
         d.field_counts[field_name] = n
 
     # rows of each figure kind (a narrow column of every figures shard)
-    for side_i, side in enumerate((old, new)):
-        files = side.files.get("figures") or []
-        if files and "kind" in _columns(side.schemas.get("figures")):
+    for side_i, build in enumerate((old, new)):
+        files = build.files.get("figures") or []
+        if files and "kind" in _columns(build.schemas.get("figures")):
             for k, n in con.execute(f"SELECT kind, count(*) FROM {_read(files)} GROUP BY kind").fetchall():
                 pair = list(d.kinds.get(k or "unknown", (0, 0)))
                 pair[side_i] = n
@@ -574,9 +575,9 @@ def _compare_dead_letters(d: BuildDiff, cols: tuple) -> None:
         )
     d.dead_letters_added = con.execute("SELECT coalesce(sum(n), 0) FROM diff_dl_added").fetchone()[0]
     d.dead_letters_removed = con.execute("SELECT coalesce(sum(n), 0) FROM diff_dl_removed").fetchone()[0]
-    for side_i, side in enumerate((d.old, d.new)):
-        files = side.files.get("dead_letter") or []
-        if files and "error_type" in _columns(side.schemas.get("dead_letter")):
+    for side_i, build in enumerate((d.old, d.new)):
+        files = build.files.get("dead_letter") or []
+        if files and "error_type" in _columns(build.schemas.get("dead_letter")):
             for t, n in con.execute(f"SELECT error_type, count(*) FROM {_read(files)} GROUP BY 1").fetchall():
                 pair = list(d.dead_letter_types.get(t or "unknown", (0, 0)))
                 pair[side_i] = n

@@ -295,6 +295,7 @@ def plot(stats: Stats, folder: str) -> list[str]:
     ]
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
     dist = stats.distributions
+    assert dist is not None, "the plots need the per-paper distributions (compute_stats(..., distributions=True))"
     for ax, (metric, title) in zip(axes.flat, metrics):
         part = dist[(dist["metric"] == metric) & (dist["n"] > 0)]
         boxes = [
@@ -373,6 +374,8 @@ def write_stats(out: str, output: str | None = None, level: str = "group", plots
         ("ga_types_by_category.csv", stats.ga_types_by_category),
         ("distributions.csv", stats.distributions),
     ):
+        if df is None:
+            continue
         with fs.open(posixpath.join(root, name), "w", encoding="utf-8", newline="") as f:
             df.to_csv(f, index=False, float_format="%.4f")
         written.append(posixpath.join(folder, name))

@@ -92,11 +92,13 @@ class Parser(argparse.ArgumentParser):
     give 1 or more; see `sciga build --help`.`` (not the usage block, which for `sciga build`
     is a screen long and buries the one line that matters)."""
 
+    command_parsers: dict[str, argparse.ArgumentParser]  # `sciga`'s own: each command's parser
+
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
 
 
-def make_parser(argv: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+def make_parser(argv: Optional[Sequence[str]] = None) -> Parser:
     """The parser, from ``COMMANDS``. Given the command line, only the named command's module
     is imported and its options defined (`sciga --help` imports none: it lists names and one
     line of help each), so that every command starts without loading the libraries of the

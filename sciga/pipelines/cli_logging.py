@@ -12,7 +12,6 @@ the user's data included.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 FORMAT = "%(levelname)s %(name)s: %(message)s"
@@ -55,21 +54,3 @@ def configure_logging(verbose: bool = False) -> None:
         logger = logging.getLogger(None if name == "root" else name)
         if not any(isinstance(f, DropKnownNoise) for f in logger.filters):
             logger.addFilter(DropKnownNoise())
-
-
-@contextlib.contextmanager
-def notices_off(enabled: bool, names: tuple = ("sciga",)):
-    """With ``enabled`` (``--quiet``), warnings of our own loggers are not shown for the block:
-    use it around steps whose warnings are notices about the options chosen, not about the
-    user's data. Errors still show."""
-    if not enabled:
-        yield
-        return
-    saved = {n: logging.getLogger(n).level for n in names}
-    for n in names:
-        logging.getLogger(n).setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for n, level in saved.items():
-            logging.getLogger(n).setLevel(level)

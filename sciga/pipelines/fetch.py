@@ -15,167 +15,195 @@ import logging
 import os
 import sys
 import time
+from dataclasses import dataclass
+from typing import ClassVar, Optional
 
 from sciga.pipelines.arg_types import positive_float, positive_int
+from sciga.pipelines.flags import add_flags, flag, flags_of
 from sciga.pipelines.paths import check_output_folder
+from sciga.pipelines.sources_options import EndpointFlags
 
 log = logging.getLogger("sciga.fetch")
 
 
-def add_arguments(ap: argparse.ArgumentParser) -> None:
-    from sciga.pipelines.sources_options import add_endpoint_arguments
+@dataclass(frozen=True)
+class WhatFlags:
+    GROUP: ClassVar[str] = "what to fetch (any combination)"
 
-    what = ap.add_argument_group("what to fetch (any combination)")
-    what.add_argument(
+    query: Optional[str] = flag(
         "--query",
-        default=None,
         metavar="QUERY",
         help="arXiv API search query, e.g. 'cat:cs.CV AND submittedDate:[202101010000 TO 202403312359]'",
     )
-    what.add_argument(
-        "--ids", nargs="+", default=[], metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)"
+    ids: list[str] = flag(
+        "--ids", default=[], nargs="+", metavar="ID", help="arXiv ids (2401.13641, 2401.13641v2, astro-ph/0601001)"
     )
-    what.add_argument(
-        "--id-file", default=None, metavar="FILE", help="file with one arXiv id per line (# comments allowed)"
+    id_file: Optional[str] = flag(
+        "--id-file", metavar="FILE", help="file with one arXiv id per line (# comments allowed)"
     )
-    what.add_argument(
-        "--max-results",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="stop a --query after N results (default: all)",
+    max_results: Optional[int] = flag(
+        "--max-results", type=positive_int, metavar="N", help="stop a --query after N results (default: all)"
     )
-    what.add_argument(
+    cached_metadata: bool = flag(
         "--cached-metadata",
+        default=False,
         action="store_true",
         help="the papers whose metadata is already in --output (e.g. from --metadata-snapshot or --oai-pmh), "
         "narrowed by --category / --from / --until: fetch their other --parts",
     )
 
-    bulk = ap.add_argument_group(
+
+@dataclass(frozen=True)
+class BulkFlags:
+    GROUP: ClassVar[str] = (
         "bulk metadata: write <id>.meta.json of the selected papers into --output, fetch nothing else"
     )
-    bulk.add_argument(
+
+    metadata_snapshot: Optional[str] = flag(
         "--metadata-snapshot",
-        default=None,
         metavar="FILE.jsonl",
         help="arXiv metadata snapshot (JSON lines as on Kaggle; local or any fsspec path; .gz/.bz2/.xz/.zst read as such)",
     )
-    bulk.add_argument(
-        "--oai-pmh", action="store_true", help="harvest arXiv's OAI-PMH interface (resumable, incremental on rerun)"
+    oai_pmh: bool = flag(
+        "--oai-pmh",
+        default=False,
+        action="store_true",
+        help="harvest arXiv's OAI-PMH interface (resumable, incremental on rerun)",
     )
-    bulk.add_argument(
-        "--oai-url",
-        default=None,
-        metavar="URL",
-        help="OAI-PMH base URL (env SCIGA_OAI_URL; default https://oaipmh.arxiv.org/oai)",
+    oai_url: Optional[str] = flag(
+        "--oai-url", metavar="URL", help="OAI-PMH base URL (env SCIGA_OAI_URL; default https://oaipmh.arxiv.org/oai)"
     )
-    bulk.add_argument(
+    oai_format: str = flag(
         "--oai-format",
         default="arXivRaw",
         choices=("arXivRaw", "arXiv"),
         help="OAI-PMH metadataPrefix: arXivRaw (default: versions with times, as in the snapshot) or arXiv "
         "(authors split, with affiliations; dates are days)",
     )
-    bulk.add_argument(
+    oai_set: Optional[str] = flag(
         "--set",
-        dest="oai_set",
-        default=None,
         metavar="SET",
         help="OAI-PMH set (cs, math, physics:hep-th ...; default: the one set holding every --category, else all)",
     )
-    bulk.add_argument(
+    datestamp_from: Optional[str] = flag(
         "--datestamp-from",
-        default=None,
         metavar="YYYY-MM-DD",
         help="OAI-PMH: harvest only records changed on or after this day (default: the day before --from; "
         "a complete harvest is incremental on the next run)",
     )
-    bulk.add_argument(
+    datestamp_until: Optional[str] = flag(
         "--datestamp-until",
-        default=None,
         metavar="YYYY-MM-DD",
         help="OAI-PMH: harvest only records changed on or before this day (default: no bound)",
     )
 
-    sel = ap.add_argument_group("selection (of --metadata-snapshot, --oai-pmh, --cached-metadata and --plan)")
-    sel.add_argument(
+
+@dataclass(frozen=True)
+class SelectionFlags:
+    GROUP: ClassVar[str] = "selection (of --metadata-snapshot, --oai-pmh, --cached-metadata and --plan)"
+
+    category: list[str] = flag(
         "--category",
-        action="append",
         default=[],
+        action="append",
         metavar="CAT",
         help="arXiv archive or category, repeatable or comma-separated: 'cs' keeps a paper listing any cs.* "
         "category, primary or cross-list (cs.DL astro-ph.IM is in cs); 'cs.CV' keeps that category",
     )
-    sel.add_argument(
+    date_from: Optional[str] = flag(
         "--from",
-        dest="date_from",
-        default=None,
         metavar="YYYY-MM-DD",
         help="keep papers whose FIRST version (v1) is on or after this day (UTC; YYYY-MM means its 1st)",
     )
-    sel.add_argument(
+    date_until: Optional[str] = flag(
         "--until",
-        dest="date_until",
-        default=None,
         metavar="YYYY-MM-DD",
         help="keep papers whose FIRST version (v1) is on or before this day (UTC; YYYY-MM means its last day)",
     )
 
-    plan = ap.add_argument_group(
+
+@dataclass(frozen=True)
+class PlanFlags:
+    GROUP: ClassVar[str] = (
         "plan: print what the corpus will cost (papers, sources, requests, bytes, time); send nothing"
     )
-    plan.add_argument("--plan", action="store_true", help="plan only: nothing is fetched or written")
-    plan.add_argument(
+
+    plan: bool = flag("--plan", default=False, action="store_true", help="plan only: nothing is fetched or written")
+    eprints_bulk: Optional[str] = flag(
         "--eprints-bulk",
-        default=None,
         metavar="DIR_OR_URL",
         help="arXiv bulk source tars with arXiv_src_manifest.xml (a folder, or s3://arxiv/src/): e-prints they "
         "hold are not fetched over HTTP",
     )
-    plan.add_argument(
+    eprints_manifest: Optional[str] = flag(
         "--eprints-manifest",
-        default=None,
         metavar="FILE",
         help="a local copy of arXiv_src_manifest.xml, to plan a remote --eprints-bulk without sending anything",
     )
-    plan.add_argument(
+    html_from: str = flag(
         "--html-from",
         default="ar5iv",
         choices=("ar5iv", "latexml", "auto"),
         help="--plan: pages the cache and --html-dump lack come over HTTP (ar5iv, default) or are converted "
         "from the e-print by the build (latexml, auto)",
     )
-    plan.add_argument(
+    bandwidth: float = flag(
         "--bandwidth",
-        type=positive_float,
         default=100.0,
+        type=positive_float,
         metavar="MBIT",
         help="--plan: download speed assumed for the wall time (default 100 Mbit/s)",
     )
-    ap.add_argument("--output", required=True, metavar="CACHE", help="cache folder (created; rerun to resume)")
-    ap.add_argument("--parts", default="meta,html,source", help="comma list of meta, html, source (default all three)")
-    ap.add_argument(
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchFlags:
+    """Every flag of `sciga fetch`."""
+
+    what: WhatFlags = flags_of(WhatFlags)
+    bulk: BulkFlags = flags_of(BulkFlags)
+    selection: SelectionFlags = flags_of(SelectionFlags)
+    planning: PlanFlags = flags_of(PlanFlags)
+    output: str = flag("--output", required=True, metavar="CACHE", help="cache folder (created; rerun to resume)")
+    parts: str = flag(
+        "--parts", default="meta,html,source", help="comma list of meta, html, source (default all three)"
+    )
+    html_dump: list[str] = flag(
         "--html-dump",
-        action="append",
         default=[],
+        action="append",
         metavar="ZIP",
         help="ar5iv dump zip(s): take pages from them instead of over HTTP when they hold the paper",
     )
-    ap.add_argument("--page-size", type=positive_int, default=100, help="arXiv API results per request (max 2000)")
-    ap.add_argument(
-        "--refresh", action="store_true", help="re-check cached parts with conditional requests (ETag / Last-Modified)"
+    page_size: int = flag(
+        "--page-size", default=100, type=positive_int, help="arXiv API results per request (max 2000)"
     )
-    ap.add_argument(
+    refresh: bool = flag(
+        "--refresh",
+        default=False,
+        action="store_true",
+        help="re-check cached parts with conditional requests (ETag / Last-Modified)",
+    )
+    retry_failed: bool = flag(
         "--retry-failed",
+        default=False,
         action="store_true",
         help="retry parts that failed permanently before (404, failed conversion)",
     )
-    ap.add_argument(
-        "--max-eprint-mb", type=positive_int, default=512, help="e-prints above this size are not downloaded"
+    max_eprint_mb: int = flag(
+        "--max-eprint-mb", default=512, type=positive_int, help="e-prints above this size are not downloaded"
     )
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar (the final summary is still printed)")
-    add_endpoint_arguments(ap)
+    no_progress: bool = flag(
+        "--no-progress",
+        default=False,
+        action="store_true",
+        help="no progress bar (the final summary is still printed)",
+    )
+    endpoints: EndpointFlags = flags_of(EndpointFlags)
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    add_flags(ap, FetchFlags)
 
 
 def run_fetch(args: argparse.Namespace):
@@ -245,18 +273,18 @@ def _check_corpus_flags(args: argparse.Namespace, raw_ids: list) -> str:
 
     if args.metadata_snapshot and args.oai_pmh:
         fail("give --metadata-snapshot or --oai-pmh, not both.")
-    for attr, flag in _OAI_ONLY:
+    for attr, name in _OAI_ONLY:
         if getattr(args, attr) and not args.oai_pmh:
-            fail(f"{flag} goes with --oai-pmh.")
+            fail(f"{name} goes with --oai-pmh.")
     if args.oai_format != "arXivRaw" and not args.oai_pmh:
         fail("--oai-format goes with --oai-pmh.")
     selecting = args.category or args.date_from or args.date_until
     bulk = args.metadata_snapshot or args.oai_pmh
     if args.plan:
         return "plan"
-    for attr, flag, default in _PLAN_ONLY:
+    for attr, name, default in _PLAN_ONLY:
         if getattr(args, attr) != default:
-            fail(f"{flag} goes with --plan.")
+            fail(f"{name} goes with --plan.")
     if bulk:
         if raw_ids or args.query or args.cached_metadata:
             fail(

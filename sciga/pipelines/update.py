@@ -438,25 +438,28 @@ def _fetch(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:
     return None
 
 
-def build_argv(o: UpdateOptions, plan) -> list[str]:
-    """The `sciga build` command line of this update: the selected papers' cache folders."""
+def build_run_options(o: UpdateOptions, plan):
+    """The build of this update, as typed options (and what is left for Apache Beam): the
+    selected papers' cache folders into OUT, with the build flags the corpus definition
+    saved and this run's."""
+    from sciga.pipelines.build import build_flags, build_options
+    from sciga.pipelines.flags import replace_flags
     from sciga.schemas.ids import safe_filename
 
     d = o.definition
     specs = [os.path.join(d.cache, "papers", safe_filename(pid)) for pid in plan.selected]
     specs = [s for s in specs if os.path.isdir(s)]
-    quiet = [] if o.progress else ["--quiet"]
-    return ["--output", o.out, "--input", *specs, *d.build_args, *o.run_build_args, *quiet]
+    flags, beam_args = build_flags([*d.build_args, *o.run_build_args], prog="sciga update (build)")
+    flags = replace_flags(flags, output=o.out, input=specs, quiet=flags.run.quiet or not o.progress)
+    return build_options(flags), beam_args
 
 
 def _build(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:
-    from sciga.pipelines.build import add_arguments, run_build
+    from sciga.executors.build import run_build
     from sciga.transforms.write.manifest import summary_text
 
-    ap = argparse.ArgumentParser(prog="sciga update (build)")
-    add_arguments(ap)
-    args, beam_args = ap.parse_known_args(build_argv(o, plan))
-    result = run_build(args, beam_args)
+    opts, beam_args = build_run_options(o, plan)
+    result = run_build(opts, beam_args)
     if result.outcome is not None and not result.outcome.completed:
         steps.say("build", result.outcome.message(result.out_dir))
         steps.say("build", "the build has not finished here; run `sciga update` again once its job has ended")

@@ -38,7 +38,7 @@ def version_key(version: str) -> Optional[tuple]:
 def previous_version(tags, version: str) -> Optional[str]:
     """The highest version tag below ``version`` (None for the first version)."""
     key = version_key(version)
-    below = [(version_key(t), t) for t in tags if version_key(t) is not None and t != version]
+    below = [(k, t) for t in tags if (k := version_key(t)) is not None and t != version]
     below = [(k, t) for k, t in below if key is None or k < key]
     return max(below)[1] if below else None
 
@@ -52,7 +52,10 @@ def bump(version: Optional[str], part: str) -> str:
     """``v1.2.3`` bumped by ``patch`` / ``minor`` / ``major`` (``v1.0.0`` when there is none)."""
     if version is None:
         return "v1.0.0"
-    major, minor, patch = (int(x) for x in SEMVER.match(version).groups()[:3])
+    m = SEMVER.match(version)
+    if m is None:
+        raise ValueError(f"{version!r} is not a version (vMAJOR.MINOR.PATCH)")
+    major, minor, patch = (int(x) for x in m.groups()[:3])
     if part == "major":
         return f"v{major + 1}.0.0"
     if part == "minor":

@@ -32,6 +32,7 @@ import fsspec
 
 from sciga.explore.dataset_card import CARD
 from sciga.schemas.arrow import CONFIGS
+from sciga.schemas.manifest import BuildManifest
 from sciga.transforms.write.manifest import read_manifest
 
 log = logging.getLogger("sciga.publish")
@@ -119,17 +120,17 @@ def _file_hashes(fs, path: str) -> tuple[int, str, str]:
     return n, sha.hexdigest(), git.hexdigest()
 
 
-def local_files(out_dir: str, manifest: dict, card: str, extra: Optional[dict] = None) -> dict:
+def local_files(out_dir: str, manifest: BuildManifest, card: str, extra: Optional[dict] = None) -> dict:
     """path in repo -> LocalFile: every shard the manifest lists, the card, and ``extra``
     (path in repo -> bytes: the changelog files)."""
     fs, root = fsspec.core.url_to_fs(out_dir)
     files = {}
     for config in CONFIGS:
-        for e in (manifest.get("files") or {}).get(config) or []:
-            local = posixpath.join(root, e["path"])
+        for e in manifest.shard_files(config):
+            local = posixpath.join(root, e.path)
             size, sha, git = _file_hashes(fs, local)
             source = local if "://" not in out_dir else RemoteFile(fs.unstrip_protocol(local))
-            files[e["path"]] = LocalFile(e["path"], source, size, sha, git)
+            files[e.path] = LocalFile(e.path, source, size, sha, git)
     for path, data in sorted({CARD: card.encode("utf-8"), **(extra or {})}.items()):
         files[path] = LocalFile(path, data, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
     return files
@@ -173,7 +174,7 @@ def _hub_error(e: Exception, what: str, repo_id: str) -> PublishError:
         409: "the repo changed meanwhile; run the same command again",
         412: "someone committed to the repo meanwhile; run the same command again",
     }.get(
-        status,
+        status or 0,
         "run the same command again: uploads that finished are reused"
         if (status or 500) >= 500
         else "see the Hub's message",
@@ -203,15 +204,15 @@ def _unreachable(api, e: BaseException) -> PublishError:
     )
 
 
-def _commit_texts(manifest: dict, version: str, gate: dict) -> tuple[str, str]:
+def _commit_texts(manifest: BuildManifest, version: str, gate: dict) -> tuple[str, str]:
     from sciga.explore.dataset_card import gate_sentence
     from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
-    c = manifest.get("counts") or {}
-    title = f"Publish {version}: {c.get('papers', 0)} papers, {c.get('figures', 0)} figures, {c.get('subfigures', 0)} subfigures"
+    c = manifest.count
+    title = f"Publish {version}: {c('papers')} papers, {c('figures')} figures, {c('subfigures')} subfigures"
     desc = (
-        f"sciga-builder {manifest.get('builder_version', BUILDER_VERSION)}, schema {manifest.get('schema_version', SCHEMA_VERSION)}; "
-        f"inputs sha256 {(manifest.get('inputs') or {}).get('sha256')}; {gate_sentence(gate)}."
+        f"sciga-builder {manifest.builder_version or BUILDER_VERSION}, schema {manifest.schema_version or SCHEMA_VERSION}; "
+        f"inputs sha256 {manifest.inputs_sha256}; {gate_sentence(gate)}."
     )
     return title, desc
 
@@ -347,7 +348,7 @@ def _commit_and_tag(
     api,
     repo_id: str,
     version: str,
-    manifest: dict,
+    manifest: BuildManifest,
     gate,
     local: dict,
     result: PublishResult,

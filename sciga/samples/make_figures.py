@@ -30,7 +30,7 @@ PALETTE = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 1
 # ----------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------
-def font(size: int) -> ImageFont.FreeTypeFont:
+def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
@@ -85,7 +85,7 @@ def _axes(d, w, h, xlabel, ylabel, title, margin=(52, 30, 18, 44)):
     # vertical y label: render on a small image and rotate
     f = font(12)
     bbox = f.getbbox(ylabel)
-    lab = Image.new("RGBA", (bbox[2] + 4, bbox[3] + 4), (255, 255, 255, 0))
+    lab = Image.new("RGBA", (int(bbox[2]) + 4, int(bbox[3]) + 4), (255, 255, 255, 0))
     ImageDraw.Draw(lab).text((2, 0), ylabel, font=f, fill=(0, 0, 0))
     lab = lab.rotate(90, expand=True)
     d._image.paste(lab, (4, int((y0 + y1) / 2 - lab.size[1] / 2)), lab)
@@ -187,6 +187,7 @@ def gradient_photo(w, h, seed, top, bottom, blobs=4):
     rnd = random.Random(seed)
     im = Image.new("RGB", (w, h))
     px = im.load()
+    assert px is not None
     for y in range(h):
         t = y / (h - 1)
         for x in range(w):
@@ -211,10 +212,11 @@ def add_noise(im: Image.Image, seed: int, sigma: float) -> Image.Image:
     """Add Gaussian noise (Python's random, fixed seed) to an L image."""
     rnd = random.Random(seed)
     px = im.load()
+    assert px is not None
     w, h = im.size
     for y in range(h):
         for x in range(w):
-            v = px[x, y] + rnd.gauss(0.0, sigma)
+            v = float(px[x, y]) + rnd.gauss(0.0, sigma)  # type: ignore[arg-type]  # an "L" image: one int a pixel
             px[x, y] = int(max(0, min(255, v)))
     return im
 

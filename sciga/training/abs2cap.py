@@ -108,6 +108,7 @@ def score_intra(examples: Iterable[Example], scorer: str = "bm25") -> Iterator[t
 
 
 def ga_caption(ex: Example) -> str:
+    assert ex.ga_index is not None, "an example without a GA has no GA caption"
     c = ex.candidates[ex.ga_index]
     return " ".join(dict.fromkeys([c.caption] + [u.caption for u in c.units])).strip()
 

@@ -130,7 +130,7 @@ def load_examples(
     wanted = set(splits) if splits else None
     fig_rows: dict[str, list[dict]] = {}
     for row in iter_rows(data_dir, "figures", FIGURE_META_COLUMNS, batch_size=4096):
-        pid = row.get("paper_id")
+        pid = row.get("paper_id") or ""
         if wanted is not None and split_of(pid, ratios, salt) not in wanted:
             continue
         fig_rows.setdefault(pid, []).append(row)

@@ -44,7 +44,7 @@ def square_transform(
     s = torch.tensor(std).view(3, 1, 1)
 
     def apply(im: Image.Image) -> torch.Tensor:
-        arr = np.asarray(im.resize((size, size), Image.BILINEAR), dtype=np.float32) / 255.0
+        arr = np.asarray(im.resize((size, size), Image.Resampling.BILINEAR), dtype=np.float32) / 255.0
         return (torch.from_numpy(arr).permute(2, 0, 1) - m) / s
 
     return apply

@@ -247,7 +247,8 @@ def _predict(model, loader, device):
     import torch
 
     model.eval()
-    ys, ps = [], []
+    ys: list[int] = []
+    ps: list[np.ndarray] = []
     with torch.no_grad():
         for x, y in loader:
             ps.append(torch.softmax(model(x.to(device)).float(), 1).cpu().numpy())
@@ -341,12 +342,12 @@ def train(args: MedicalFilterOptions) -> dict:
         "history": history,
         "best_val_macro_f1": round(best, 4),
         "test_accuracy": round(float((pt.argmax(1) == yt).mean()), 4),
-        "test_per_class": per_class_f1(yt, pt.argmax(1), labels),
+        "test_per_class": (per_class := per_class_f1(yt, pt.argmax(1), labels)),
         "medical_rule": medical_rule_metrics(yt, pt, med),
         "top_k": args.top_k,
         "seconds": round(time.time() - t0, 1),
     }
-    report["test_macro_f1"] = round(_macro_f1(report["test_per_class"]), 4)
+    report["test_macro_f1"] = round(_macro_f1(per_class), 4)
     meta = CheckpointMeta(
         arch=args.arch,
         labels=labels,

@@ -9,9 +9,12 @@ builds one from its flags (``pipelines/train.py``, ``pipelines/evaluate.py``) wi
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,7 @@ def fix_counts(build: Path) -> None:
     counts, files = count_build(str(build))
 
     def change(m):
-        m["files"] = files
+        m["files"] = {config: [f.to_json() for f in fs] for config, fs in files.items()}
         for k in ("papers", "figures", "subfigures", "teasers", "mentions", "dead_letter", "images_embedded"):
             m["counts"][k] = getattr(counts, k)
         m["counts"]["dead_letter_parts"] = counts.dead_letter_parts

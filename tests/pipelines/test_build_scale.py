@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sciga.pipelines import in_process
+from sciga.executors import choice, in_process
 from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 
@@ -81,7 +81,7 @@ def test_same_bytes_with_two_worker_processes(corpus, reference, tmp_path):
 @pytest.mark.e2e
 @pytest.mark.parametrize("workers", ["1", "2"])  # in memory, and worker processes
 def test_same_bytes_on_beams_direct_runner(corpus, reference, tmp_path, monkeypatch, workers):
-    monkeypatch.setenv(in_process.ENV, "0")
+    monkeypatch.setenv(choice.ENV, "0")
     out = tmp_path / f"beam{workers}"
     build("--input", str(corpus), "--output", str(out), "--workers", workers, "--quiet", "--figures-per-shard", "40")
     assert digests(out) == digests(reference)
@@ -211,7 +211,7 @@ def test_unchanged_rebuild_reads_no_stored_table_and_loads_no_sentence_model(
     r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
     assert (r.counts.reused, r.counts.recomputed) == (24, 0)
     assert stored_reads == [], f"{len(stored_reads)} stored results were read back"
-    assert r.manifest["run"]["shard_parts_written"] == 0 and r.manifest["run"]["shard_parts_reused"] > 0
+    assert r.manifest.run["shard_parts_written"] == 0 and r.manifest.run["shard_parts_reused"] > 0
     assert digests(out) == digests(reference)
 
 
@@ -238,7 +238,7 @@ def test_a_rewritten_part_copies_unchanged_papers_rows_from_the_old_shard(corpus
     stored_reads.clear()
     inc = build(*common)
     assert (inc.counts.reused, inc.counts.recomputed) == (23, 1)
-    assert inc.manifest["run"]["shard_parts_written"] >= 3  # papers, mentions and a figures part hold it
+    assert inc.manifest.run["shard_parts_written"] >= 3  # papers, mentions and a figures part hold it
     assert len(set(stored_reads)) == 1, f"stored results read back: {sorted(set(stored_reads))}"
     assert images_read and all("/2601.00005/" in u for u in images_read)
 
@@ -270,7 +270,7 @@ def test_a_rewritten_part_takes_unchanged_row_groups_as_their_bytes(corpus, tmp_
     page.write_text(page.read_text().replace("Synthetic image-rich paper", "A changed image-rich paper"))
     inc = build(*common)
     assert (inc.counts.reused, inc.counts.recomputed) == (23, 1)
-    taken = inc.manifest["run"]["shard_row_groups_taken"]
+    taken = inc.manifest.run["shard_row_groups_taken"]
     assert taken >= 5, taken  # papers alone: 5 of its 6 row groups hold no changed paper
 
     fresh = tmp_path / "fresh"
@@ -303,7 +303,7 @@ def test_shards_not_as_recorded_are_written_from_the_store(corpus, reference, tm
     (out / ".sciga" / "finalizing").write_text("killed while moving shards\n")
     r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
     assert not r.up_to_date and (r.counts.reused, r.counts.recomputed) == (24, 0)
-    assert r.manifest["run"]["shard_parts_reused"] == 0
+    assert r.manifest.run["shard_parts_reused"] == 0
     assert not (out / ".sciga" / "finalizing").exists()
     assert digests(out) == digests(reference)
 
@@ -311,7 +311,7 @@ def test_shards_not_as_recorded_are_written_from_the_store(corpus, reference, tm
     shard.write_bytes(shard.read_bytes() + b"tampered")
     (out / ".sciga" / "pages.json").unlink()
     r = build("--input", str(corpus), "--output", str(out), "--workers", "1", "--quiet", "--figures-per-shard", "40")
-    assert r.manifest["run"]["shard_parts_written"] == 1
+    assert r.manifest.run["shard_parts_written"] == 1
     assert digests(out) == digests(reference)
 
 

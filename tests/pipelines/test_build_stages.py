@@ -1,5 +1,6 @@
 """Each stage of the build on its own, in Beam's TestPipeline: plan, parse, TeX recovery,
-link, vision, write. Inputs are the embedded sample and small hand-made cases."""
+link, vision, write, each step run through the one Beam adapter (``StepStage``) as the Beam
+executor runs it. Inputs are the embedded sample and small hand-made cases."""
 
 from __future__ import annotations
 
@@ -18,14 +19,27 @@ from sciga.schemas.build import MedicalResult, PaperWork, PlannedInput, ResultHe
 from sciga.schemas.records import Medical
 from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
 from sciga.transforms.common.result_store import ResultStore, result_key
-from sciga.transforms.inputs.plan import PlanInputs, PlanOptions
-from sciga.transforms.link.stage import LinkPapers
-from sciga.transforms.parse.stage import ParseOptions, ParsePapers
-from sciga.transforms.tex_recovery.stage import RecoverFiguresFromTex, TexOptions
+from sciga.transforms.common.stage_fn import StepDoFn, StepStage
+from sciga.transforms.inputs.plan_step import REUSED, PlanOptions, PlanStep
+from sciga.transforms.link.options import LinkOptions
+from sciga.transforms.link.step import LinkStep
+from sciga.transforms.parse.options import ParseOptions
+from sciga.transforms.parse.step import ParseStep
+from sciga.transforms.tex_recovery.options import TexOptions
+from sciga.transforms.tex_recovery.step import RecoverStep
 from sciga.transforms.vision.options import VisionOptions, resolve_vision
 from sciga.transforms.vision.stage import Vision
 from sciga.transforms.write.layout import layout_for
-from sciga.transforms.write.stage import WriteBuild, WriteOptions, merge_annotations
+from sciga.transforms.write.steps import (
+    CollectStep,
+    CutStep,
+    StoreStep,
+    WriteOptions,
+    WritePartStep,
+    merge_annotations,
+    result_header,
+    result_tables,
+)
 
 from conftest import SAMPLES
 
@@ -33,10 +47,42 @@ PAGE = str(SAMPLES / "html" / "2511.99001" / "2511.99001.html")
 META = str(SAMPLES / "meta")
 
 
-def _parsed(uri: str = PAGE, key: str = "k1") -> PaperWork:
-    from sciga.transforms.parse.stage import ParsePage
+def PlanInputs(options: PlanOptions):
+    return StepStage(PlanStep(options), REUSED, main="planned")
 
-    out = list(ParsePage(ParseOptions(metadata_dir=META), "fp").process(PlannedInput(uri=uri, key=key)))
+
+def ParsePapers(options: ParseOptions, fingerprint: str):
+    return StepStage(ParseStep(options, fingerprint), DEAD_LETTER_TAG, main="papers")
+
+
+def RecoverFiguresFromTex(options: TexOptions):
+    return StepStage(RecoverStep(options), DEAD_LETTER_TAG, main="papers")
+
+
+def LinkPapers(options: LinkOptions = LinkOptions()):
+    return StepStage(LinkStep(options), DEAD_LETTER_TAG, main="papers")
+
+
+def LinkPaper():
+    return StepDoFn(LinkStep(LinkOptions()))
+
+
+def WriteBuild(options: WriteOptions):
+    from types import SimpleNamespace
+
+    from sciga.executors.beam_write import WriteBuild as Write
+
+    steps = SimpleNamespace(
+        store=StoreStep(options),
+        collect=CollectStep(options),
+        cut=CutStep(options),
+        write_part=WritePartStep(options),
+    )
+    return Write(steps)
+
+
+def _parsed(uri: str = PAGE, key: str = "k1") -> PaperWork:
+    out = list(StepDoFn(ParseStep(ParseOptions(metadata_dir=META), "fp")).process(PlannedInput(uri=uri, key=key)))
     return out[0]
 
 
@@ -117,7 +163,6 @@ def test_tex_stage_keeps_the_paper_when_its_eprint_is_unsafe(tmp_path):
 
 @pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
-    from sciga.transforms.tex_recovery.stage import RecoverFromTex
 
     page = tmp_path / "2603.21852.html"  # a LaTeXML page whose figures were PDFs: no images beside it
     shutil.copy(corpus / "latexml" / "eml.html", page)
@@ -126,7 +171,7 @@ def test_tex_stage_makes_the_images_of_recovered_figures(tmp_path, corpus):
         tar_gz_of({p.name: p.read_bytes() for p in src.iterdir() if p.suffix in (".tex", ".pdf")})
     )
     work = _parsed(str(page))
-    [out] = list(RecoverFromTex(TexOptions()).process(work))
+    [out] = list(StepDoFn(RecoverStep(TexOptions())).process(work))
     assert sorted(out.made_images) == ["Fig1_graph_spiral.pdf", "Fig2_trees.pdf"]
     assert all(b.startswith(b"\x89PNG") for b in out.made_images.values())
     assert any(d.uri.endswith(".src.tar.gz") and d.size for d in out.deps), "the e-print is a dependency"
@@ -147,7 +192,6 @@ def test_link_stage_adds_mentions():
 @pytest.mark.e2e  # runs the stage in a Beam pipeline
 def test_vision_stage_measures_images_by_reference(tmp_path):
     vision = resolve_vision(VisionOptions(), str(tmp_path))
-    from sciga.transforms.link.stage import LinkPaper
 
     fn = LinkPaper()
     fn.setup()
@@ -175,7 +219,6 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
     store_root = str(tmp_path / "store")
     layout = layout_for(2)
     opts = WriteOptions(store_root=store_root, parts_root=str(tmp_path / "parts"), layout=layout)
-    from sciga.transforms.link.stage import LinkPaper
     from sciga.transforms.vision.stage import MeasureFigures
 
     link = LinkPaper()
@@ -219,13 +262,11 @@ def test_write_stage_keeps_one_copy_and_merges_annotations(tmp_path):
 
 
 def test_merge_annotations_is_idempotent(tmp_path):
-    from sciga.transforms.link.stage import LinkPaper
 
     link = LinkPaper()
     link.setup()
     w = list(link.process(_parsed(key="c" * 64)))[0]
     store = ResultStore(str(tmp_path))
-    from sciga.transforms.write.stage import result_header, result_tables
 
     store.write(w.key, result_header(w), result_tables(w))
     res = store.read(w.key)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sciga.pipelines import warm_workers
+from sciga.executors import warm_workers
 from sciga.pipelines.build import add_arguments, run_build
 from sciga.samples.scale_corpus import figure_png, make_image_rich_corpus
 from sciga.transforms.inputs.page_index import PAGE_INDEX, page_hashes, save_page_index
@@ -132,7 +132,7 @@ def test_a_build_killed_after_storing_a_changed_sidecars_result_is_finished_by_t
     dies before its shards are moved into place. The next build reuses that result: it must
     not answer "up to date" from the last finished build's record, nor take the paper's old
     rows from the old shard, but write what a clean build writes."""
-    from sciga.pipelines import build as build_module
+    from sciga.executors import finalize as build_module
 
     if executor == "beam":
         monkeypatch.setenv("SCIGA_IN_PROCESS", "0")
@@ -269,10 +269,10 @@ def test_a_rebuild_of_a_few_changed_pages_runs_in_this_process_by_default(tmp_pa
 
     first = default_build()
     per_worker = 1 if warm_workers.available(None) else 16
-    assert first.manifest["run"]["workers"] == min(os.cpu_count() or 1, 34 // per_worker)
+    assert first.manifest.run["workers"] == min(os.cpu_count() or 1, 34 // per_worker)
     page = sorted(pages.glob("*/*.html"))[0]
     text = page.read_text(encoding="utf-8")
     page.write_text(text.replace("</article>", "<p>An added paragraph.</p></article>", 1), encoding="utf-8")
     again = default_build()
     assert (again.counts.reused, again.counts.recomputed) == (33, 1)
-    assert again.manifest["run"]["workers"] == 1
+    assert again.manifest.run["workers"] == 1

@@ -14,7 +14,18 @@ import re
 
 from conftest import ROOT
 
-PACKAGES = ("schemas", "transforms", "quality", "training", "explore", "publish", "pipelines", "sciga", "samples")
+PACKAGES = (
+    "schemas",
+    "transforms",
+    "quality",
+    "training",
+    "explore",
+    "executors",
+    "publish",
+    "pipelines",
+    "sciga",
+    "samples",
+)
 NOQA = re.compile(r"#\s*" + "noqa" + r"(?P<rest>.*)$")
 # (file, expression): why this private access is right.
 ALLOWED_PRIVATE = {
@@ -24,7 +35,7 @@ ALLOWED_PRIVATE = {
     ("transforms/fetch/cost_estimate.py", "pl._cached"): "_Planner is defined in the same module",
     ("transforms/common/quick_exit.py", "os._exit"): "the documented way to end a process without teardown",
     (
-        "pipelines/warm_workers.py",
+        "executors/warm_workers.py",
         "os._exit",
     ): "a forked child and the forking process end without the parent's teardown",
     (
@@ -111,3 +122,17 @@ def test_test_fixtures_name_no_machine_path():
             if re.search(r"[\"'](/work|/tmp|/opt|/root|/home)(/|[\"'])", line):
                 found.append(f"{p.relative_to(ROOT)}:{i}: {line.strip()}")
     assert not found, "machine paths in the test fixtures:\n" + "\n".join(found)
+
+
+def test_no_function_of_the_commands_or_the_executors_is_over_100_lines():
+    """pipelines/ holds the commands and executors/ the ways a build runs: small functions,
+    each one thing (issue 42: _run_build was 205 lines, four argparse builders 83 to 154)."""
+    long = []
+    for folder in ("pipelines", "executors"):
+        for path in sorted((ROOT / "sciga" / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    n = node.end_lineno - node.lineno + 1
+                    if n > 100:
+                        long.append(f"{folder}/{path.name}: {node.name} ({n} lines)")
+    assert not long, long

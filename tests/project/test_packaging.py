@@ -12,7 +12,18 @@ import zipfile
 import pytest
 from quality_fixtures import ROOT
 
-SHIPPED = ("pipelines", "transforms", "schemas", "quality", "training", "explore", "publish", "samples", "sciga")
+SHIPPED = (
+    "pipelines",
+    "executors",
+    "transforms",
+    "schemas",
+    "quality",
+    "training",
+    "explore",
+    "publish",
+    "samples",
+    "sciga",
+)
 
 
 def _tracked() -> list[str]:

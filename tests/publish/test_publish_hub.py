@@ -142,7 +142,7 @@ def test_shard_layout_change_deletes_stale_shards_in_the_same_commit(hub, build_
         from sciga.transforms.write.manifest import count_build
 
         _, files = count_build(str(build_copy))
-        m["files"] = files
+        m["files"] = {config: [f.to_json() for f in fs] for config, fs in files.items()}
 
     edit_manifest(build_copy, relist)
     assert publish(build_copy, "v2.0.0", hub) == 0

@@ -80,9 +80,9 @@ def test_results_json_records_model_data_version_and_seed(run):
     for row in res["intra"] + res["inter"]:
         assert row["seed"] == 3
         assert row["data_version"] == {
-            "schema_version": manifest["schema_version"],
-            "builder_version": manifest["builder_version"],
-            "inputs_sha256": manifest["inputs"]["sha256"],
+            "schema_version": manifest.schema_version,
+            "builder_version": manifest.builder_version,
+            "inputs_sha256": manifest.inputs_sha256,
         }
         assert row["metrics"]["queries"] == 3
     intra = {(r["method"], r["backbone"]): r for r in res["intra"]}

@@ -2,7 +2,7 @@
 
 Where Beam runs a step, a count is a Beam metric (namespace ``sciga``, what Dataflow shows).
 Where the step runs without Beam (the in-process executor of small rebuilds,
-``pipelines/in_process.py``), there is no metrics system, and importing Beam only to count
+``executors/in_process.py``), there is no metrics system, and importing Beam only to count
 would cost that executor more than a second: the count then goes nowhere. The Beam metric is
 looked up when the count is first incremented, so a ``Counter`` made on the launcher and
 pickled to a worker counts on the worker.

@@ -20,18 +20,29 @@ from typing import Optional
 
 class StageError(Exception):
     """``transient``: the failure may not happen again (a tool killed by a signal, a
-    timeout, an I/O error), so a result made with it is never kept as final."""
+    timeout, an I/O error), so a result made with it is never kept as final.
+    ``permanent`` (fetching): asking again will not help (a 404, a failed conversion), so
+    the fetch cache does not retry it unless asked (``--retry-failed``)."""
 
-    def __init__(self, stage: str, error_type: str, message: str, paper_id: str | None = None, transient: bool = False):
+    def __init__(
+        self,
+        stage: str,
+        error_type: str,
+        message: str,
+        paper_id: str | None = None,
+        transient: bool = False,
+        permanent: bool = False,
+    ):
         super().__init__(message)
         self.stage = stage
         self.error_type = error_type
         self.message = message
         self.paper_id = paper_id
         self.transient = transient
+        self.permanent = permanent
 
-    def __reduce__(self):  # keep picklable across Beam workers
-        return (type(self), (self.stage, self.error_type, self.message, self.paper_id, self.transient))
+    def __reduce__(self):  # picklable across Beam's and Dask's workers, every field kept
+        return (type(self), (self.stage, self.error_type, self.message, self.paper_id, self.transient, self.permanent))
 
 
 class UserError(Exception):

@@ -31,7 +31,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Iterator
-from typing import BinaryIO, Optional
+from typing import BinaryIO, Optional, cast
 
 import fsspec
 
@@ -195,7 +195,7 @@ def open_input(uri: str, root: Optional[str] = None) -> BinaryIO:
     if is_local(uri):
         return open_local(local_path(uri), None if root is None else local_path(root))
     fs, path = fsspec.core.url_to_fs(uri)
-    return _HoldingFilesystem(fs.open(path, "rb"), fs)
+    return cast(BinaryIO, _HoldingFilesystem(fs.open(path, "rb"), fs))
 
 
 class _HoldingFilesystem:

@@ -24,7 +24,7 @@ FIELDS = ("inputs", "reused", "papers", "dead", "images", "groups", "parts", "pa
 _FLUSH_EVERY = 0.5
 _state_lock = threading.Lock()
 _states: dict[str, _ProcessTotals] = {}
-# Held while the progress line is written. A build forks its workers (pipelines/in_process.py)
+# Held while the progress line is written. A build forks its workers (executors/in_process.py)
 # while the monitor's thread may be writing: a fork in the middle of a write would leave the
 # child a stream whose lock no thread will ever release, and its first write would hang. So no
 # fork happens while the line is written.

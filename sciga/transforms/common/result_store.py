@@ -426,17 +426,18 @@ class ResultStore:
         return len(gone)
 
 
-# The modules whose code makes a paper's result: each per-paper stage (its Beam wrapper and,
-# through its imports, its pure core) and the shard writer that turns results into rows.
+# The modules whose code makes a paper's result: each per-paper step (and, through its
+# imports, its pure core), the vision stage's models and the shard writer that turns results
+# into rows.
 # Everything they import within ``sciga.schemas`` / ``sciga.transforms``, found from the code
 # (``result_code_files``), is fingerprinted; nothing else is (harvesters, fetchers, the CLI).
 RESULT_STAGES = (
-    "sciga.transforms.inputs.plan",
-    "sciga.transforms.parse.stage",
-    "sciga.transforms.tex_recovery.stage",
-    "sciga.transforms.link.stage",
+    "sciga.transforms.inputs.plan_step",
+    "sciga.transforms.parse.step",
+    "sciga.transforms.tex_recovery.step",
+    "sciga.transforms.link.step",
     "sciga.transforms.vision.stage",
-    "sciga.transforms.write.stage",
+    "sciga.transforms.write.steps",
 )
 FINGERPRINTED_PACKAGES = ("sciga.schemas", "sciga.transforms")
 DATA_SUFFIXES = (".txt", ".json")  # data files beside a module that its code reads (keyword lists)

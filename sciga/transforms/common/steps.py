@@ -3,7 +3,7 @@
 A step is a plain object with ``setup()``, ``process(element)`` (an iterable of outputs) and
 ``finish()``. An output for the main output is the value itself; one for another output is
 ``Tagged(tag, value)``. Beam runs a step through one adapter, ``stage_fn.StepDoFn``; the
-in-process executor of small rebuilds (``pipelines/in_process.py``) calls the same methods
+in-process executor of small rebuilds (``executors/in_process.py``) calls the same methods
 directly, so both give the same results, and a rebuild of a few pages does not pay for
 importing Beam and starting its runner.
 

@@ -59,7 +59,7 @@ def hub_filesystem(endpoint: Optional[str] = None):
     from huggingface_hub import HfFileSystem
 
     class HubFiles(HfFileSystem):
-        def modified(self, path):
+        def modified(self, path: str, **kwargs) -> datetime:
             # Files at a revision never change; DuckDB only compares this value between reads.
             return datetime.fromtimestamp(0, tz=timezone.utc)
 
@@ -144,7 +144,7 @@ def check_location(url: str) -> None:
     bucket = bucket_of(url)
     if bucket is None:
         return
-    proto = BUCKET_PROTOCOLS[protocol_of(url)]
+    proto = BUCKET_PROTOCOLS[protocol_of(url) or ""]
     try:
         fs = fsspec.filesystem(proto)
         _listing_probe(fs, proto, bucket)
@@ -174,7 +174,7 @@ def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Opti
     left out: it names the account."""
     where = None
     if url and bucket_of(url):
-        where = f"{BUCKET_PROTOCOLS[protocol_of(url)]}://{bucket_of(url)}"
+        where = f"{BUCKET_PROTOCOLS[protocol_of(url) or '']}://{bucket_of(url)}"
     for e in exception_chain(exc):
         mod = type(e).__module__ or ""
         text = str(e)

@@ -369,6 +369,7 @@ class BulkEprints:
         staged: dict[str, str] = {}
 
         def sink(rec: MemberRecord):
+            assert rec.paper_id is not None, "only the members of wanted papers are sunk"
             tmp = os.path.join(stage, ids.safe_filename(rec.paper_id) + ".gz")
             staged[rec.paper_id] = tmp
             return open(tmp, "wb")

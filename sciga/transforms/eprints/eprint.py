@@ -95,6 +95,15 @@ def default_keep(path: str) -> bool:
     return low.endswith(TEX_EXTS) or low.endswith(GRAPHIC_EXTS) or base.startswith("00readme") or "." not in base
 
 
+def _size_bomb(label: str, what: str, paper_id: Optional[str]) -> Callable[[int], StageError]:
+    """What ``read_counted`` raises once a member holds more bytes than allowed."""
+
+    def on_exceed(n: int) -> StageError:
+        return _refuse(label, "size_bomb", what, paper_id)
+
+    return on_exceed
+
+
 def _refuse(label: str, error_type: str, why: str, paper_id: Optional[str]) -> StageError:
     return StageError(
         STAGE, error_type, f"{label}: {why}; the e-print was refused and nothing was extracted.", paper_id
@@ -212,7 +221,7 @@ class _GuardedTarInfo(tarfile.TarInfo):
             )
         if self.type == tarfile.GNUTYPE_SPARSE:
             raise _refuse(self.label, "unsafe_archive", f"member {self.name!r} is a GNU sparse file", self.paper_id)
-        return super()._proc_member(tf)
+        return super()._proc_member(tf)  # type: ignore[misc]  # tarfile's per-member hook, not in typeshed
 
 
 def guarded_tarinfo(label: str, paper_id: Optional[str], limits: Limits) -> type:
@@ -342,11 +351,8 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                     read_counted(
                         f,
                         m.size,
-                        lambda n, m=m: _refuse(
-                            label,
-                            "size_bomb",
-                            f"member {m.name!r} holds more than the {m.size} bytes it declares",
-                            paper_id,
+                        _size_bomb(
+                            label, f"member {m.name!r} holds more than the {m.size} bytes it declares", paper_id
                         ),
                     )
                     if f is not None
@@ -398,7 +404,7 @@ def read_source_dir(
         if tree.members > limits.max_members:
             raise _refuse(label, "too_many_members", f"it has more than {limits.max_members} files", paper_id)
         if local:
-            if os.path.islink(p) or not input_files.is_inside(p, real_root) or not os.path.isfile(p):
+            if os.path.islink(p) or not input_files.is_inside(p, real_root or "") or not os.path.isfile(p):
                 tree.skipped.append(name)
                 continue
         if not keep(name):
@@ -419,9 +425,8 @@ def read_source_dir(
             tree.files[name] = read_counted(
                 f,
                 limits.max_member_bytes,
-                lambda n, name=name: _refuse(
+                _size_bomb(
                     label,
-                    "size_bomb",
                     f"file {name!r} grew past {limits.max_member_bytes // (1 << 20)} MiB while it was read",
                     paper_id,
                 ),

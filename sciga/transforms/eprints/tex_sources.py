@@ -100,7 +100,9 @@ def _with_protocol(fs, path: str, like: str) -> str:
     return f"{proto}://{path}"
 
 
-def _refused(uri: str, e: OSError, paper_id: Optional[str]) -> StageError:
+def _refused(
+    uri: str, e: input_files.OutsideRootError | input_files.NotAFileError, paper_id: Optional[str]
+) -> StageError:
     if isinstance(e, input_files.OutsideRootError):
         return StageError(
             "tex_source",

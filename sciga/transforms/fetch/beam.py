@@ -54,15 +54,15 @@ class _FetchGroupFn(beam.DoFn):
         for pid, raw, ver in wanted:
             rec = self.store.record(pid, "meta")
             if rec is None or rec.status != "ok":
-                o = metas.get(pid)
+                failed = metas.get(pid)
                 self.failed.inc()
                 yield beam.pvalue.TaggedOutput(
                     DEAD_LETTER_TAG,
                     DeadLetter(
                         paper_id=pid,
                         stage="metadata",
-                        error_type=(o.error_type if o else None) or "failed",
-                        message=(o.message if o else None) or f"{raw}: no metadata",
+                        error_type=(failed.error_type if failed else None) or "failed",
+                        message=(failed.message if failed else None) or f"{raw}: no metadata",
                         input_uri=f"arxiv:{raw}",
                     ),
                 )

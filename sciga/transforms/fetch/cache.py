@@ -98,7 +98,7 @@ class PartRecord:
 
     @classmethod
     def from_json(cls, d: dict) -> PartRecord:
-        return cls(**{k: d.get(k) for k in cls.__dataclass_fields__ if k in d})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
 def fsync_path(path: str) -> None:
@@ -360,7 +360,7 @@ class FetchCache:
         if rec is None or rec.status != "ok" or not (rec.sha256 or rec.file):
             return None
         try:
-            with open(self.blob_path(rec.sha256) if rec.sha256 else os.path.join(self.root, rec.file), "rb") as f:
+            with open(self.blob_path(rec.sha256) if rec.sha256 else os.path.join(self.root, rec.file or ""), "rb") as f:
                 return f.read()
         except OSError:
             return None

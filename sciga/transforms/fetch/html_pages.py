@@ -74,8 +74,13 @@ def fetch_html(
             headers={"Accept": "text/html,application/xhtml+xml"},
         )
     except FetchError as e:
-        err = StageError(STAGE, "fetch_failed" if not e.permanent else e.kind, f"{paper_id}: {e.message}", paper_id)
-        err.permanent = e.permanent  # type: ignore[attr-defined]
+        err = StageError(
+            STAGE,
+            "fetch_failed" if not e.permanent else e.kind,
+            f"{paper_id}: {e.message}",
+            paper_id,
+            permanent=e.permanent,
+        )
         raise err from None
     if resp.not_modified:
         return HtmlPage(paper_id, resp.url, b"", source_label(resp.url), None, etag, last_modified, not_modified=True)
@@ -86,8 +91,8 @@ def fetch_html(
             f"{paper_id}: {url} has no HTML for this paper (HTTP {resp.status}); "
             "it may have no LaTeX source or was never converted.",
             paper_id,
+            permanent=True,
         )
-        err.permanent = True  # type: ignore[attr-defined]
         raise err
     if resp.status != 200:
         err = StageError(
@@ -95,8 +100,8 @@ def fetch_html(
             f"http_{resp.status}",
             f"{paper_id}: {url} answered HTTP {resp.status}; check --html-base-url.",
             paper_id,
+            permanent=400 <= resp.status < 500,
         )
-        err.permanent = 400 <= resp.status < 500  # type: ignore[attr-defined]
         raise err
     problem = conversion_problem(resp.body, resp.url)
     if problem:
@@ -106,8 +111,8 @@ def fetch_html(
             kind,
             f"{paper_id}: {resp.url}: {why}; the paper is skipped (its TeX source and metadata are still fetched).",
             paper_id,
+            permanent=True,
         )
-        err.permanent = True  # type: ignore[attr-defined]
         raise err
     low = resp.body.lower()
     return HtmlPage(
@@ -138,9 +143,12 @@ def fetch_eprint(
         resp = http.get(url, etag=etag, last_modified=last_modified, max_bytes=max_bytes)
     except FetchError as e:
         err = StageError(
-            "fetch_source", "fetch_failed" if not e.permanent else e.kind, f"{paper_id}: {e.message}", paper_id
+            "fetch_source",
+            "fetch_failed" if not e.permanent else e.kind,
+            f"{paper_id}: {e.message}",
+            paper_id,
+            permanent=e.permanent,
         )
-        err.permanent = e.permanent  # type: ignore[attr-defined]
         raise err from None
     if resp.not_modified:
         return resp
@@ -151,8 +159,8 @@ def fetch_eprint(
             f"{paper_id}: {url} has no source for this paper (HTTP {resp.status}); "
             "figures will come from the HTML only.",
             paper_id,
+            permanent=True,
         )
-        err.permanent = True  # type: ignore[attr-defined]
         raise err
     if resp.status != 200:
         err = StageError(
@@ -160,13 +168,16 @@ def fetch_eprint(
             f"http_{resp.status}",
             f"{paper_id}: {url} answered HTTP {resp.status}; check --eprint-base-url.",
             paper_id,
+            permanent=400 <= resp.status < 500,
         )
-        err.permanent = 400 <= resp.status < 500  # type: ignore[attr-defined]
         raise err
     if not resp.body:
         err = StageError(
-            "fetch_source", "empty_source", f"{paper_id}: {url} sent an empty e-print; rerun later.", paper_id
+            "fetch_source",
+            "empty_source",
+            f"{paper_id}: {url} sent an empty e-print; rerun later.",
+            paper_id,
+            permanent=False,
         )
-        err.permanent = False  # type: ignore[attr-defined]
         raise err
     return resp

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.eprints.eprint import read_eprint
 from sciga.transforms.fetch.arxiv_api import ArxivMetadata
 from sciga.transforms.fetch.cache import (
     FetchCache,
+    FsspecStore,
     PartRecord,
     canonical_json,
     eprint_suffix,
@@ -36,6 +37,8 @@ from sciga.transforms.metadata.classifications import (
 from sciga.transforms.metadata.comment_venue import parse_comment_venue
 
 log = logging.getLogger(__name__)
+# Where parts are kept: the local fetch cache, or a store on any fsspec path (a build's --ids on gs://).
+PartStore = Union[FetchCache, FsspecStore]
 
 # Outcome of one part: "cached" (nothing requested, or 304), "fetched", "failed".
 CACHED, FETCHED, FAILED = "cached", "fetched", "failed"
@@ -61,7 +64,7 @@ def needs_fetch(rec: Optional[PartRecord], *, refresh: bool, retry_failed: bool)
     return retry_failed or not rec.permanent
 
 
-def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[PartRecord], url: str, fetch):
+def _conditional_get(cache: PartStore, paper_id: str, part: str, rec: Optional[PartRecord], url: str, fetch):
     """One (conditional) download of a part: (response, None), or (None, the Outcome to
     report) when the server said 304, or failed. A transient failure keeps a good copy
     already in the cache; any other failure is journaled."""
@@ -69,9 +72,9 @@ def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[
     try:
         resp = fetch(etag=rec.etag if ok_before else None, last_modified=rec.last_modified if ok_before else None)
     except StageError as e:
-        if ok_before and not getattr(e, "permanent", False):
+        if ok_before and not e.permanent:
             return None, Outcome(paper_id, part, CACHED, 0, e.message, e.error_type)  # keep the good copy
-        cache.fail(paper_id, part, e.error_type, e.message, permanent=bool(getattr(e, "permanent", False)), url=url)
+        cache.fail(paper_id, part, e.error_type, e.message, permanent=bool(e.permanent), url=url)
         return None, Outcome(paper_id, part, FAILED, 0, e.message, e.error_type)
     if resp.not_modified:
         return None, Outcome(paper_id, part, CACHED, 0)
@@ -79,7 +82,7 @@ def _conditional_get(cache: FetchCache, paper_id: str, part: str, rec: Optional[
 
 
 def fetch_html_part(
-    cache: FetchCache,
+    cache: PartStore,
     http: PoliteClient,
     endpoints: Endpoints,
     paper_id: str,
@@ -140,7 +143,7 @@ def fetch_html_part(
 
 
 def fetch_source_part(
-    cache: FetchCache,
+    cache: PartStore,
     http: PoliteClient,
     endpoints: Endpoints,
     paper_id: str,
@@ -192,12 +195,12 @@ def fetch_source_part(
     return Outcome(paper_id, "source", FETCHED, len(resp.body))
 
 
-def save_meta(cache: FetchCache, meta: dict) -> PartRecord:
+def save_meta(cache: PartStore, meta: dict) -> PartRecord:
     return cache.save(meta["id"], "meta", canonical_json(meta), suffix=".api.json", url=meta.get("abs_url"))
 
 
 def fetch_meta_batch(
-    cache: FetchCache,
+    cache: PartStore,
     api: ArxivMetadata,
     wanted: list[tuple[str, str]],
     *,
@@ -243,7 +246,7 @@ def fetch_meta_batch(
     return out
 
 
-def compose_sidecar(cache: FetchCache, paper_id: str, meta: Optional[dict] = None) -> Optional[dict]:
+def compose_sidecar(cache: PartStore, paper_id: str, meta: Optional[dict] = None) -> Optional[dict]:
     """The ``<id>.meta.json`` the build reads: the API record, plus where the page came
     from, the venue parsed from the comment, and ACM / MSC classes from the metadata, the
     page and the TeX source. ``meta``: the cached ``meta`` part when the caller has it in
@@ -289,7 +292,7 @@ def compose_sidecar(cache: FetchCache, paper_id: str, meta: Optional[dict] = Non
     return meta
 
 
-def finalize(cache: FetchCache, paper_id: str, meta: Optional[dict] = None) -> Optional[str]:
+def finalize(cache: PartStore, paper_id: str, meta: Optional[dict] = None) -> Optional[str]:
     meta = compose_sidecar(cache, paper_id, meta)
     if meta is None:
         return None

@@ -139,7 +139,7 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
                 from sciga.transforms.inputs.tex_inputs import source_paper_id
 
                 pid, how = source_paper_id(uri)
-                if how == "filename":
+                if how == "filename" and pid:
                     out.add(pid)
                 continue
             try:

@@ -112,12 +112,12 @@ def find_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAUL
                     if size > max_bytes:
                         return _fail(TOO_LARGE, cand, _too_large(image_path, size, max_bytes), looked)
                     return AssetRead(read_at_most(f, max_bytes), cand, None, EMBEDDED, looked)
-            size = file_size(cand, root)
-            if size is None:
+            remote_size = file_size(cand, root)
+            if remote_size is None:
                 looked.append(cand)
                 continue
-            if size > max_bytes:
-                return _fail(TOO_LARGE, cand, _too_large(image_path, size, max_bytes), looked)
+            if remote_size > max_bytes:
+                return _fail(TOO_LARGE, cand, _too_large(image_path, remote_size, max_bytes), looked)
             return AssetRead(read_input(cand, root), cand, None, EMBEDDED, looked)
         except OutsideRootError:
             return _fail(

@@ -202,7 +202,7 @@ def fallback_paper_id(uri: str) -> tuple[Optional[str], str]:
     return ids.local_id_from_stem(stem), "stem"
 
 
-def refused(uri: str, e: OSError, what: str = "") -> StageError:
+def refused(uri: str, e: OutsideRootError | NotAFileError, what: str = "") -> StageError:
     """The dead letter of a file the build may not read: a link out of its folder, or not a
     regular file (the link's target is not named: the row may be published)."""
     if isinstance(e, OutsideRootError):
@@ -326,7 +326,7 @@ def sidecar_meta(uri: str, found: Optional[str], data: Optional[bytes]) -> Optio
         # A page read from inside an ar5iv dump: say so in its provenance.
         return PaperMeta(source="ar5iv_dump") if "::" in uri else None
     try:
-        meta = PaperMeta.from_dict(json.loads(data.decode("utf-8")))
+        meta = PaperMeta.from_dict(json.loads((data or b"").decode("utf-8")))
     except MetaFieldError as e:
         raise StageError("read", "bad_metadata", f"{found}: {e}; fix the field or delete the sidecar.") from None
     except (ValueError, TypeError, UnicodeDecodeError, AttributeError, RecursionError) as e:

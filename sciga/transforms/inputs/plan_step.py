@@ -73,7 +73,7 @@ class PlanStep(Step):
         key = result_key(uri, sha, self.options.fingerprint)
         if not self.options.rebuild:
             header = self.store.header(key)
-            if reusable(header, self.checkers):
+            if header is not None and reusable(header, self.checkers):
                 ref = ref_from_header(header, reused=True)
                 self.reused.inc()
                 self.progress.add(

@@ -181,7 +181,7 @@ class Sentencizer:
         return {"name": self.name, "shortcut": self.shortcut}
 
     def __setstate__(self, state):
-        self.__init__(state["name"], state.get("shortcut", True))
+        type(self).__init__(self, state["name"], state.get("shortcut", True))
 
     @staticmethod
     def _evident(prot: str, c: list[int], k: int, balanced_before: Optional[bool] = None) -> bool:
@@ -408,7 +408,7 @@ def _spacy_without_torch():
     if "torch" in sys.modules or "thinc" in sys.modules:
         yield
         return
-    sys.modules["torch"] = None
+    sys.modules["torch"] = None  # type: ignore[assignment]  # the documented way to make an import fail
     try:
         yield
     finally:

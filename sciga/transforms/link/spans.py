@@ -178,7 +178,7 @@ def link_text(
             printed = (figure_labels or {}).get(m.group("label"))
             item = parse_item(printed) if printed else None
             fig = index.figure(item.number) if item else None
-            refs = [r for r in (index.panel_targets(fig, item.panels) if fig else []) if not own(r[0])]
+            refs = [r for r in (index.panel_targets(fig, item.panels) if fig and item else []) if not own(r[0])]
             if not refs:
                 continue
             kw = keyword_before(masked, m.start())

@@ -196,8 +196,8 @@ def _order_positions(items: list[tuple[str, str, tuple[str, ...]]]) -> Optional[
         return None
     kind = kinds.pop()
     resolved = []
-    for (k, coords), label, text in keyed:
-        if k == "mid":  # "middle" is a column among left/right, a row among top/bottom
+    for (where, coords), label, text in keyed:
+        if where == "mid":  # "middle" is a column among left/right, a row among top/bottom
             coords = (0, 1) if kind == "col" else (1, 0)
             if kind == "both":
                 return None

@@ -207,14 +207,14 @@ def split_author_string(s: str) -> list[dict]:
         return [_author(t, []) for t in _PLAIN_SPLIT_RE.split(s) if t.strip()]
     if not _NESTED_RE.search(s) and s.count("(") == s.count(")"):
         # One level of parentheses ("A. One (MIT), B. Two"): groups set aside, names split.
-        groups = _GROUP_RE.findall(s)
-        if not any(_TABLE_RE.match(g) or _MARKS_RE.match(g) for g in groups):
+        found = _GROUP_RE.findall(s)
+        if not any(_TABLE_RE.match(g) or _MARKS_RE.match(g) for g in found):
             out, k = [], 0
             for piece in _PLAIN_SPLIT_RE.split(_GROUP_RE.sub("\x00", s)):
                 n = piece.count("\x00")
-                name = piece.replace("\x00", "").strip()
-                if name:
-                    out.append(_author(name, groups[k : k + n]))
+                text = piece.replace("\x00", "").strip()
+                if text:
+                    out.append(_author(text, found[k : k + n]))
                 k += n
             return out
     entries: list[tuple[str, list[str]]] = []  # (name text, parenthesized groups after it)

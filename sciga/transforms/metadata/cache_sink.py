@@ -58,7 +58,11 @@ class MetadataSink:
         data = canonical_json(meta)
         rec = self.cache.record(pid, "meta")
         ok = rec is not None and rec.status == "ok"
-        if ok and (rec.sha256 == sha256(data) if rec.sha256 else self.cache.read_part(pid, "meta") == data):
+        if (
+            rec is not None
+            and ok
+            and (rec.sha256 == sha256(data) if rec.sha256 else self.cache.read_part(pid, "meta") == data)
+        ):
             status = UNCHANGED
         else:
             saved = self.cache.save(
@@ -69,8 +73,10 @@ class MetadataSink:
                 url=meta.get("abs_url"),
                 info={"source": self.source, **(info or {})},
             )
-            self._dirty.add(self.cache.blob_path(saved.sha256))
-            self._dirty.add(os.path.join(self.cache.root, saved.file))
+            if saved.sha256:
+                self._dirty.add(self.cache.blob_path(saved.sha256))
+            if saved.file:
+                self._dirty.add(os.path.join(self.cache.root, saved.file))
             status = UPDATED if ok else NEW
         sidecar = finalize(self.cache, pid, meta)
         if sidecar and status != UNCHANGED:

@@ -562,7 +562,7 @@ class OaiHarvester:
         report.stopped = (
             f"the OAI-PMH endpoint {self.o.url} answered error {code}"
             + (f" ({msg})" if msg else "")
-            + f"; {hints.get(code, 'check the options')}."
+            + f"; {hints.get(code or '', 'check the options')}."
         )
         return True
 

@@ -64,7 +64,7 @@ def is_section(el, cls: tuple) -> bool:
 @dataclass
 class _Pending:
     element: object
-    section: Section
+    section: Optional[Section]  # None: before the first section (the front matter's)
     paragraph: Paragraph
     anchors: list
 

@@ -145,13 +145,13 @@ def recover_figures(
         if not slots:
             # Caption-only figure: the HTML kept no image at all.
             rep.missing_in_source.extend(g.ref for g in graphics if not g.path)
-            found = [g for g in graphics if g.path]
+            found = [(g, g.path) for g in graphics if g.path]
             if len(found) == 1:
-                fig.images.append(_tex_image(found[0].path))
+                fig.images.append(_tex_image(found[0][1]))
                 rep.recovered += 1
             else:
-                for k, g in enumerate(found, 1):
-                    img = _tex_image(g.path)
+                for k, (g, path) in enumerate(found, 1):
+                    img = _tex_image(path)
                     fig.images.append(img)
                     fig.subfigures.append(
                         Subfigure(

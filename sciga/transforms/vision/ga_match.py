@@ -134,7 +134,7 @@ def _unit(a: np.ndarray) -> np.ndarray:
     return a / n if n > 1e-9 else a * 0.0
 
 
-def _fit(size: tuple[int, int], longest: int) -> tuple[int, int]:
+def _fit(size: tuple[int, int], longest: float) -> tuple[int, int]:
     w, h = size
     s = longest / max(w, h)
     return max(1, round(w * s)), max(1, round(h * s))

@@ -250,7 +250,7 @@ class FigureModelHandler(PytorchModelHandlerTensor):
             precision=options.precision,
         )
 
-    def load_model(self) -> LoadedFigureModel:
+    def load_model(self) -> LoadedFigureModel:  # type: ignore[override]  # Beam types it a torch Module; ours wraps one
         device = pick_device(self.requested_device)
         if device == "cuda":
             device = claim_cuda_device()

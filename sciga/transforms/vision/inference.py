@@ -179,8 +179,13 @@ class ClassifyImages(beam.PTransform):
             # Spread the references over the workers; inputs decoded already (the build's
             # MeasureFigures sends them) are not shuffled: pixels stay off the shuffle.
             size = self.input_size
+            from apache_beam.transforms.core import CallableWrapperPartitionFn
+
             ready, refs = items | "ReadyOrNot" >> beam.Partition(
-                lambda kv, n, size=size: 0 if ready_model_input(kv[1], size) is not None else 1, 2
+                CallableWrapperPartitionFn(
+                    lambda kv, n, size=size: 0 if ready_model_input(kv[1], size) is not None else 1
+                ),
+                2,
             )
             items = (ready, refs | "Spread" >> beam.Reshuffle()) | "AllInputs" >> beam.Flatten()
         prepared = items | "Decode" >> beam.ParDo(

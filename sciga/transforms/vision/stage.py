@@ -58,10 +58,10 @@ log = logging.getLogger("sciga.vision")
 
 
 class MeasureFigures(StepDoFn):
-    """``MeasureStep`` (``measure.py``) as a DoFn."""
+    """``MeasureStep`` (``measure.py``) as a DoFn: the build chain's step, else a new one."""
 
-    def __init__(self, vision: ResolvedVision, progress: Optional[Progress] = None):
-        super().__init__(MeasureStep(vision, progress))
+    def __init__(self, vision: ResolvedVision, progress: Optional[Progress] = None, step: Optional[MeasureStep] = None):
+        super().__init__(step or MeasureStep(vision, progress))
 
 
 # ------------------------------------------------------------------ medical classifier
@@ -284,16 +284,20 @@ class TypeGraphicalAbstracts(beam.PTransform):
 
 class Vision(beam.PTransform):
     """PCollection[PaperWork] -> {``papers``: PaperWork with figure rows, ``dead_letter``,
-    ``annotations``: MedicalResult / GAResult}."""
+    ``annotations``: MedicalResult / GAResult}. ``measure``: the build chain's measure step
+    (``executors/chain.py``), which this stage runs, adding the models around it."""
 
-    def __init__(self, vision: ResolvedVision, progress: Optional[Progress] = None):
+    def __init__(
+        self, vision: ResolvedVision, progress: Optional[Progress] = None, measure: Optional[MeasureStep] = None
+    ):
         super().__init__()
         self.vision = vision
         self.progress = progress
+        self.measure = measure
 
     def expand(self, works):
         v = self.vision
-        measured = works | "MeasureFigures" >> beam.ParDo(MeasureFigures(v, self.progress)).with_outputs(
+        measured = works | "MeasureFigures" >> beam.ParDo(MeasureFigures(v, self.progress, self.measure)).with_outputs(
             DEAD_LETTER_TAG, CLASSIFY, GA_REQUESTS, main="papers"
         )
         annotations = []

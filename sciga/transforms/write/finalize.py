@@ -25,6 +25,7 @@ import fsspec
 
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
+from sciga.schemas.manifest import ShardFile
 from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, store_root
 from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
@@ -44,14 +45,14 @@ def read_part_infos(parts_root: str) -> list[PartInfo]:
     return infos
 
 
-def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[dict]]:
+def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[ShardFile]]:
     """Move the parts into ``<out>/data/<config>/``; the manifest's ``files`` entries."""
     fs, out_root = fsspec.core.url_to_fs(out_dir)
     by_config: dict[str, list[PartInfo]] = {c: [] for c in CONFIGS}
     for info in infos:
         if info.path and info.rows:
             by_config[info.config].append(info)
-    files: dict[str, list[dict]] = {}
+    files: dict[str, list[ShardFile]] = {}
     for config in CONFIGS:
         parts = sorted(by_config[config], key=lambda i: (i.group, i.part))
         dest = posixpath.join(out_root, "data", config)
@@ -66,15 +67,16 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[di
             fs.mv(src, target)
             keep.add(target)
             entries.append(
-                {
-                    "path": posixpath.join("data", config, name),
-                    "group": info.group,
-                    "rows": info.rows,
-                    "bytes": info.bytes,
-                    "sha256": info.sha256,
-                    "fingerprint": info.fingerprint,
-                    "counts": {k: v for k, v in info.counts.items() if k not in ("reused", "recomputed")},
-                }
+                ShardFile(
+                    path=posixpath.join("data", config, name),
+                    rows=info.rows,
+                    bytes=info.bytes,
+                    sha256=info.sha256,
+                    from_part=True,
+                    group=info.group,
+                    fingerprint=info.fingerprint,
+                    counts={k: v for k, v in info.counts.items() if k not in ("reused", "recomputed")},
+                )
             )
         if not parts:
             data = empty_table_bytes(config)
@@ -83,12 +85,12 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[di
                 f.write(data)
             keep.add(target)
             entries.append(
-                {
-                    "path": posixpath.join("data", config, shard_name(0, 1)),
-                    "rows": 0,
-                    "bytes": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                }
+                ShardFile(
+                    path=posixpath.join("data", config, shard_name(0, 1)),
+                    rows=0,
+                    bytes=len(data),
+                    sha256=hashlib.sha256(data).hexdigest(),
+                )
             )
         for old in fs.ls(dest, detail=False):
             if (
@@ -114,20 +116,20 @@ def previous_parts(out_dir: str) -> dict:
         return {}
     out = {}
     root = out_dir.rstrip("/")
-    for config, entries in (manifest.get("files") or {}).items():
-        for e in entries or []:
-            if e.get("fingerprint") and e.get("rows"):
-                out[e["fingerprint"]] = {
+    for config, entries in manifest.files.items():
+        for e in entries:
+            if e.fingerprint and e.rows:
+                out[e.fingerprint] = {
                     "config": config,
-                    "uri": posixpath.join(root, e["path"]),
-                    "rows": e["rows"],
-                    "bytes": e["bytes"],
-                    "sha256": e["sha256"],
-                    "counts": e.get("counts") or {},
+                    "uri": posixpath.join(root, e.path),
+                    "rows": e.rows,
+                    "bytes": e.bytes,
+                    "sha256": e.sha256,
+                    "counts": e.counts or {},
                 }
-                if "group" in e:  # builds before 0.1.2 did not record it
-                    out[e["fingerprint"]]["group"] = int(e["group"])
-                    out[e["fingerprint"]]["members"] = members_uri(out_dir, e["fingerprint"])
+                if e.group is not None:  # builds before 0.1.2 did not record it
+                    out[e.fingerprint]["group"] = int(e.group)
+                    out[e.fingerprint]["members"] = members_uri(out_dir, e.fingerprint)
     return out
 
 

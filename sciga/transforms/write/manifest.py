@@ -8,7 +8,6 @@ elsewhere."""
 from __future__ import annotations
 
 import hashlib
-import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Optional
@@ -18,6 +17,7 @@ import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
+from sciga.schemas.manifest import BuildManifest, ShardFile
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 
 MANIFEST = "manifest.json"
@@ -73,11 +73,11 @@ class BuildCounts:
         return self.inputs == self.papers + self.dead_inputs
 
 
-def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
+def count_build(out_dir: str) -> tuple[BuildCounts, dict[str, list[ShardFile]]]:
     """Counts read back from the shards themselves (footers and a few narrow columns)."""
     fs = _open(out_dir)
     counts = BuildCounts()
-    files: dict = {}
+    files: dict[str, list[ShardFile]] = {}
     for config in CONFIGS:
         entries = []
         for path in shard_files(out_dir, config):
@@ -106,12 +106,12 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict]:
                     if "scope" in cols:
                         counts.dead_letter_parts += sum(1 for x in t.column("scope").to_pylist() if x == "part")
             entries.append(
-                {
-                    "path": posixpath.relpath(path, fsspec.core.url_to_fs(out_dir)[1]),
-                    "rows": n,
-                    "bytes": len(data),
-                    "sha256": hashlib.sha256(data).hexdigest(),
-                }
+                ShardFile(
+                    path=posixpath.relpath(path, fsspec.core.url_to_fs(out_dir)[1]),
+                    rows=n,
+                    bytes=len(data),
+                    sha256=hashlib.sha256(data).hexdigest(),
+                )
             )
             if config == "papers":
                 counts.papers += n
@@ -173,36 +173,41 @@ def counts_from_parts(parts: list[PartInfo]) -> BuildCounts:
     return c
 
 
-def counts_from_manifest(manifest: dict) -> BuildCounts:
+def counts_from_manifest(manifest: BuildManifest) -> BuildCounts:
     """The counts a manifest holds (a build finalized by its job, read back by the launcher)."""
-    c = manifest.get("counts") or {}
-    inc = manifest.get("incremental") or {}
+    c = manifest.count
     return BuildCounts(
-        inputs=(manifest.get("inputs") or {}).get("count", 0),
-        papers=c.get("papers", 0),
-        figures=c.get("figures", 0),
-        subfigures=c.get("subfigures", 0),
-        teasers=c.get("teasers", 0),
-        mentions=c.get("mentions", 0),
-        dead_letter=c.get("dead_letter", 0),
-        images_embedded=c.get("images_embedded", 0),
-        dead_letter_by_type=dict(manifest.get("dead_letter_by_type") or {}),
-        dead_letter_parts=c.get("dead_letter_parts", 0),
-        reused=inc.get("reused", 0),
-        recomputed=inc.get("recomputed", 0),
-        stats=dict(manifest.get("stats") or {}),
-        image_status=dict(manifest.get("image_status") or {}),
+        inputs=manifest.inputs_count,
+        papers=c("papers"),
+        figures=c("figures"),
+        subfigures=c("subfigures"),
+        teasers=c("teasers"),
+        mentions=c("mentions"),
+        dead_letter=c("dead_letter"),
+        images_embedded=c("images_embedded"),
+        dead_letter_by_type=dict(manifest.dead_letter_by_type),
+        dead_letter_parts=c("dead_letter_parts"),
+        reused=manifest.reused,
+        recomputed=manifest.recomputed,
+        stats=dict(manifest.stats),
+        image_status=dict(manifest.image_status),
     )
 
 
 def write_manifest(
-    out_dir: str, counts: BuildCounts, files: dict, inputs_hash: str, options: dict, run: Optional[dict] = None
-) -> dict:
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "builder_version": BUILDER_VERSION,
-        "inputs": {"count": counts.inputs, "sha256": inputs_hash},
-        "counts": {
+    out_dir: str,
+    counts: BuildCounts,
+    files: dict[str, list[ShardFile]],
+    inputs_hash: str,
+    options: dict,
+    run: Optional[dict] = None,
+) -> BuildManifest:
+    manifest = BuildManifest(
+        schema_version=SCHEMA_VERSION,
+        builder_version=BUILDER_VERSION,
+        inputs_count=counts.inputs,
+        inputs_sha256=inputs_hash,
+        counts={
             "papers": counts.papers,
             "figures": counts.figures,
             "subfigures": counts.subfigures,
@@ -212,26 +217,26 @@ def write_manifest(
             "dead_letter_parts": counts.dead_letter_parts,
             "images_embedded": counts.images_embedded,
         },
-        "incremental": {"reused": counts.reused, "recomputed": counts.recomputed},
-        "stats": dict(sorted(counts.stats.items())),
-        "dead_letter_by_type": dict(sorted(counts.dead_letter_by_type.items())),
-        "image_status": dict(sorted(counts.image_status.items())),
-        "reconciled": counts.reconciled,
-        "files": files,
-        "options": options,
-        "run": run or {},
-    }
+        reused=counts.reused,
+        recomputed=counts.recomputed,
+        stats=dict(counts.stats),
+        dead_letter_by_type=dict(counts.dead_letter_by_type),
+        image_status=dict(counts.image_status),
+        reconciled=counts.reconciled,
+        files=files,
+        options=options,
+        run=run or {},
+    )
     fs, root = fsspec.core.url_to_fs(out_dir)
     with fs.open(posixpath.join(root, MANIFEST), "w") as f:
-        f.write(json.dumps(manifest, indent=2, sort_keys=True))
-        f.write("\n")
+        f.write(manifest.dumps())
     return manifest
 
 
-def read_manifest(out_dir: str) -> dict:
+def read_manifest(out_dir: str) -> BuildManifest:
     fs, root = fsspec.core.url_to_fs(out_dir)
     with fs.open(posixpath.join(root, MANIFEST), "r") as f:
-        return json.load(f)
+        return BuildManifest.loads(f.read())
 
 
 def image_lines(counts: BuildCounts) -> list[str]:

@@ -234,14 +234,16 @@ class CollectStep(Step):
         )
         if papers:
             kept = papers[0]
-            done = completed.get(kept.key)
+            pid = kept.paper_id
+            assert pid is not None, "a paper's reference names its paper"
+            done = completed.get(kept.key) if kept.key else None
             sizes = done.sizes if done is not None else kept.sizes
             digests = done.digests if done is not None else kept.digests
             for config in CONFIGS_OF_A_PAPER:
                 yield (
-                    (config, layout.group_of(config, kept.paper_id)),
+                    (config, layout.group_of(config, pid)),
                     WriteItem(
-                        paper_id=kept.paper_id,
+                        paper_id=pid,
                         key=kept.key,
                         reused=kept.reused,
                         size=sizes.get(config),
@@ -251,11 +253,11 @@ class CollectStep(Step):
                     ),
                 )
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
-                yield ("dead_letter", 0), WriteItem(paper_id=kept.paper_id, dead=d)
+                yield ("dead_letter", 0), WriteItem(paper_id=pid, dead=d)
             for other in papers[1:]:
                 self.duplicates.inc()
                 dl = duplicate_dead_letter(
-                    other.paper_id,
+                    other.paper_id or pid,
                     other.uri,
                     other.version,
                     other.content_sha256,

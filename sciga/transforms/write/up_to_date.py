@@ -27,6 +27,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
+from sciga.schemas.manifest import BuildManifest
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import FINALIZING, STORE_DIR, ResultStore, result_key, reusable
@@ -58,7 +59,7 @@ def up_to_date_manifest(
     fingerprint: str,
     signature: str,
     inputs_hash: str,
-) -> Optional[dict]:
+) -> Optional[BuildManifest]:
     """The manifest of the build in ``out_dir`` when this build would write exactly what is
     there, else None (run the pipeline)."""
     if hashes is None or not is_local(out_dir) or not hashes.same_as_record:
@@ -70,12 +71,12 @@ def up_to_date_manifest(
         return None  # a build was killed while moving its shards into place
     try:
         with open(os.path.join(root, "manifest.json"), encoding="utf-8") as f:
-            manifest = json.load(f)
-        if (manifest.get("inputs") or {}).get("sha256") != inputs_hash:
+            manifest = BuildManifest.loads(f.read())
+        if manifest.inputs_sha256 != inputs_hash:
             return None
-        for entries in (manifest.get("files") or {}).values():
+        for entries in manifest.files.values():
             for e in entries:
-                if os.stat(os.path.join(root, *posixpath.split(e["path"]))).st_size != e["bytes"]:
+                if os.stat(os.path.join(root, *posixpath.split(e.path))).st_size != e.bytes:
                     return None
         if not os.path.isfile(os.path.join(root, "README.md")):
             return None

@@ -1,5 +1,5 @@
 """The progress line and forked workers: a build forks its workers while the monitor's thread
-may be writing the line (``pipelines/in_process.py``); a fork in the middle of that write
+may be writing the line (``executors/in_process.py``); a fork in the middle of that write
 would give the child a stream whose lock no thread releases, and the child's first write
 would hang the build. A real fork, a stream that holds its lock while it writes."""
 

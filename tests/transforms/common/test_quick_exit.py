@@ -85,7 +85,7 @@ def test_the_launcher_marks_only_its_worker_processes(monkeypatch):
     """A local multi-process build marks the processes it starts (they inherit the
     environment) and leaves the environment as it found it; a one-process build marks nothing
     (the launcher ends through ``run`` anyway)."""
-    from sciga.pipelines.local_run import QuickWorkerExit
+    from sciga.executors.local_run import QuickWorkerExit
 
     monkeypatch.delenv("SCIGA_QUICK_EXIT", raising=False)
     with QuickWorkerExit(True):

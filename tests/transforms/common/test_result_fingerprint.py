@@ -36,10 +36,10 @@ def test_the_fingerprinted_code_is_the_stages_and_what_they_import():
     files = result_code_files()
     for made_results in (
         "transforms/parse/latexml_html.py",
-        "transforms/parse/stage.py",
+        "transforms/parse/step.py",
         "transforms/link/link_paper.py",
         "transforms/tex_recovery/recover.py",
-        "transforms/write/stage.py",
+        "transforms/write/steps.py",
         "schemas/records.py",
         "transforms/common/conversion_check.py",
         "transforms/metadata/comment_venue.py",
@@ -108,7 +108,7 @@ def test_a_module_a_stage_starts_to_import_joins_the_fingerprint(pristine, tmp_p
     sciga_dir = edited_copy(pristine, tmp_path)
     assert "transforms/fetch/http_client.py" not in result_code_files(str(sciga_dir))
     edit(
-        sciga_dir / "transforms/parse/stage.py",
+        sciga_dir / "transforms/parse/step.py",
         "def _uses_http():\n    from ..fetch import http_client\n\n    return http_client",
     )
     assert "transforms/fetch/http_client.py" in result_code_files(str(sciga_dir))

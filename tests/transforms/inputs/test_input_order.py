@@ -24,7 +24,7 @@ def test_largest_pages_first_unknown_sizes_last_ties_in_order():
 def _share_of_each_worker(list_file: Path, seen: Path) -> list[int]:
     import apache_beam as beam
 
-    from sciga.pipelines.local_run import local_runner, pipeline_options
+    from sciga.executors.local_run import local_runner, pipeline_options
     from sciga.transforms.inputs.build_inputs import planned_input_from_line
 
     def record(element):
@@ -48,7 +48,8 @@ def _share_of_each_worker(list_file: Path, seen: Path) -> list[int]:
 
 @pytest.mark.e2e
 def test_two_local_workers_get_even_shares_of_the_page_bytes(tmp_path):
-    from sciga.pipelines.build import _input_list_file
+    from sciga.executors.beam_executor import input_list_file
+    from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first
     from sciga.transforms.inputs.page_index import PageHashes, PageStat
 
     # Name order alternates long and short pages (a corpus of two pages repeated): dealt in
@@ -69,7 +70,8 @@ def test_two_local_workers_get_even_shares_of_the_page_bytes(tmp_path):
     assert len(shares) == 2 and sum(shares) == total
     assert shares[1] - shares[0] > total / 2  # how Beam deals: in turn, in the order given
 
-    listed = _input_list_file(pages, str(tmp_path / "staging"), hashes)
+    sizes = {u: st.size for u, st in hashes.stats.items()}
+    listed = input_list_file(list(input_list_lines(largest_first(pages, sizes), None)), str(tmp_path / "staging"))
     (tmp_path / "seen_sized").mkdir()
     shares = _share_of_each_worker(Path(listed), tmp_path / "seen_sized")
     assert len(shares) == 2 and sum(shares) == total

@@ -14,8 +14,6 @@ from sciga.pipelines.build import run_build
 from sciga.pipelines.cli import make_parser
 from sciga.schemas.build import PaperWork
 from sciga.schemas.records import Paragraph
-from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-from sciga.transforms.link.stage import LinkPapers
 
 VIEW_COLUMNS = {
     "caption_context": [
@@ -218,7 +216,11 @@ def test_link_failure_becomes_one_dead_letter():
     bad.sections[1].paragraphs.append(Paragraph(text=None))  # a broken record: linking raises
     works = [PaperWork(uri=f"{p.id}.html", key=p.id, paper=p) for p in (good, bad)]
     with BeamTestPipeline() as p:
-        out = p | beam.Create(works) | LinkPapers()
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+        from sciga.transforms.common.stage_fn import StepStage
+        from sciga.transforms.link.step import LinkStep
+
+        out = p | beam.Create(works) | StepStage(LinkStep(), DEAD_LETTER_TAG, main="papers")
         assert_that(
             out.papers | "Ids" >> beam.Map(lambda w: (w.paper.id, len(w.mentions) > 0)),
             equal_to([("2511.99002", True)]),

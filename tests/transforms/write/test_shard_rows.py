@@ -11,7 +11,7 @@ from test_part_writer import _paper_tables
 
 from sciga.transforms.write.layout import ShardLayout
 from sciga.transforms.write.part_writer import PartWriter
-from sciga.transforms.write.stage import ShardRows
+from sciga.transforms.write.steps import ShardRows
 
 
 def _shard(samples: Path, root: Path) -> tuple[str, int, list[pa.Table]]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 from collections.abc import Sequence
 from typing import Optional
 
@@ -33,7 +32,7 @@ def load_metadata(path: Optional[str] = None) -> dict:
     """The template's metadata: ``path``, else ``docker/flex-template/metadata.json`` of the
     checkout (the launcher image keeps it beside ``launch.py``, which passes its path)."""
     if path is None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # sciga/pipelines/..
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))  # sciga/executors/..
         path = os.path.join(root, TEMPLATE_DIR, "metadata.json")
     with open(path, encoding="utf-8") as f:
         return json.load(f)
@@ -83,14 +82,6 @@ def build_argv(argv: Sequence[str], metadata: Optional[dict] = None) -> list[str
     return build + beam
 
 
-def main(argv: Optional[Sequence[str]] = None, metadata_path: Optional[str] = None) -> int:
-    """The launcher: `sciga build` with the template's parameters (returns once the job is
-    submitted)."""
-    from sciga.pipelines.cli import main as sciga
-
-    return sciga(["build", *build_argv(sys.argv[1:] if argv is None else argv, load_metadata(metadata_path))])
-
-
 def template_spec(
     image: str,
     metadata: Optional[dict] = None,
@@ -115,7 +106,3 @@ def template_spec(
     if env:
         spec["defaultEnvironment"] = env
     return spec
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

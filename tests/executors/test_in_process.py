@@ -1,5 +1,5 @@
 """Local builds run in the `sciga` process and processes forked from it, without Apache
-Beam (``pipelines/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
+Beam (``executors/in_process.py``): the same steps, the same bytes as Beam's pipeline, dead
 letters included, whatever the number of workers; Beam runs whenever it is asked for or a
 step needs it; a worker killed by the system stops the build with one sentence."""
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sciga.pipelines import in_process
+from sciga.executors import choice, in_process
 from sciga.pipelines.build import add_arguments, build_options_from_args
 from sciga.pipelines.cli import main
 from sciga.samples.scale_corpus import make_image_rich_corpus
@@ -64,7 +64,7 @@ def test_builds_and_rebuilds_run_without_beam_and_write_what_beam_writes(tmp_pat
     ran_here = manifest(here)["run"]
     assert ran_here["runner"] == in_process.RUNNER
     assert ran_here["workers"] == in_process.workers_for(None, 40, 40)  # 40 to compute: every core
-    _, imported = sciga_build(pages, beam, env={in_process.ENV: "0"})
+    _, imported = sciga_build(pages, beam, env={choice.ENV: "0"})
     assert imported and manifest(beam)["run"]["runner"] == "DirectRunner"
     assert data_digests(here) == data_digests(beam), "a clean build: the same shards as Beam's, byte for byte"
 
@@ -77,7 +77,7 @@ def test_builds_and_rebuilds_run_without_beam_and_write_what_beam_writes(tmp_pat
     assert not imported, "a rebuild of three changed pages imports no Apache Beam"
     assert re.search(r"reused +37 +\(unchanged since the last build; recomputed 3\)", out), out
     assert re.search(r"dead-lettered +1\b", out), out
-    _, imported = sciga_build(pages, beam, env={in_process.ENV: "0"})
+    _, imported = sciga_build(pages, beam, env={choice.ENV: "0"})
     assert imported
 
     ran_here, ran_on_beam = manifest(here), manifest(beam)
@@ -111,7 +111,7 @@ def test_the_sample_builds_without_beam_like_on_beam_with_any_workers(tmp_path):
     run = manifest(tmp_path / "two")["run"]
     assert (run["runner"], run["workers"]) == (in_process.RUNNER, 3)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(in_process.ENV, "0")
+        mp.setenv(choice.ENV, "0")
         r, _ = cli_in_fresh_process(
             ["build", "--sample", "--output", str(tmp_path / "beam"), "--quiet", "--workers", "2"]
         )
@@ -129,14 +129,14 @@ def _options(tmp_path: Path, *argv: str):
 
 def test_beam_runs_when_asked_for_or_when_a_step_needs_it(tmp_path, monkeypatch):
     opts, vision = _options(tmp_path)
-    assert in_process.eligible(opts, vision, None)
-    assert in_process.eligible(opts, vision, [])
-    assert in_process.eligible(_options(tmp_path, "--workers", "1")[0], vision, None)  # workers here, not Beam's
-    assert not in_process.eligible(opts, vision, ["--runner", "DirectRunner"])  # Beam flags: Beam
-    assert not in_process.eligible(_options(tmp_path, "--finalize-in-job")[0], vision, None)
-    assert not in_process.eligible(_options(tmp_path, "--html-from", "auto")[0], vision, None)
-    monkeypatch.setenv(in_process.ENV, "0")
-    assert not in_process.eligible(opts, vision, None)
+    assert choice.eligible(opts, vision, None)
+    assert choice.eligible(opts, vision, [])
+    assert choice.eligible(_options(tmp_path, "--workers", "1")[0], vision, None)  # workers here, not Beam's
+    assert not choice.eligible(opts, vision, ["--runner", "DirectRunner"])  # Beam flags: Beam
+    assert not choice.eligible(_options(tmp_path, "--finalize-in-job")[0], vision, None)
+    assert not choice.eligible(_options(tmp_path, "--html-from", "auto")[0], vision, None)
+    monkeypatch.setenv(choice.ENV, "0")
+    assert not choice.eligible(opts, vision, None)
 
 
 def test_workers_are_every_core_unless_the_work_is_small(monkeypatch):
@@ -268,16 +268,16 @@ def test_what_workers_and_finalizing_import_is_imported_once_before_forking(tmp_
     """The modules finalizing needs (pandas under them, which pyarrow imports on a worker's
     first table) are imported before the workers are forked, which share them; a module that
     cannot be imported there is left to fail where it is used."""
-    from sciga.pipelines.build import FINALIZE_MODULES
+    from sciga.executors.finalize import FINALIZE_MODULES
 
     for name in FINALIZE_MODULES:  # a misspelled name would quietly import nothing
         __import__(name)
     (tmp_path / "sciga_test_ahead.py").write_text("VALUE = 1\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "sciga_test_ahead", raising=False)
-    with in_process._Workers(1, None, None, shared_modules=["sciga_test_ahead"]):
+    with in_process._Workers(1, None, shared_modules=["sciga_test_ahead"]):
         assert "sciga_test_ahead" not in sys.modules  # one worker: this process, nothing forked
-    with in_process._Workers(2, None, None, shared_modules=["sciga_test_no_such_module", "sciga_test_ahead"]):
+    with in_process._Workers(2, None, shared_modules=["sciga_test_no_such_module", "sciga_test_ahead"]):
         assert "sciga_test_no_such_module" not in sys.modules
         assert sys.modules["sciga_test_ahead"].VALUE == 1
 

@@ -15,10 +15,9 @@ does when the runner did not run the job to completion.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 LOCAL_RUNNERS = (
     "DirectRunner",
@@ -42,26 +41,12 @@ def runner_of(beam_args: Optional[Sequence[str]]) -> str:
     return name if isinstance(name, str) else type(name).__name__
 
 
-def build_locations(args: argparse.Namespace, specs: Sequence[str]) -> list[tuple[str, str]]:
-    """(flag, path) of every place a build reads or writes, as given on the command line."""
-    places = [("--output", args.output)] + [("--input", s) for s in specs]
-    for flag, value in (
-        ("--metadata", args.metadata),
-        ("--fetch-cache", args.fetch_cache),
-        ("--eprints-bulk", args.eprints_bulk),
-    ):
-        if value:
-            places.append((flag, value))
-    places += [("--tex-input", t) for t in args.tex_input or []]
-    return places
-
-
-def check_build_locations(args: argparse.Namespace, specs: Sequence[str], runner: str) -> None:
+def check_build_locations(places: Sequence[tuple[str, str]], runner: str) -> None:
     """SystemExit with one sentence when a bucket is missing or forbidden, or when a remote
-    runner's workers would be handed a local path."""
+    runner's workers would be handed a local path. ``places``: (flag, path) of every place
+    the build reads or writes, as given."""
     from sciga.transforms.common.storage import StorageError, check_location, is_remote
 
-    places = build_locations(args, specs)
     if runner not in LOCAL_RUNNERS:
         local = [(flag, path) for flag, path in places if path and not is_remote(path)]
         if local:
@@ -99,7 +84,7 @@ class RunOutcome:
     job_name: Optional[str] = None
     template: Optional[str] = None
     console_url: Optional[str] = None
-    job: object = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
+    job: Any = None  # Beam's Dataflow Job (proto_pipeline: the Runner v2 job graph), when there is one
     staging: Optional[str] = None  # OUT/.staging/<run>: the input list (and GA manifest) the job reads
     finalizes_itself: bool = False  # --finalize-in-job: the job writes the shards, manifest and card
 

@@ -4,14 +4,9 @@ Beam's local runner costs a local build a lot that is not computing papers: impo
 (about 1.2 s), building the job, starting and warming worker processes, shuffling every
 paper's reference between them, and stopping them again. On 1,000 text pages with 2 workers
 that was ~9 s of a 31 s build, with one core idle for most of it (``bench/scale.py
---timeline``). This executor runs the same steps (each stage's Beam-free ``step.py``,
-``steps.py`` in ``write``):
-
-    every input -> PlanStep -> reused: a reference read from the store
-                            -> changed: ParseStep -> RecoverStep -> LinkStep -> MeasureStep
-                                        -> StoreStep (dead letters too) -> a reference
-    references by paper id -> CollectStep -> by (config, shard group) -> CutStep
-                           -> WritePartStep: each part written, or taken over from the last build
+--timeline``). This executor runs the build's chain (``chain.py``: the same step objects every executor
+runs) by calling the steps itself: each input through ``BuildChain.items``, then
+``BuildChain.part_jobs`` and ``BuildChain.write``.
 
 With one worker, one after another in this process. With more (``--workers``, or every core
 when more than a few inputs changed), the inputs (largest first, in small batches) and then
@@ -20,7 +15,7 @@ only input lines, references and part jobs cross between processes; grouping and
 which need every reference, stay here.
 
 The part files and their sidecars are what the Beam pipeline writes, byte for byte, with any
-number of workers (``tests/pipelines/test_in_process.py``), and the launcher finalizes them
+number of workers (``tests/executors/test_in_process.py``), and the launcher finalizes them
 the same way.
 
 It runs every local build that needs nothing of Beam: no Beam flags, no model to run (the
@@ -33,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
@@ -41,11 +35,10 @@ from typing import TYPE_CHECKING, Optional
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
-    from sciga.pipelines.build import BuildOptions
-    from sciga.transforms.vision.options import ResolvedVision
-    from sciga.transforms.write.layout import ShardLayout
+    from sciga.executors.chain import BuildChain
+    from sciga.executors.options import BuildResult
+    from sciga.executors.prepare import PreparedBuild
 
-ENV = "SCIGA_IN_PROCESS"
 # The work of a build run here, as bench/scale.py's text pages cost it on 2 cores: planning
 # an unchanged input (its stored header read, its files checked) ~0.2 ms, computing a page
 # ~25 ms. Below ONE_PROCESS_BELOW_SECONDS of it, forking workers (and importing what they
@@ -68,21 +61,6 @@ class InProcessRun:
 
     page_sha256: dict[str, str]  # page -> the SHA-256 of the bytes its stored paper was made from
     part_writers: int  # processes that wrote the part files
-
-
-def eligible(opts: BuildOptions, vision: ResolvedVision, beam_args: Optional[Sequence[str]]) -> bool:
-    """Whether this build runs without Beam (see the module's docstring)."""
-    return (
-        os.environ.get(ENV, "1") != "0"
-        and not beam_args
-        and not opts.fetch_ids
-        and opts.html_from == "ar5iv"
-        and not opts.eprints_bulk
-        and not opts.finalize_in_job
-        and vision.medical_meta is None
-        and vision.embed_meta is None
-        and not vision.ga_entries_uri
-    )
 
 
 def can_fork() -> bool:
@@ -194,71 +172,96 @@ def _glibc():
 
 
 def run_in_process(
-    opts: BuildOptions,
-    inputs: Sequence[str],
-    hashes,
+    chain: BuildChain,
+    lines: Sequence[str],
     *,
-    vision: ResolvedVision,
-    layout: ShardLayout,
-    fingerprint: str,
-    store_root: str,
-    parts_root: str,
-    progress_dir: Optional[str],
-    previous_parts: Optional[str],
     workers: int = 1,
     write_workers: int = 1,
     finalize_modules: Sequence[str] = (),
-    hash_pages: bool = True,
 ) -> InProcessRun:
-    """Compute what changed and write every part file (with its sidecar) into ``parts_root``,
-    in this process or, with ``workers`` > 1, in that many processes forked from it. Returns
-    the SHA-256 of each page whose paper is stored (as its worker read it) and how many
-    processes wrote the parts. ``hash_pages``:
-    False when the store holds nothing to reuse: pages the launcher did not hash are hashed
-    by the parse step alone (``PlanOptions.hash_pages``). ``write_workers``: processes the
-    part files may be written in when ``workers`` is 1 and they are many and large
-    (``_processes_for_writes``)."""
-    from sciga.transforms.inputs.build_inputs import input_list_lines, largest_first
-    from sciga.transforms.write.steps import CollectStep, CutStep, WritePartStep, paper_key
-
-    write = opts.write_options(
-        store_root=store_root,
-        parts_root=parts_root,
-        layout=layout,
-        progress_dir=progress_dir,
-        previous_parts=previous_parts,
-    )
-    chain = _PaperChain(opts, vision, write, fingerprint=fingerprint, progress_dir=progress_dir, hash_pages=hash_pages)
-    collect, cut, write_part = CollectStep(write), CutStep(write), WritePartStep(write)
-    steps = [*chain.steps, collect, cut, write_part]
-    for step in steps:
-        step.setup()
-
-    sizes = {u: st.size for u, st in hashes.stats.items()} if hashes is not None else {}
-    lines = input_list_lines(largest_first(inputs, sizes), hashes.sha256 if hashes is not None else None)
-    by_paper: dict[str, list] = defaultdict(list)  # what Beam's GroupByPaper gathers
+    """Run ``chain`` over the input ``lines`` (``build_inputs.input_list_lines``, largest
+    first): compute what changed and write every part file (with its sidecar), in this
+    process or, with ``workers`` > 1, in that many processes forked from it. Returns the
+    SHA-256 of each page whose paper is stored (as its worker read it) and how many
+    processes wrote the parts. ``write_workers``: processes the part files may be written in
+    when ``workers`` is 1 and they are many and large (``_processes_for_writes``)."""
+    chain.setup()
+    items: list = []
     read: dict[str, str] = {}  # page -> SHA-256 of the bytes its paper was made from
-    with _Workers(workers, chain, write_part, shared_modules=finalize_modules) as pool:
-        for items in pool.map(_chain_items, _batches(lines, workers)):
-            for item in items:
-                by_paper[paper_key(item)].append(item)
+    with _Workers(workers, chain, shared_modules=finalize_modules) as pool:
+        for batch in pool.map(_chain_items, _batches(list(lines), workers)):
+            items += batch
+            for item in batch:
                 if item.content_sha256:
                     read[item.uri] = item.content_sha256
-        by_group: dict[tuple, list] = defaultdict(list)  # what Beam's GroupByShardGroup gathers
-        for key in sorted(by_paper):
-            for group, item in collect.process((key, by_paper[key])):
-                by_group[group].append(item)
-        jobs = [job for group in sorted(by_group) for job in cut.process((group, by_group[group]))]
-        # Largest first, as the inputs: the one big part (every paper's full text) must not
-        # be what one worker writes alone at the end. The order changes no byte of a part.
-        jobs.sort(key=_job_bytes, reverse=True)
-        pool.widen(_processes_for_writes(pool.n, write_workers, jobs, write_part.takes_over))
+        jobs = chain.part_jobs(items)
+        pool.widen(_processes_for_writes(pool.n, write_workers, jobs, chain.write_part.takes_over))
         for _ in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
             pass
         part_writers = pool.n
-    for step in steps:
-        step.finish()
+    chain.finish()
     return InProcessRun(page_sha256=read, part_writers=part_writers)
+
+
+def build_in_process(b: PreparedBuild, workers: int) -> BuildResult:
+    """The build run here with ``workers`` processes (``run_in_process``), then finalized
+    as every build is."""
+    import logging
+    import tempfile
+
+    from sciga.executors.chain import build_chain
+    from sciga.executors.finalize import FINALIZE_MODULES, finalize_build
+    from sciga.executors.local_run import ScopedTempDir, WorkerOutput, build_log
+    from sciga.transforms.common.progress import ProgressMonitor
+
+    b.fin.run.update(runner=RUNNER, workers=workers)
+    logging.getLogger("sciga.build").info(
+        "building %d inputs into %s without Beam, %d worker process(es) (%s shard groups)",
+        len(b.inputs),
+        b.out_dir,
+        workers,
+        b.layout.total_groups,
+    )
+    previous = b.previous_parts()
+    with ScopedTempDir(b.out_dir) as tmp:
+        progress_dir = tempfile.mkdtemp(prefix="progress-", dir=tmp)
+        chain = build_chain(
+            b.opts,
+            b.vision,
+            fingerprint=b.fingerprint,
+            store_root=b.fin.store_root,
+            parts_root=b.fin.parts_root,
+            layout=b.layout,
+            progress_dir=progress_dir,
+            previous_parts=previous,
+            hash_pages=not b.workers_hash,
+        )
+        with (
+            # Log records to OUT/.sciga/logs/build.log as well as to stderr, as after a Beam
+            # build (forked workers inherit the handler).
+            WorkerOutput(build_log(b.out_dir), enabled=False),
+            system_allocator(),
+            malloc_without_fastbins(),
+            collector_for_batch_work(),
+            ProgressMonitor(
+                progress_dir,
+                len(b.inputs),
+                b.layout.total_groups,
+                quiet=b.opts.quiet,
+                interval=b.opts.progress_interval,
+                workers=workers,
+            ),
+        ):
+            ran = run_in_process(
+                chain,
+                b.input_lines(),
+                workers=workers,
+                write_workers=b.opts.workers if b.opts.workers is not None else (os.cpu_count() or 1),
+                finalize_modules=FINALIZE_MODULES,
+            )
+    b.fin.run["part_writers"] = ran.part_writers
+    counts, manifest = finalize_build(b.fin)
+    return b.finished(counts, manifest, ran.page_sha256)
 
 
 def import_before_forking(modules: Sequence[str]) -> None:
@@ -276,75 +279,6 @@ def import_before_forking(modules: Sequence[str]) -> None:
             continue
 
 
-class _PaperChain:
-    """The per-input steps: an input line -> what the write stage groups by paper (a stored
-    result's reference, dead letters included)."""
-
-    def __init__(
-        self,
-        opts: BuildOptions,
-        vision: ResolvedVision,
-        write,
-        *,
-        fingerprint: str,
-        progress_dir,
-        hash_pages: bool = True,
-    ):
-        from sciga.transforms.common.progress import Progress
-        from sciga.transforms.common.steps import Step
-        from sciga.transforms.inputs.plan_step import PlanStep
-        from sciga.transforms.link.step import LinkStep
-        from sciga.transforms.parse.step import ParseStep
-        from sciga.transforms.vision.measure import MeasureStep
-        from sciga.transforms.write.steps import StoreStep
-
-        self.plan = PlanStep(
-            opts.plan_options(
-                store_root=write.store_root, fingerprint=fingerprint, progress_dir=progress_dir, hash_pages=hash_pages
-            )
-        )
-        self.per_paper: list[Step] = [ParseStep(opts.parse, fingerprint)]
-        if opts.tex.enabled:
-            from sciga.transforms.tex_recovery.step import RecoverStep
-
-            self.per_paper.append(RecoverStep(opts.tex))
-        self.per_paper += [LinkStep(opts.link), MeasureStep(vision, Progress(progress_dir))]
-        self.store = StoreStep(write)
-        self.steps: list[Step] = [self.plan, *self.per_paper, self.store]
-
-    def items(self, line: str) -> list:
-        from sciga.transforms.common.steps import Tagged
-        from sciga.transforms.inputs.build_inputs import planned_input_from_line
-
-        out: list = []
-        for planned in self.plan.process(planned_input_from_line(line)):
-            if isinstance(planned, Tagged):  # reused: its reference, read from the store
-                out.append(planned.value)
-            else:
-                self._through(planned, self.per_paper, out)
-        return out
-
-    def _through(self, work, rest: list, out: list) -> None:
-        """One work item through the remaining per-paper steps, then into the store."""
-        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
-        from sciga.transforms.common.steps import Tagged
-
-        if not rest:
-            out.extend(self.store.process(work))
-            return
-        for got in rest[0].process(work):
-            if not isinstance(got, Tagged):
-                self._through(got, rest[1:], out)
-            elif got.tag == DEAD_LETTER_TAG:
-                out.extend(self.store.process(got.value))
-            else:  # eligible() let no model step in: nothing may ask for one
-                raise RuntimeError(f"the in-process build got a {got.tag!r} request, which needs Beam")
-
-    def finish(self) -> None:
-        for step in self.steps:
-            step.finish()
-
-
 def _processes_for_writes(workers: int, allowed: int, jobs: list, taken_over) -> int:
     """Processes to write the part files in: the build's own when it has several; else
     up to ``allowed`` when more than one part is written again (not ``taken_over``) and
@@ -354,14 +288,11 @@ def _processes_for_writes(workers: int, allowed: int, jobs: list, taken_over) ->
     to_write = [j for j in jobs if not taken_over(j)]
     if len(to_write) < 2:
         return workers
-    if sum(_job_bytes(j) for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
+    from sciga.executors.chain import job_bytes
+
+    if sum(job_bytes(j) for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
         return workers
     return min(allowed, len(to_write))
-
-
-def _job_bytes(job) -> int:
-    """What a part job will write, as the cut measured it (a dead-letter part: its rows)."""
-    return sum(b for _, b in job.sizes) if job.sizes else len(job.members)
 
 
 def _batches(items: list, workers: int) -> list[list]:
@@ -380,18 +311,15 @@ _FORKED: dict = {}
 
 
 def _chain_items(lines: list[str]) -> list:
-    chain: _PaperChain = _FORKED["chain"]
+    chain: BuildChain = _FORKED["chain"]
     out = [item for line in lines for item in chain.items(line)]
-    chain.finish()  # a batch is a Beam bundle: progress is flushed at its end
+    chain.finish_items()  # a batch is a Beam bundle: progress is flushed at its end
     return out
 
 
 def _write_parts(jobs: list) -> int:
-    write_part = _FORKED["write_part"]
-    for job in jobs:
-        for _ in write_part.process(job):
-            pass
-    write_part.finish()
+    chain: BuildChain = _FORKED["chain"]
+    chain.write(jobs)
     return len(jobs)
 
 
@@ -401,14 +329,14 @@ class _Workers:
     workers ignore it and are killed when anything stops the map, and a worker the system
     kills (out of memory) stops the build with one sentence instead of hanging it."""
 
-    def __init__(self, n: int, chain: _PaperChain, write_part, shared_modules: Sequence[str] = ()):
+    def __init__(self, n: int, chain: BuildChain, shared_modules: Sequence[str] = ()):
         self.n = max(1, n)
-        self.chain, self.write_part = chain, write_part
+        self.chain = chain
         self.shared_modules = shared_modules  # imported before forking (import_before_forking)
         self.pool: Optional[ProcessPoolExecutor] = None
 
     def __enter__(self) -> _Workers:
-        _FORKED.update(chain=self.chain, write_part=self.write_part)
+        _FORKED.update(chain=self.chain)
         if self.n > 1:
             self._fork()
         return self

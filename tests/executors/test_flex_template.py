@@ -1,7 +1,7 @@
 """The Dataflow Flex Template of `sciga build` without a cloud: the template spec validates
 against its JSON Schema (docker/flex-template/spec.schema.json, written from Google's
 documented ContainerSpec), the launcher's entry point builds the same job graph as `sciga
-build` (a Beam dry run against fake-gcs-server, as tests/pipelines/test_dataflow_job.py does), the
+build` (a Beam dry run against fake-gcs-server, as tests/executors/test_dataflow_job.py does), the
 job's own finalization gives the same build as the launcher's, and the launcher image
 agrees with setup.py."""
 
@@ -35,7 +35,7 @@ def metadata() -> dict:
 
 
 def test_the_spec_validates_against_its_schema_and_the_schema_has_teeth():
-    from sciga.pipelines.flex_template import template_spec
+    from sciga.executors.flex_template import template_spec
 
     validator = jsonschema.Draft202012Validator(schema())
     jsonschema.Draft202012Validator.check_schema(schema())
@@ -88,7 +88,7 @@ def test_parameters_are_build_flags_and_their_regexes_say_what_they_take():
 
 
 def test_build_argv_maps_parameters_and_passes_beam_options_on():
-    from sciga.pipelines.flex_template import build_argv
+    from sciga.executors.flex_template import build_argv
 
     argv = build_argv(
         [

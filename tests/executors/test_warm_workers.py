@@ -19,9 +19,9 @@ import psutil
 import pytest
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.pipelines import in_process, warm_workers
+from sciga.executors import choice, warm_workers
+from sciga.executors.warm_workers import CLIENT, WarmWorkers
 from sciga.pipelines.cli import main
-from sciga.pipelines.warm_workers import CLIENT, WarmWorkers
 
 from conftest import ROOT, run_cli
 
@@ -36,7 +36,7 @@ def _warm_processes(tmp: Path) -> list:
     return [
         p
         for p in psutil.process_iter(["cmdline"])
-        if "sciga.pipelines.warm_workers" in " ".join(p.info["cmdline"] or [])
+        if "sciga.executors.warm_workers" in " ".join(p.info["cmdline"] or [])
         and str(tmp) in " ".join(p.info["cmdline"])
     ]
 
@@ -55,7 +55,7 @@ def test_a_two_worker_build_starts_its_workers_warm_and_writes_the_same_bytes(tm
             "--workers",
             "2",
             "--quiet",
-            env={"TMPDIR": str(tmp), in_process.ENV: "0", **env},
+            env={"TMPDIR": str(tmp), choice.ENV: "0", **env},
         )
         assert r.returncode == 0, r.stderr[-3000:]
         assert "Traceback" not in r.stderr
@@ -79,7 +79,7 @@ def test_a_warm_process_that_is_gone_costs_speed_not_the_build(tmp_path, monkeyp
         return self
 
     monkeypatch.setattr(WarmWorkers, "start", start_then_lose)
-    monkeypatch.setenv(in_process.ENV, "0")  # Beam's runner
+    monkeypatch.setenv(choice.ENV, "0")  # Beam's runner
     out = tmp_path / "out"
     assert main(["build", "--sample", "--output", str(out), "--workers", "2", "--quiet"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
@@ -121,7 +121,7 @@ def test_the_warm_process_ends_with_its_launcher_and_a_later_build_clears_its_fo
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     code = (
-        "import sys, time; from sciga.pipelines.warm_workers import WarmWorkers; "
+        "import sys, time; from sciga.executors.warm_workers import WarmWorkers; "
         "w = WarmWorkers('none').start(); print(w.proc.pid, flush=True); time.sleep(600)"
     )
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}

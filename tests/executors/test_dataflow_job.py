@@ -343,7 +343,7 @@ def test_outcomes_of_jobs_the_runner_did_not_finish():
     from apache_beam.options.pipeline_options import PipelineOptions
     from apache_beam.runners.runner import PipelineResult, PipelineState
 
-    from sciga.pipelines.remote_run import run_outcome
+    from sciga.executors.remote_run import run_outcome
 
     class Submitted(PipelineResult):
         def job_id(self):

@@ -10,7 +10,7 @@ environment, working folder and standard streams to the warm process, which fork
 that starts already warm; the client waits for the worker and exits with its status.
 
 The worker is the same code as Beam's own (``sdk_worker_main.main``), in the environment
-Beam gave the client, so its output is the same bytes (tests/pipelines/test_warm_workers.py).
+Beam gave the client, so its output is the same bytes (tests/executors/test_warm_workers.py).
 Whatever goes wrong with the warm process (it cannot start, its socket path is too long, it
 died), the client runs Beam's own worker command instead: slower to start, never a failure.
 
@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
-from sciga.pipelines.warm_worker_client import FORKED, HEADER, STATUS
+from sciga.executors.warm_worker_client import FORKED, HEADER, STATUS
 from sciga.transforms.common.processes import stop_process
 
 # Set to 0 to start workers the way Beam does (the escape hatch; also the tests' baseline).
@@ -93,7 +93,7 @@ class WarmWorkers:
             server.listen(64)
             fd = server.fileno()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "sciga.pipelines.warm_workers", str(fd), self.socket_path, self.sentencizer]
+                [sys.executable, "-m", "sciga.executors.warm_workers", str(fd), self.socket_path, self.sentencizer]
                 + [str(os.getpid())],
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -150,12 +150,13 @@ def warm_up(sentencizer: str) -> None:
     stay; each worker builds its own pipeline from them)."""
     import apache_beam.runners.worker.sdk_worker_main  # noqa: F401 - imported to be warm, not used here
 
-    import sciga.transforms.inputs.plan
-    import sciga.transforms.link.stage
-    import sciga.transforms.parse.stage
-    import sciga.transforms.tex_recovery.stage
-    import sciga.transforms.vision.stage
-    import sciga.transforms.write.stage  # noqa: F401 - imported to be warm, not used here
+    import sciga.executors.beam_write
+    import sciga.executors.chain
+    import sciga.transforms.inputs.plan_step
+    import sciga.transforms.link.step
+    import sciga.transforms.parse.step
+    import sciga.transforms.tex_recovery.step
+    import sciga.transforms.vision.stage  # noqa: F401 - imported to be warm, not used here
     from sciga.transforms.link.sentences import load_pipeline
 
     try:

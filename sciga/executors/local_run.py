@@ -4,6 +4,7 @@ the user's way. A run on another runner (Dataflow) uses none of this (``remote_r
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import logging
@@ -14,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from typing import Optional
+from typing import Optional, TextIO
 
 import fsspec
 
@@ -139,8 +140,8 @@ class WorkerOutput:
     def __init__(self, log_path: Optional[str], enabled: bool):
         self.log_path = log_path
         self.enabled = enabled and log_path is not None
-        self.stream = sys.stderr
-        self._handler = None
+        self.stream: TextIO = sys.stderr
+        self._handler: Optional[logging.Handler] = None
         self.lost = False  # the log could not be written (a full disk): some worker output is missing
 
     def __enter__(self):
@@ -148,6 +149,7 @@ class WorkerOutput:
             if self.log_path is not None:
                 self._handler = _log_file_handler(self.log_path)
             return self
+        assert self.log_path is not None  # enabled
         sys.stderr.flush()
         os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
         self._log = open(self.log_path, "ab", buffering=0)
@@ -210,7 +212,7 @@ def _log_file_handler(path: str) -> Optional[logging.Handler]:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         handler = _DroppingFileHandler(path, encoding="utf-8")
-        handler.stream.write(
+        handler.stream.write(  # type: ignore[union-attr]  # opened: delay=False
             f"--- sciga build in this process, {time.strftime('%Y-%m-%d %H:%M:%S')}: warnings and "
             "errors (everything with -v)\n"
         )
@@ -416,3 +418,26 @@ class QuietBeamLogs:
         for n, level in self.saved.items():
             logging.getLogger(n).setLevel(level)
         return False
+
+
+def build_log(out_dir: str) -> Optional[str]:
+    """``OUT/.sciga/logs/build.log`` of a local build; None for a bucket (no log file there)."""
+    return os.path.join(out_dir, ".sciga", "logs", "build.log") if "://" not in out_dir else None
+
+
+@contextlib.contextmanager
+def notices_off(enabled: bool, names: tuple = ("sciga",)):
+    """With ``enabled`` (``--quiet``), warnings of our own loggers are not shown for the block:
+    use it around steps whose warnings are notices about the options chosen, not about the
+    user's data. Errors still show."""
+    if not enabled:
+        yield
+        return
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for n, level in saved.items():
+            logging.getLogger(n).setLevel(level)

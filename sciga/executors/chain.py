@@ -1,0 +1,221 @@
+"""The build's chain of steps, declared once: every executor runs the object ``build_chain``
+makes, and nothing else says which steps a build has or in which order.
+
+    input -> plan -> reused: a reference read from the store ------------------------+
+                  -> changed: parse -> [recover figures from TeX] -> link             |
+                              -> measure images -> store (dead letters too) -> a reference
+    references by paper id -> collect -> by (config, shard group) -> cut -> write parts
+
+Each step is a Beam-free object (``transforms/common/steps.py``). The in-process and Dask
+executors call the steps' methods directly (``BuildChain.items`` per input,
+``BuildChain.part_jobs`` to group and cut, ``BuildChain.write`` per part); the Beam executor
+runs each step through the one adapter (``transforms/common/stage_fn.py``), with Beam's
+shuffles between them, and the measure step inside the vision stage's transform, which
+adds the models (RunInference) when the build has one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from sciga.executors.options import BuildOptions
+    from sciga.schemas.build import FileDep, PartInfo
+    from sciga.transforms.common.steps import PaperStep, Step
+    from sciga.transforms.inputs.plan_step import PlanStep
+    from sciga.transforms.tex_recovery.options import TexOptions
+    from sciga.transforms.vision.measure import MeasureStep
+    from sciga.transforms.vision.options import ResolvedVision
+    from sciga.transforms.write.layout import ShardLayout
+    from sciga.transforms.write.steps import CollectStep, CutStep, PartJob, StoreStep, WritePartStep
+
+# The name of each per-paper step in a Beam job graph (by the step's STAGE): Dataflow shows
+# these, and tests/executors/test_dataflow_job.py finds them.
+BEAM_LABELS = {"parse": "Parse", "tex_source": "RecoverFromTex", "link": "Link", "vision": "Vision"}
+
+
+@dataclass
+class BuildChain:
+    """The steps of one build, in order."""
+
+    plan: PlanStep
+    per_paper: tuple[PaperStep, ...]  # parse, recover figures from TeX (when enabled), link, measure images
+    store: StoreStep
+    collect: CollectStep
+    cut: CutStep
+    write_part: WritePartStep
+
+    @property
+    def measure(self) -> MeasureStep:
+        """The last per-paper step: the vision stage's (Beam runs it inside ``Vision``)."""
+        return self.per_paper[-1]  # type: ignore[return-value]
+
+    @property
+    def steps(self) -> list[Step]:
+        return [self.plan, *self.per_paper, self.store, self.collect, self.cut, self.write_part]
+
+    def labelled_per_paper(self) -> list[tuple[str, PaperStep]]:
+        """(Beam label, step) of each per-paper step."""
+        return [(BEAM_LABELS[step.STAGE], step) for step in self.per_paper]
+
+    def setup(self) -> None:
+        for step in self.steps:
+            step.setup()
+
+    def finish(self) -> None:
+        for step in self.steps:
+            step.finish()
+
+    # ------------------------------------------------------------------ without Beam
+
+    def items(self, line: str) -> list:
+        """One input line -> what the write stage groups by paper: its stored result's
+        reference (a reused one, read from the store; or the one just computed and stored,
+        dead letters included)."""
+        from sciga.transforms.common.steps import Tagged
+        from sciga.transforms.inputs.build_inputs import planned_input_from_line
+
+        out: list = []
+        for planned in self.plan.process(planned_input_from_line(line)):
+            if isinstance(planned, Tagged):  # reused
+                out.append(planned.value)
+            else:
+                self._through(planned, list(self.per_paper), out)
+        return out
+
+    def _through(self, work, rest: list, out: list) -> None:
+        """One work item through the remaining per-paper steps, then into the store."""
+        from sciga.transforms.common.dead_letter import DEAD_LETTER_TAG
+        from sciga.transforms.common.steps import Tagged
+
+        if not rest:
+            out.extend(self.store.process(work))
+            return
+        for got in rest[0].process(work):
+            if not isinstance(got, Tagged):
+                self._through(got, rest[1:], out)
+            elif got.tag == DEAD_LETTER_TAG:
+                out.extend(self.store.process(got.value))
+            else:  # needs_beam() let no model step in: nothing may ask for one
+                raise RuntimeError(f"a build without Beam got a {got.tag!r} request, which needs Beam's RunInference")
+
+    def finish_items(self) -> None:
+        """After a batch of inputs (Beam: a bundle): progress flushed."""
+        for step in (self.plan, *self.per_paper, self.store):
+            step.finish()
+
+    def part_jobs(self, items: Iterable) -> list[PartJob]:
+        """Every input's items -> the part files to write, largest first: grouped by paper
+        (Beam's GroupByPaper), collected, grouped by (config, shard group) (Beam's
+        GroupByShardGroup) and cut. The order changes no byte of a part."""
+        from sciga.transforms.write.steps import paper_key
+
+        by_paper: dict[str, list] = defaultdict(list)
+        for item in items:
+            by_paper[paper_key(item)].append(item)
+        by_group: dict[tuple, list] = defaultdict(list)
+        for key in sorted(by_paper):
+            for group, item in self.collect.process((key, by_paper[key])):
+                by_group[group].append(item)
+        jobs = [job for group in sorted(by_group) for job in self.cut.process((group, by_group[group]))]
+        # Largest first, as the inputs: the one big part (every paper's full text) must not
+        # be what one worker writes alone at the end.
+        jobs.sort(key=job_bytes, reverse=True)
+        return jobs
+
+    def write(self, jobs: Iterable[PartJob]) -> list[PartInfo]:
+        """Each part file and its sidecar (a batch of part jobs; progress flushed after)."""
+        infos = [info for job in jobs for info in self.write_part.process(job)]
+        self.write_part.finish()
+        return infos
+
+
+def job_bytes(job: PartJob) -> int:
+    """What a part job will write, as the cut measured it (a dead-letter part: its rows)."""
+    return sum(b for _, b in job.sizes) if job.sizes else len(job.members)
+
+
+def build_chain(
+    opts: BuildOptions,
+    vision: ResolvedVision,
+    *,
+    fingerprint: str,
+    store_root: str,
+    parts_root: str,
+    layout: ShardLayout,
+    progress_dir: Optional[str],
+    previous_parts: Optional[str],
+    hash_pages: bool = True,
+    tex: Optional[TexOptions] = None,
+) -> BuildChain:
+    """The one declaration of a build's steps. ``tex``: the TeX options with the bulk
+    e-prints opened (``--eprints-bulk``), else the build's; ``hash_pages``: False when the
+    store holds nothing to reuse (``PlanOptions.hash_pages``)."""
+    from sciga.transforms.common.progress import Progress
+    from sciga.transforms.inputs.plan_step import PlanStep
+    from sciga.transforms.link.step import LinkStep
+    from sciga.transforms.parse.step import ParseStep
+    from sciga.transforms.vision.measure import MeasureStep
+    from sciga.transforms.write.steps import CollectStep, CutStep, StoreStep, WritePartStep
+
+    tex = tex or opts.tex
+    write = opts.write_options(
+        store_root=store_root,
+        parts_root=parts_root,
+        layout=layout,
+        progress_dir=progress_dir,
+        previous_parts=previous_parts,
+    )
+    plan = PlanStep(
+        opts.plan_options(
+            store_root=store_root, fingerprint=fingerprint, progress_dir=progress_dir, hash_pages=hash_pages
+        ),
+        _dependency_checkers(vision),
+    )
+    per_paper: list[PaperStep] = [ParseStep(opts.parse, fingerprint)]
+    if tex.enabled:
+        from sciga.transforms.tex_recovery.step import RecoverStep
+
+        per_paper.append(RecoverStep(tex))
+    per_paper += [LinkStep(opts.link), MeasureStep(vision, Progress(progress_dir))]
+    return BuildChain(
+        plan=plan,
+        per_paper=tuple(per_paper),
+        store=StoreStep(write),
+        collect=CollectStep(write),
+        cut=CutStep(write),
+        write_part=WritePartStep(write),
+    )
+
+
+def _dependency_checkers(vision: ResolvedVision) -> Mapping[str, Callable[[FileDep], bool]]:
+    """What the planner asks, beside the files a result was made from, before reusing it:
+    whether its GA-manifest row is unchanged."""
+    from sciga.transforms.vision.options import GAIndex
+
+    checkers: dict[str, Any] = {"ga": GAIndex(vision.ga_entries_uri)} if vision.ga_entries_uri else {}
+    return checkers
+
+
+def needs_beam(opts: BuildOptions, vision: ResolvedVision, beam_args: Optional[Iterable[str]] = None) -> Optional[str]:
+    """What in this build only the Beam executor runs (a sentence's subject), or None: Beam
+    flags, a model (the medical classifier, GA typing: RunInference), pages made from
+    e-prints, ``--ids``, bulk tars, finalizing in the job."""
+    if beam_args:
+        return "Apache Beam flags"
+    if opts.fetch_ids:
+        return "--ids"
+    if opts.html_from != "ar5iv":
+        return f"--html-from {opts.html_from}"
+    if opts.eprints_bulk:
+        return "--eprints-bulk"
+    if opts.finalize_in_job:
+        return "--finalize-in-job"
+    if vision.medical_meta is not None:
+        return "the medical classifier (--medical-weights)"
+    if vision.embed_meta is not None or vision.ga_entries_uri:
+        return "graphical-abstract typing (--ga-manifest)"
+    return None

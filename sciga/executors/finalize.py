@@ -1,0 +1,111 @@
+"""Finalizing a build, whichever executor ran it: the written parts become ``OUT/data``, the
+result store is pruned, ``manifest.json`` and the dataset card are written."""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Optional
+
+import fsspec
+
+from sciga.transforms.write import manifest as mf
+
+if TYPE_CHECKING:
+    from sciga.schemas.manifest import BuildManifest
+
+log = logging.getLogger("sciga.build")
+
+
+@dataclass(frozen=True)
+class Finalize:
+    """What turning the written parts into the build needs: picklable, so that it runs in
+    the launcher after the job, or as the job's last step (``--finalize-in-job``)."""
+
+    out_dir: str
+    staging: str  # OUT/.staging/<run>, removed at the end
+    parts_root: str
+    store_root: str
+    n_inputs: int
+    inputs_hash: str
+    recorded: dict
+    ga_entries_uri: Optional[str] = None
+    run: dict[str, Any] = field(default_factory=dict)  # runner, workers, started_unix
+
+
+# What finalize_build imports that a build has not imported before it (the dataset card's
+# statistics, and pandas under them): a local build with forked workers imports them before
+# forking (in_process.import_before_forking).
+FINALIZE_MODULES = (
+    "sciga.transforms.write.finalize",
+    "sciga.explore.dataset_card",
+    "sciga.explore.card_stats",
+    "sciga.explore.stats",
+    "sciga.explore.views",
+    "pandas",
+)
+
+
+def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
+    """Move the parts into ``OUT/data``, prune the result store, write manifest.json and the
+    dataset card; remove the run's staging folder. Returns the counts and the manifest."""
+    from sciga.executors.local_run import remove_if_empty
+    from sciga.explore.dataset_card import write_dataset_card
+    from sciga.transforms.common.result_store import ResultStore
+    from sciga.transforms.write.finalize import (
+        finalize_parts,
+        live_keys,
+        mark_finalizing,
+        read_part_infos,
+        write_shard_members,
+    )
+
+    infos = read_part_infos(f.parts_root)
+    mark_finalizing(f.out_dir, True)
+    files = finalize_parts(f.out_dir, infos)
+    write_shard_members(f.out_dir, infos)
+    counts = mf.counts_from_parts(infos)
+    counts.inputs = f.n_inputs
+    pruned = ResultStore(f.store_root).prune(live_keys(infos))
+    if f.ga_entries_uri:
+        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
+    run = dict(f.run)
+    started = run.pop("started_unix", None)
+    if started is not None:
+        run["seconds"] = round(time.time() - started, 3)
+    run.update(
+        finished_unix=int(time.time()),
+        results_pruned=pruned,
+        shard_parts_written=sum(1 for i in infos if i.path and not i.reused),
+        shard_parts_reused=sum(1 for i in infos if i.reused),
+        shard_row_groups_taken=sum(i.row_groups_taken for i in infos),
+    )
+    manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
+    mark_finalizing(f.out_dir, False)  # the manifest describes the shards again
+    fs, staging = fsspec.core.url_to_fs(f.staging)
+    if fs.exists(staging):
+        fs.rm(staging, recursive=True)
+    remove_if_empty(fs, posixpath.dirname(staging.rstrip("/")))
+    write_dataset_card(f.out_dir)  # README.md with configs and features: the folder loads with `datasets`
+    return counts, manifest
+
+
+def _warn_unmatched_ga(ga_entries_uri: str, out_dir: str) -> None:
+    """GA-manifest rows whose paper is not in the build (a typo, or a paper that failed)."""
+    import pyarrow.parquet as pq
+
+    from sciga.transforms.vision.options import GAIndex
+    from sciga.transforms.write.manifest import shard_files
+
+    built: set[str] = set()
+    fs = fsspec.core.url_to_fs(out_dir)[0]
+    for path in shard_files(out_dir, "papers"):
+        with fs.open(path, "rb") as f:
+            built.update(pq.read_table(f, columns=["id"]).column("id").to_pylist())
+    missing = sorted(set(GAIndex(ga_entries_uri).entries()) - built)
+    for pid in missing[:20]:
+        log.warning("GA manifest names %s, which is not among the built papers; its GA is not used", pid)
+    if len(missing) > 20:
+        log.warning("... and %d more GA-manifest rows name papers that are not in the build", len(missing) - 20)
