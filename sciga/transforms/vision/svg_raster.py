@@ -11,8 +11,9 @@ SVG is one more input an attacker controls, so it is checked before anything dra
 - every reference (``href`` / ``xlink:href``, ``url(...)`` in an attribute or a ``<style>``,
   ``@import``) must point inside the document (``#id``); the only other form kept is an
   embedded ``data:image/png|jpeg|gif|webp`` raster, whose header is checked against the pixel
-  limit before the renderer decodes it. Anything else (``http:``, ``file:``, a path) is
-  refused (``svg_refused: external_reference``);
+  limit before the renderer decodes it (``embedded_image`` when it is too large or does not
+  decode). Anything else (``http:``, ``file:``, a path) is refused (``svg_refused:
+  external_reference``); a plain document type declaration is dropped unread;
 - the drawing's size (``width``/``height``/``viewBox``) must be positive, finite, at most
   ``MAX_EXTENT`` user units a side and at most ``MAX_ASPECT`` to 1 (``huge_viewbox``); the
   document at most ``MAX_SVG_BYTES`` and ``MAX_ELEMENTS`` elements, and ``<use>`` may not
@@ -64,7 +65,7 @@ MAX_EMBEDDED_PIXELS = 40_000_000  # a data: raster inside the SVG (its header is
 
 class SvgRefused(Exception):
     """An SVG that is not drawn: ``kind`` says why (entities, external_reference,
-    huge_viewbox, too_large, too_complex, malformed, render_failed)."""
+    embedded_image, huge_viewbox, too_large, too_complex, malformed, render_failed)."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -109,6 +110,9 @@ def prepare_svg(data) -> PreparedSvg:
         raise SvgRefused("too_large", f"{len(raw)} bytes is above the limit of {MAX_SVG_BYTES}")
     if _DECLARES_ENTITIES.search(raw[:65536]) or b"<!ENTITY" in raw.upper():
         raise SvgRefused("entities", "the SVG declares entities (<!ENTITY>); such documents are not drawn")
+    # A plain document type declaration (SVG 1.1's PUBLIC one, common in real files) names a
+    # DTD on the network: it is dropped unread, not refused.
+    raw = _DOCTYPE_RE.sub(b"", raw, count=1)
     try:
         root = etree.fromstring(raw, _parser())
     except (etree.XMLSyntaxError, ValueError) as e:
@@ -127,6 +131,7 @@ def prepare_svg(data) -> PreparedSvg:
 
 # A DOCTYPE with an internal subset ([...]), the only place entities are declared.
 _DECLARES_ENTITIES = re.compile(rb"<!DOCTYPE[^>\[]*\[", re.I)
+_DOCTYPE_RE = re.compile(rb"<!DOCTYPE[^>\[]*>", re.I)
 
 
 @lru_cache(maxsize=1)
@@ -163,11 +168,13 @@ def _check_elements(root) -> None:
         i = el.get("id")
         if i is not None and i not in ids:
             ids[i] = el
-    sizes: dict[int, int] = {}
-    visiting: set[int] = set()
+    # Keyed by the elements themselves: lxml returns the same proxy object for an element as
+    # long as one is referenced (an id() of a dropped proxy can be reused by another element).
+    sizes: dict = {}
+    visiting: set = set()
 
     def expanded(el) -> int:
-        key = id(el)
+        key = el
         if key in sizes:
             return sizes[key]
         if key in visiting:
@@ -251,9 +258,9 @@ def _check_embedded_image(b64: str) -> None:
         im = open_image(data)
         check_pixels(im.size[0], im.size[1], MAX_EMBEDDED_PIXELS)
     except ImageDecodeError as e:
-        raise SvgRefused("external_reference", f"an embedded image is refused ({e})") from None
+        raise SvgRefused("embedded_image", f"an embedded image is refused ({e})") from None
     except (binascii.Error, ValueError, OSError, SyntaxError, Image.DecompressionBombError) as e:
-        raise SvgRefused("malformed", f"an embedded image does not decode ({type(e).__name__})") from None
+        raise SvgRefused("embedded_image", f"an embedded image does not decode ({type(e).__name__})") from None
 
 
 # ------------------------------------------------------------------ size
