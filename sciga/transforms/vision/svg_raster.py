@@ -30,11 +30,14 @@ machine. resvg does not draw ``foreignObject`` (HTML inside SVG), where LaTeXML 
 node's text (``foreignObject > pre`` / ``span``): each one becomes an SVG ``<text>`` at the
 same place before drawing, line by line, so labels and boxed prompts keep their words.
 
-Why resvg and not cairosvg or svglib: bench/svg_raster.py measures the three on the SVGs of
-tests/pages/oxide (docs: explanation/benchmarks.md). cairosvg needs the system's libcairo
-(not installable from PyPI), follows ``url_fetcher`` for external resources unless told
-``unsafe=False`` and is slower; svglib (pure Python + reportlab) is several times slower again
-and drops clip paths and ``<use>`` of glyph outlines that LaTeXML and matplotlib SVGs rely on.
+Why resvg and not cairosvg or svglib (bench/svg_raster.py, the same SVGs, one run; numbers in
+docs/explanation/benchmarks.md): cairosvg draws them all at about 0.8x resvg's CPU, but it needs
+the system's libcairo (no wheel on PyPI), takes its fonts from the machine through fontconfig
+(the same SVG would give other pixels on another machine, and the shards are meant to be
+byte-identical), and parses the hostile input in Python (cssselect2, tinycss2). svglib drew
+none: its renderer (reportlab's renderPM) needs rlPyCairo and pycairo, built from source
+against cairo's headers. resvg is one wheel, Rust (memory-safe parser and renderer), has no
+network code and uses only the fonts it is given.
 """
 
 from __future__ import annotations
@@ -292,7 +295,7 @@ def _viewbox(root) -> Optional[tuple[float, float, float, float]]:
         raise SvgRefused("huge_viewbox", f"viewBox {v[:60]!r} is not four numbers") from None
     if len(box) != 4:
         raise SvgRefused("huge_viewbox", f"viewBox {v[:60]!r} is not four numbers")
-    return box  # type: ignore[return-value]
+    return box[0], box[1], box[2], box[3]
 
 
 def _intrinsic_size(root) -> tuple[float, float]:
