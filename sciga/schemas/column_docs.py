@@ -157,8 +157,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "provenance.schema_version": "data schema version of the row",
         "provenance.decode_errors": "bytes replaced while decoding the page (a few are tolerated)",
         "provenance.id_source": "where the id came from: `metadata`, `page`, `filename`, or `stem` (not an arXiv id)",
-        "provenance.latexml_errors": "`ltx_ERROR` elements in the page's article: macros or environments LaTeXML "
-        "could not convert (a page that holds nothing else is the dead letter `failed_conversion`)",
+        "provenance.latexml_errors": "`ltx_ERROR` elements in the page's article, outside formulas: macros or "
+        "environments LaTeXML could not convert (a page that holds nothing else is the dead letter "
+        "`failed_conversion`)",
     },
     "figures": {
         "id": "figure id (`2401.13641_F3`), subfigure id (`2401.13641_F3.2`), or `<paper>_GA` for a manifest GA",

@@ -12,6 +12,8 @@ is safe to draw: the rasterizer refuses what it must (``vision/svg_raster.py``).
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Optional
 from xml.sax.saxutils import escape, quoteattr
 
@@ -57,28 +59,37 @@ def svg_markup(el) -> Optional[str]:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)
 def _name(tag: str) -> str:
     local = tag.rsplit("}", 1)[-1]
     return _TAGS.get(local, local)
 
 
+@lru_cache(maxsize=4096)
+def _attr_name(k: str) -> Optional[str]:
+    """SVG's spelling of an attribute name as the HTML parser gave it; None for a namespace
+    declaration or a name no XML parser accepts (the attribute is dropped, not the figure)."""
+    k = k.rsplit("}", 1)[-1] if k.startswith("{") else k
+    if k == "xmlns" or k.startswith("xmlns:"):
+        return None
+    name = k if k.startswith("xlink:") else _ATTRS.get(k, k)
+    return name if _XML_NAME.match(name) else None
+
+
+_XML_NAME = re.compile(r"^[A-Za-z_][\w.\-]*(?::[A-Za-z_][\w.\-]*)?$")
+
+
 def _write(el, out: list[str], root: bool = False) -> None:
     tag = _name(el.tag)
-    attrs = []
+    parts = ["<", tag]
     if root:
-        attrs.append(f'xmlns="{SVG_NS}" xmlns:xlink="{XLINK_NS}"')
+        parts.append(f' xmlns="{SVG_NS}" xmlns:xlink="{XLINK_NS}"')
     for k, v in el.attrib.items():
-        k = k.rsplit("}", 1)[-1] if k.startswith("{") else k
-        if k in ("xmlns", "xmlns:xlink") or k.startswith("xmlns:"):
-            continue
-        if k.startswith("xlink:"):
-            name = k
-        else:
-            name = _ATTRS.get(k, k)
-        if not _plain_name(name):
-            continue  # a name no XML parser would accept: the attribute is dropped, not the figure
-        attrs.append(f"{name}={quoteattr(v)}")
-    out.append("<" + tag + ("" if not attrs else " " + " ".join(attrs)) + ">")
+        name = _attr_name(k)
+        if name is not None:
+            parts.append(f" {name}={quoteattr(v)}")
+    parts.append(">")
+    out.append("".join(parts))
     if el.text:
         out.append(escape(el.text))
     for child in el:
@@ -87,9 +98,3 @@ def _write(el, out: list[str], root: bool = False) -> None:
         if child.tail:
             out.append(escape(child.tail))
     out.append(f"</{tag}>")
-
-
-def _plain_name(name: str) -> bool:
-    head, _, rest = name.partition(":")
-    parts = [head] if not rest else [head, rest]
-    return all(p and (p[0].isalpha() or p[0] == "_") and all(c.isalnum() or c in "-_." for c in p) for p in parts)

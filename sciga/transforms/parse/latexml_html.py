@@ -155,7 +155,9 @@ FAILED_CONVERSION_MAX_CHARS = 200
 
 def latexml_errors(doc, utf8: bytes) -> int:
     """``ltx_ERROR`` elements in the article: what LaTeXML could not convert (undefined
-    macros, unknown environments). The page's bytes are searched first: most pages have none."""
+    macros, unknown environments). Outside formulas: the tree is built without their MathML
+    (``math_bodies``), where LaTeXML marks an undefined macro as ``merror``. The page's bytes
+    are searched first: most pages have none."""
     if b"ltx_ERROR" not in utf8:
         return 0
     return int(_ERROR_XPATH(doc))
