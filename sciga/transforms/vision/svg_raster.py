@@ -500,6 +500,20 @@ def _render(markup: str, width: Optional[int], height: Optional[int]) -> bytes:
     without it resvg-py turns every ``pt`` and ``mm`` length into zero."""
     import resvg_py
 
+    try:
+        png = _draw(resvg_py, markup, width, height)
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except (ValueError, OSError):
+        raise
+    except BaseException as e:  # noqa: BLE001 - a Rust panic (pyo3's PanicException is a BaseException): this SVG only
+        raise SvgRefused(
+            "render_failed", f"the renderer failed on this SVG ({type(e).__name__}: {str(e)[:120]})"
+        ) from None
+    return png
+
+
+def _draw(resvg_py, markup: str, width: Optional[int], height: Optional[int]) -> bytes:
     png = resvg_py.svg_to_bytes(
         svg_string=markup,
         width=width,

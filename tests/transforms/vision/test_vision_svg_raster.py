@@ -248,3 +248,18 @@ def test_mutated_svgs_are_drawn_within_bounds_or_refused(which, cuts, inserts):
         return
     assert max(r.width, r.height) <= MAX_SIDE
     assert decode_image(r.png).image.size == (r.width, r.height)
+
+
+def test_a_renderer_panic_refuses_that_svg_only(monkeypatch):
+    import sciga.transforms.vision.svg_raster as svg_raster
+
+    class PanicException(BaseException):  # what pyo3 raises for a Rust panic
+        pass
+
+    def panic(*a, **k):
+        raise PanicException("called `Option::unwrap()` on a `None` value")
+
+    monkeypatch.setattr(svg_raster, "_draw", panic)
+    with pytest.raises(SvgRefused) as e:
+        rasterize_svg(SVG_FILE.read_bytes())
+    assert e.value.kind == "render_failed" and "PanicException" in e.value.message
