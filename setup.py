@@ -37,6 +37,10 @@ CORE = [
     # vision: PNG figures decoded by libspng, the same pixels as Pillow's at ~1.6x the speed
     # (decode.png_pixels; without it Pillow decodes them)
     "pyspng>=0.1.4,<0.2",
+    # vision: SVG figures (oxide's inline TikZ drawings, .svg files) rasterized to PNG by resvg
+    # (Rust; vision/svg_raster.py checks each SVG first). Pinned to a minor version: the PNG's
+    # pixels are part of the shards.
+    "resvg-py>=0.5,<0.6",
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
     "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]

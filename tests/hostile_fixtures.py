@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import random
+import re
 import signal
 import struct
 import subprocess
@@ -413,6 +414,64 @@ class Mutations:
         choice = self.rng.choice(srcs)
         self._image_page(lambda d: choice, "image_src_escape", None)
 
+    # SVG figures (issue 44): the rasterizer must refuse what an attacker writes into an SVG,
+    # open no file it names (the canary watch sees every open outside the input) and never hang.
+    def _hostile_svg(self, inline: bool) -> tuple[str, str]:
+        """(refusal kind, markup) of one hostile SVG: entities, a reference to a file outside
+        the input, a huge viewBox, a <use> bomb."""
+        ns = 'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink"'
+        laughs = (
+            '<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY a "aaaaaaaaaa">'
+            + "".join(f'<!ENTITY {c} "{("&" + p + ";") * 10}">' for p, c in zip("abcdefgh", "bcdefghi"))
+            + f']><svg {ns} width="10" height="10"><text>&i;</text></svg>'
+        )
+        use_bomb = (
+            f'<svg {ns} width="10" height="10"><defs><g id="u0"><rect width="1" height="1"/></g>'
+            + "".join(f'<g id="u{i}">' + f'<use xlink:href="#u{i - 1}"/>' * 10 + "</g>" for i in range(1, 9))
+            + '</defs><use xlink:href="#u8"/></svg>'
+        )
+        choices = [
+            (
+                "external_reference",
+                f'<svg {ns} width="10" height="10"><image xlink:href="{self.canary_png}" width="5" height="5"/></svg>',
+            ),
+            (
+                "external_reference",
+                f'<svg {ns} width="10" height="10"><image href="file://{self.canary_png}" width="5" height="5"/></svg>',
+            ),
+            (
+                "external_reference",
+                f'<svg {ns} width="10" height="10"><image href="../../outside/canary.png" width="5" height="5"/></svg>',
+            ),
+            ("huge_viewbox", f'<svg {ns} viewBox="0 0 1e12 1e12"><rect width="1e12" height="1e12"/></svg>'),
+            ("too_complex", use_bomb),
+        ]
+        if not inline:  # an HTML page cannot declare entities inside an inline <svg>
+            choices.append(("entities", laughs))
+        return self.rng.choice(choices)
+
+    def svg_file_hostile(self):
+        kind, svg = self._hostile_svg(inline=False)
+
+        def src(d: Path) -> str:
+            (d / "fig.svg").write_text(svg)
+            return "fig.svg"
+
+        self._image_page(src, "svg_file_hostile", f"svg_refused: {kind}")
+
+    def svg_inline_hostile(self):
+        kind, svg = self._hostile_svg(inline=True)
+        pid = self._id()
+        base = self._eml()
+        img = re.search(rb'<img src="x1.png"[^>]*>', base)
+        assert img is not None, "eml.html has no x1.png figure"
+        inline = svg.replace("<svg ", '<svg id="S3.F1.pic1" class="ltx_picture" ', 1).encode()
+        d = self._folder(pid)
+        page = d / f"{pid}.html"
+        page.write_bytes(base[: img.start()] + inline + base[img.end() :])
+        (d / "x2.png").write_bytes(png_bytes(self.n))
+        self.planted.append(Planted("svg_inline_hostile", str(page), "paper", figure_error=f"svg_refused: {kind}"))
+
     def sidecar_link_out(self):
         pid = self._id()
         page = self._page(
@@ -565,6 +624,8 @@ class Mutations:
         "image_link_out",
         "image_fifo",
         "image_src_escape",
+        "svg_file_hostile",
+        "svg_inline_hostile",
         "sidecar_link_out",
         "sidecar_fifo",
         "sidecar_wrong_types",

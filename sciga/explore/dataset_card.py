@@ -154,7 +154,7 @@ def _number(v, fmt: str = ".2f") -> str:
 
 def images_section(image_status: list) -> str:
     """How many figures rows have their image, and why the others have none."""
-    from sciga.schemas.images import BY_DESIGN, EMBEDDED, IMAGE_STATUSES, counts_as_missing
+    from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, WITH_BYTES, counts_as_missing
 
     by = dict(image_status)
     expected = sum(n for s, n in by.items() if s not in BY_DESIGN)
@@ -162,7 +162,7 @@ def images_section(image_status: list) -> str:
     if not by:
         return "This build has no figures rows."
     lines = [
-        f"{by.get(EMBEDDED, 0)} figures rows have their image embedded (`image` decodes to PIL); "
+        f"{sum(by.get(s, 0) for s in WITH_BYTES)} figures rows have their image embedded (`image` decodes to PIL); "
         f"**figures without an image: {missing} of {expected}**"
         + (f" ({100.0 * missing / expected:.0f}%)" if expected else "")
         + ". A row without image bytes has "

@@ -96,7 +96,10 @@ def _figure_line(row: dict) -> str:
     status = row.get("image_status") or "?"
     if row.get("image_bytes"):
         size = f"{row['width']}x{row['height']} px, " if row.get("width") else ""
-        image = f"image {size}{row['image_bytes']:,} bytes ({row.get('image_path') or ''})"
+        source = row.get("image_path") or ""
+        if status == "rasterized_svg":  # a PNG drawn from an SVG: say so, and where the SVG is
+            source = f"rasterized_svg from {row.get('image_uri') or source}"
+        image = f"image {size}{row['image_bytes']:,} bytes ({source})"
     else:
         where = row.get("image_uri") or row.get("image_path") or ""
         image = f"no image: {status}" + (f" ({where})" if where and status != "in_subfigures" else "")

@@ -10,7 +10,8 @@ decompression bomb costs a header read, not gigabytes of memory. Three levels:
 - ``none``: image bytes are not looked at.
 
 SVG files (``image_kind='svg'``) are XML: they must parse (no entities, no network) with an
-``<svg>`` root element; their size is not compared.
+``<svg>`` root element; their size is not compared. An SVG the build rasterized
+(``image_status='rasterized_svg'``) holds a PNG and is checked as one.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ def check_image(
     """Bytes -> (width, height, error). ``error`` is one short phrase or None."""
     if not data:
         return None, None, "empty image bytes"
-    if kind == "svg" or (kind is None and data.lstrip()[:5] in (b"<?xml", b"<svg ", b"<svg>")):
+    # An SVG row rasterized by the build (image_status rasterized_svg) holds PNG bytes: checked as a raster.
+    if (kind == "svg" and data.lstrip()[:1] == b"<") or (
+        kind is None and data.lstrip()[:5] in (b"<?xml", b"<svg ", b"<svg>")
+    ):
         return None, None, _check_svg(data)
     try:
         with warnings.catch_warnings():

@@ -18,7 +18,7 @@ import great_expectations.expectations as gxe
 from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
-from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST
+from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST, WITH_BYTES
 from sciga.schemas.records import FIGURE_ROW_KINDS, IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
 
@@ -349,7 +349,7 @@ def _figures(o):
         ),
         _true(
             "image_matches_status",
-            "image holds bytes exactly when image_status is 'embedded', and is NULL otherwise "
+            "image holds bytes exactly when image_status is 'embedded' or 'rasterized_svg', and is NULL otherwise "
             "(a path without bytes makes `datasets` open a file from the reader's folder)",
         ),
     ]
@@ -553,7 +553,9 @@ def flat_tables() -> list[FlatTable]:
                                       ELSE regexp_extract(id, '^(.+)_F\d+(?:\.\d+)?$', 1) END AS id_paper,
                                  coalesce((kind = 'subfigure') = (parent_id IS NOT NULL), false) AS parent_consistent,
                                  NOT subcaption_tag_only AS subcaption_has_text, coalesce(image_status, 'NULL') AS image_status,
-                                 (has_image AND image_not_null) = (coalesce(image_status, '') = 'embedded')
+                                 (has_image AND image_not_null) = (coalesce(image_status, '') IN """
+            + _sql_set(WITH_BYTES)
+            + r""")
                                    AND image_not_null = has_image AS image_matches_status
                           FROM _figrows""",
         ),

@@ -124,6 +124,7 @@ PROVENANCE = pa.struct(
         ("schema_version", _str),
         ("decode_errors", pa.int32()),
         ("id_source", _str),
+        ("latexml_errors", pa.int32()),
     ]
 )
 

@@ -157,6 +157,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "provenance.schema_version": "data schema version of the row",
         "provenance.decode_errors": "bytes replaced while decoding the page (a few are tolerated)",
         "provenance.id_source": "where the id came from: `metadata`, `page`, `filename`, or `stem` (not an arXiv id)",
+        "provenance.latexml_errors": "`ltx_ERROR` elements in the page's article, outside formulas: macros or "
+        "environments LaTeXML could not convert (a page that holds nothing else is the dead letter "
+        "`failed_conversion`)",
     },
     "figures": {
         "id": "figure id (`2401.13641_F3`), subfigure id (`2401.13641_F3.2`), or `<paper>_GA` for a manifest GA",
@@ -172,7 +175,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "image": "the image in the `datasets` Image convention (`struct<bytes, path>`): `datasets` decodes it to "
         "PIL; null when the build has no bytes for it (`image_status` says why; a figure made of panels "
         "has none of its own: its panels are rows)",
-        "image.bytes": "the image file's bytes as found (PNG, JPEG, ...)",
+        "image.bytes": "the image file's bytes as found (PNG, JPEG, ...); for `image_status = rasterized_svg` "
+        "a PNG drawn from the SVG",
         "image.path": "the path the page gave, relative to the paper's asset root (`figs/a.png`); readers never open "
         "it: the bytes are there",
         "image_status": "why the row has its image or not: one value of the closed set in "
@@ -182,7 +186,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "image_source": "`html`, `tex` (recovered from the e-print) or `ga_manifest`",
         "image_url": "absolute URL of the image when the page's location is known",
         "image_uri": "where the image file was read from, or where it was looked for when it was not found (an "
-        "absolute path or URL of the build machine); null for a figure that names no file",
+        "absolute path or URL of the build machine); null for a figure that names no file. For "
+        "`rasterized_svg` the SVG the PNG was drawn from: the `.svg` file, or `<page>#<svg element id>` for "
+        "a drawing inline in the page",
         "width": "decoded width in pixels (null until the image decoded)",
         "height": "decoded height in pixels",
         "phash": "64-bit DCT perceptual hash, 16 hex digits",

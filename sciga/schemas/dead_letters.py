@@ -126,6 +126,17 @@ REASONS: tuple[Reason, ...] = (
     ),
     Reason(("truncated",), ("parse",), ("dead_letter",), "the page ends before `</html>`", "refetch the page"),
     Reason(
+        ("failed_conversion",),
+        ("parse",),
+        ("dead_letter",),
+        "a page arXiv published although its LaTeXML conversion failed: no title, heading, abstract or figure, "
+        'only `ltx_ERROR` elements (undefined macros) and a few words (titled "Untitled Document"); the '
+        "message gives the page's error count. Unlike `conversion_failed` (arXiv's or ar5iv's notice page in "
+        "place of a paper), this is LaTeXML's own output. A page with real content and a few errors stays a "
+        "paper, its count in `provenance.latexml_errors`",
+        "build the paper from its TeX source: `--html-from auto` converts its e-print with LaTeXML",
+    ),
+    Reason(
         ("unparseable",),
         ("parse",),
         ("dead_letter",),

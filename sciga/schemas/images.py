@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Optional
 
 EMBEDDED = "embedded"
+RASTERIZED_SVG = "rasterized_svg"
 NO_IMAGES_FLAG = "no_images_flag"
 NOT_FOUND = "not_found"
 TOO_LARGE = "too_large"
@@ -35,6 +36,8 @@ NO_IMAGE = "no_image"
 # value -> what it means and what to do (one sentence each; the docs and the card quote them)
 IMAGE_STATUSES: dict[str, str] = {
     EMBEDDED: "the image's bytes are in `image`",
+    RASTERIZED_SVG: "the figure is an SVG drawing (inline in the page or an .svg file): `image` holds a PNG drawn "
+    "from it (at most 2048 pixels a side) and `image_uri` says where the SVG is",
     NO_IMAGES_FLAG: "the build ran with --no-images: the file was found but its bytes were left out; "
     "build without --no-images to embed them",
     NOT_FOUND: "no file where the page's `img src` points, relative to the page's folder (`<img src=\"figs/a.png\">` "
@@ -51,7 +54,9 @@ IMAGE_STATUSES: dict[str, str] = {
     "pointing outside the input) and was refused; copy the image into the page's folder",
     NOT_A_FILE: "the image path names something that is not a regular file (a FIFO, a device, a folder) and "
     "was not opened; put the image file itself there",
-    SVG_ONLY: "the figure is an SVG drawing (inline in the page or an .svg file): there is no raster image",
+    SVG_ONLY: "the figure is an SVG drawing (inline in the page or an .svg file) that was not rasterized: it was "
+    "refused (entities, a reference outside the document, a huge viewBox; image_error says which) or could not "
+    "be drawn",
     PDF_ONLY: "the image file is a PDF: there is no raster image (TeX recovery rasterizes PDF figures of "
     "an e-print given with --tex-input)",
     UNRENDERED: "LaTeXML could not render this picture (raw TeX left in the page): there is no image",
@@ -60,6 +65,9 @@ IMAGE_STATUSES: dict[str, str] = {
     IN_SUBFIGURES: "a figure made of panels: its images are the rows of its subfigures",
     NO_IMAGE: "the figure names no image at all (a caption-only or table-like figure)",
 }
+
+# Statuses of rows whose `image` holds bytes (the gate checks bytes exactly for these).
+WITH_BYTES = frozenset({EMBEDDED, RASTERIZED_SVG})
 
 # Rows that carry no image by design, not by a problem: left out of "figures without an
 # image" and of the gate's missing-image rate (numerator and denominator).
@@ -83,7 +91,7 @@ KIND_STATUS = {"inline_svg": SVG_ONLY, "unrendered": UNRENDERED, "missing": MISS
 
 def counts_as_missing(status: Optional[str]) -> bool:
     """A row the user would expect an image for, that has none (summary, card, gate)."""
-    return status is not None and status != EMBEDDED and status not in BY_DESIGN and status not in ON_REQUEST
+    return status is not None and status not in WITH_BYTES and status not in BY_DESIGN and status not in ON_REQUEST
 
 
 def settle_status(
@@ -97,7 +105,9 @@ def settle_status(
     """The row's final status: what a stage recorded, else what its fields say. ``has_bytes``:
     the row's image bytes are (or would be, without --no-images) in the shard."""
     if has_bytes:
-        return NO_IMAGES_FLAG if no_images else EMBEDDED
+        if no_images:
+            return NO_IMAGES_FLAG
+        return RASTERIZED_SVG if status == RASTERIZED_SVG else EMBEDDED
     if status is not None and status != EMBEDDED:
         return status
     if image_kind in KIND_STATUS:

@@ -88,6 +88,9 @@ class Image:
     height: Optional[int] = None
     html_id: Optional[str] = None
     source: str = "html"  # "html" | "tex"
+    # Transient (not published): an inline SVG drawing as a standalone SVG document
+    # (kind "inline_svg"), for the vision stage to rasterize.
+    svg: Optional[str] = None
 
 
 @dataclass
@@ -155,6 +158,9 @@ class Provenance:
     schema_version: Optional[str] = None
     decode_errors: int = 0  # bytes replaced while decoding the page
     id_source: Optional[str] = None  # "metadata" | "page" | "filename" | "stem" (not an arXiv id)
+    # ltx_ERROR elements in the page's article: what LaTeXML could not convert (undefined
+    # macros, unknown environments). A page that is nothing but these is a dead letter.
+    latexml_errors: int = 0
 
 
 @dataclass
@@ -379,6 +385,9 @@ class FigureRow:
     is_teaser: bool = False
     ga_role: Optional[str] = None
     medical: Medical = field(default_factory=Medical)
+    # Transient (not published): the inline SVG drawing the row's image is made from
+    # (``Image.svg``); the vision stage rasterizes it and drops it.
+    svg_source: Optional[str] = None
 
 
 @dataclass

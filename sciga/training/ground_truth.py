@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE, GA_ID_RE
-from sciga.schemas.images import EMBEDDED, NO_IMAGES_FLAG
+from sciga.schemas.images import EMBEDDED, NO_IMAGES_FLAG, RASTERIZED_SVG
 from sciga.training.captions import clean_caption
 
-USABLE_STATUSES = (EMBEDDED, NO_IMAGES_FLAG)
+USABLE_STATUSES = (EMBEDDED, RASTERIZED_SVG, NO_IMAGES_FLAG)
 
 NEGATIVE_ROLES = frozenset({"", "none", "negative", "non_ga", "not_ga", "no"})
 _INTRO_RE = re.compile(r"^\s*(?:[\dIVX]+[.:]?\s+)?introduction\b", re.I)

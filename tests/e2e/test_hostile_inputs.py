@@ -88,6 +88,21 @@ def test_links_out_of_the_input_are_refused_and_nothing_outside_is_read(mut, tmp
     assert str(mut.canary_html) not in dead[page]["message"], "the link's target is not named (rows may be published)"
 
 
+def test_hostile_svg_figures_are_refused_and_nothing_they_name_is_read(mut, tmp_path):
+    """Issue 44: SVG figures are rasterized, and an SVG is one more input an attacker writes.
+    Entities, references to files outside (the canary PNG, watched), huge viewBoxes and <use>
+    bombs: every one refused on its figure row (svg_only, svg_refused: <kind>), the paper kept,
+    no canary opened, the build within its time and memory bounds."""
+    mut.plain_page()
+    for _ in range(6):
+        mut.svg_file_hostile()
+        mut.svg_inline_hostile()
+    build_checked(mut, tmp_path / "out")  # also checks each planted figure's svg_refused kind
+    refused = [f for f in figures_of(tmp_path / "out") if (f["image_error"] or "").startswith("svg_refused:")]
+    assert len(refused) == 12
+    assert {(f["image_status"], f["image"]) for f in refused} == {("svg_only", None)}
+
+
 # ------------------------------------------------------------------ 2. names
 
 

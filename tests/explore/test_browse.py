@@ -101,10 +101,10 @@ def _site(build: Path, out: Path, *extra) -> Path:
 def test_site_layout_limits_and_determinism(sample_build, tmp_path, capsys):
     site = _site(sample_build, tmp_path / "site")
     out = capsys.readouterr().out
-    assert "paper pages        4 of 4 papers" in out and "images            22 (" in out
+    assert "paper pages        4 of 4 papers" in out and "images            23 (" in out
     pages = sorted(p.name for p in (site / "papers").iterdir())
     assert pages == ["2511.99001.html", "2511.99002.html", "2511.99003.html", f"{safe_name('q-bio/0601999')}.html"]
-    assert len(list((site / "images").rglob("*.png"))) == 22
+    assert len(list((site / "images").rglob("*.png"))) == 23
     html = (site / "papers" / f"{PAPER}.html").read_text()
     assert "http://" not in html.replace("http://creativecommons.org", "") and "https://" not in html  # nothing remote
     assert "<script" not in html
@@ -138,7 +138,7 @@ def test_build_and_site_on_fsspec_paths(sample_build, tmp_path):
             mem.pipe(f"/sciga-browse-test/build/{p.relative_to(sample_build).as_posix()}", p.read_bytes())
     try:
         res = browse(BrowseOptions(out="memory://sciga-browse-test/build", output="memory://sciga-browse-test/site"))
-        assert len(res.pages) == 4 and res.images == 22
+        assert len(res.pages) == 4 and res.images == 23
         local = _site(sample_build, tmp_path / "local")
         for p in local.rglob("*"):
             if p.is_file():

@@ -56,7 +56,9 @@ def test_sample_build_counts_and_layout(sample_build):
     assert not (out / ".staging").exists() or not any((out / ".staging").iterdir())
     card = (out / "README.md").read_text()
     assert "configs:" in card and "data/figures/train-*" in card, "the build folder is a Hugging Face dataset"
-    assert m["stats"]["images_read"] == 22 and "mentions_rejected_other_work" not in m["stats"]
+    # 22 image files and 2511.99002's SVG drawing, rasterized (issue 44)
+    assert m["stats"]["images_read"] == 23 and m["stats"]["svg_rasterized"] == 1
+    assert "mentions_rejected_other_work" not in m["stats"]
 
 
 def test_sample_build_rows_in_duckdb(sample_build):

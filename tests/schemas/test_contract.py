@@ -27,7 +27,9 @@ TRANSIENT = {
     "Figure": {"caption_citation_spans"},
     "Subfigure": {"caption_citation_spans"},
     "Table": {"caption_citation_spans"},
-    "FigureRow": {"image_bytes", "image_path", "image_sha256", "image_size"},
+    "FigureRow": {"image_bytes", "image_path", "image_sha256", "image_size", "svg_source"},
+    # an inline SVG drawing, carried from the parser to the vision stage's rasterizer
+    "Image": {"svg"},
 }
 # The figures config stores the image as the `datasets` Image struct, made from two record fields.
 STRUCT_FROM_FIELDS = {("FigureRow", "image"): ("image_bytes", "image_path")}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -40,7 +41,15 @@ def candidate_paths(page_uri: str, image_path: str) -> list[str]:
     name = posixpath.basename(rel)
     if name != rel:
         cands.append(posixpath.join(base, name))
+    # arXiv's oxide pages write ``<id>vN/fig.png``, relative to ``https://arxiv.org/html/<id>vN``:
+    # a page saved as ``<id>vN.html`` keeps its images in the folder ``<id>vN/`` beside it.
+    m = _VERSIONED_PAGE_RE.match(posixpath.basename(inner.replace("\\", "/")))
+    if m:
+        cands.append(posixpath.join(base, m.group(1), rel))
     return [c + f"::{chain}" for c in cands] if chain else cands
+
+
+_VERSIONED_PAGE_RE = re.compile(r"^(\d{4}\.\d{4,5}v\d+)\.x?html?(?:\.gz)?$")
 
 
 def read_asset(

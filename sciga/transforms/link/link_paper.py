@@ -35,6 +35,7 @@ from sciga.transforms.link.subcaptions import add_split_subcaptions
 from sciga.transforms.link.targets import FigureIndex
 
 SENTENCE_CUT = "sentence_cut"  # key of Paper.rejected_mentions: mentions whose sentence was cut
+UNRESOLVED_LABEL = "unresolved_label"  # key of Paper.rejected_mentions: LABEL: leftovers no TeX label resolves
 STAGE = "link"
 _KEYWORD_HINT = re.compile(r"fig", re.I)
 

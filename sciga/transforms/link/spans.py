@@ -25,7 +25,9 @@ Spans that name several figures or panels:
 A reference to the float whose caption is being read (``self_id``) is never a span. Typed
 mentions of another work's figure ("Figure 1 of [12]", "their Figure 4", a mention inside
 a citation element, whose spans the parser kept in ``citations``) are never spans; those
-that name one of this paper's figure numbers are counted in ``stats["other_work"]``.
+that name one of this paper's figure numbers are counted in ``stats["other_work"]``; a
+``LABEL:`` leftover the TeX label map does not resolve is no mention at all, counted in
+``stats["unresolved_label"]``.
 """
 
 from __future__ import annotations
@@ -170,15 +172,24 @@ def link_text(
             if not own(ref):
                 out.append(RefSpan(start=s1, end=e2, text=text[s1:e2], ref_id=ref, resolution="range"))
 
-    # 2. LABEL:fig:... leftovers through the TeX label map.
+    # 2. LABEL:fig:... leftovers through the TeX label map. A label the map does not resolve
+    # names no figure: it is blanked out before pass 3 ("LABEL:fig1:direct" would read as
+    # "fig 1") and counted in stats["unresolved_label"].
     if "LABEL:" in masked:
+        blanks: list[tuple[int, int]] = []
         for m in LABEL_RE.finditer(masked):
             if taken.overlaps(m.start(), m.end()):
                 continue
+            blanks.append((m.start(), m.end()))
             printed = (figure_labels or {}).get(m.group("label"))
             item = parse_item(printed) if printed else None
             fig = index.figure(item.number) if item else None
-            refs = [r for r in (index.panel_targets(fig, item.panels) if fig and item else []) if not own(r[0])]
+            targets = index.panel_targets(fig, item.panels) if fig and item else []
+            refs = [r for r in targets if not own(r[0])]
+            if not targets:
+                if stats is not None:
+                    stats["unresolved_label"] = stats.get("unresolved_label", 0) + 1
+                continue
             if not refs:
                 continue
             kw = keyword_before(masked, m.start())
@@ -195,6 +206,8 @@ def link_text(
                     )
                 )
             taken.add(start, m.end())
+        for a, b in blanks:
+            masked = masked[:a] + " " * (b - a) + masked[b:]
 
     # 3. typed mentions not already covered.
     for expr in find_expressions(masked, foreign=True, citations=citations):

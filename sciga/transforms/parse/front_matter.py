@@ -90,6 +90,29 @@ def page_identity(root, title_text: Optional[str]) -> PageIdentity:
     return PageIdentity(pid, ver, page_url, base_url, source)
 
 
+# arXiv's HTML pages (LaTeXML oxide) have no <base href> and no canonical link; the
+# watermark of their info box names the paper: ``<div id="watermark-tr">arXiv:2410.00260v2 [cs.CL] ...``.
+_WATERMARK_RE = re.compile(
+    rb'id="watermark-tr"[^>]*>\s*arXiv:((?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)\b'
+)
+
+
+def with_watermark(ident: PageIdentity, utf8: bytes) -> PageIdentity:
+    """A page that names no paper in its head (arXiv's oxide pages): the id and version
+    from arXiv's watermark, and arXiv's URL of that version as what images resolve against
+    (``<id>vN/fig.png`` -> ``https://arxiv.org/html/<id>vN/fig.png``). Unchanged otherwise."""
+    if ident.paper_id is not None or ident.base_url is not None:
+        return ident
+    at = utf8.find(b'id="watermark-tr"')  # a plain search first: pages without it cost one memchr scan
+    m = _WATERMARK_RE.match(utf8, at) if at >= 0 else None
+    if not m:
+        return ident
+    ref = m.group(1).decode("ascii")
+    pid, ver = ids.split_version(ref)
+    base = f"https://arxiv.org/html/{ref}" if ver else None
+    return PageIdentity(pid, ver, ident.page_url, base, "arxiv_html" if ident.source == "local" else ident.source)
+
+
 def document_title(doc, html_title: Optional[str]) -> str:
     for el in doc.iter("h1", "h2", "div", "p"):
         if "ltx_title_document" in css_classes(el):

@@ -17,6 +17,7 @@ from typing import Optional
 from urllib.parse import unquote, urljoin, urlsplit
 
 from sciga.schemas.records import Image
+from sciga.transforms.parse.inline_svg import svg_markup
 from sciga.transforms.parse.text import css_classes
 
 _PAPER_PREFIX = re.compile(r"^(?:/?html/[^/]+/|(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?/)")
@@ -76,7 +77,8 @@ def image_from_element(el, base_url: Optional[str]) -> Image:
         kind = "svg" if ("svg" in typ or (path or "").lower().endswith(".svg")) else "raster"
         return Image(path=path, url=_url(base_url, data), kind=kind, width=w, height=h, html_id=html_id)
     if tag == "svg" or tag.endswith("}svg"):
-        return Image(path=None, kind="inline_svg", width=w, height=h, html_id=html_id)
+        # The drawing itself travels with the record (not published) for the vision stage to rasterize.
+        return Image(path=None, kind="inline_svg", width=w, height=h, html_id=html_id, svg=svg_markup(el))
     if "ltx_missing_image" in cls or "ltx_missing" in cls:
         return Image(path=None, kind="missing", html_id=html_id)
     # An ltx_picture that is neither svg nor contains one: LaTeXML left the TeX unrendered.

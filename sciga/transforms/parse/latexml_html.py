@@ -137,6 +137,53 @@ def _link_references(walker: DocumentWalker, floats: FloatContext, paragraphs: l
         record.caption_ref_spans = caption_ref_spans(record, anchors, floats.by_html_id, numbers, paper_id)
 
 
+def _base_url(ident: front_matter.PageIdentity, meta: PaperMeta) -> Optional[str]:
+    """What relative image paths resolve against: the page's own (<base href>, canonical
+    link, arXiv's watermark), else the URL the page was fetched from (oxide pages name
+    neither: ``2410.00260v2/fig.png`` under ``https://arxiv.org/html/2410.00260v2``)."""
+    if ident.base_url:
+        return ident.base_url
+    if meta.url and meta.url.lower().startswith(("http://", "https://")):
+        return meta.url
+    return None
+
+
+_ERROR_XPATH = etree.XPath("count(.//*[contains(concat(' ', normalize-space(@class), ' '), ' ltx_ERROR ')])")
+# A failed conversion's article holds no more than this much text besides its errors.
+FAILED_CONVERSION_MAX_CHARS = 200
+
+
+def latexml_errors(doc, utf8: bytes) -> int:
+    """``ltx_ERROR`` elements in the article: what LaTeXML could not convert (undefined
+    macros, unknown environments). Outside formulas: the tree is built without their MathML
+    (``math_bodies``), where LaTeXML marks an undefined macro as ``merror``. The page's bytes
+    are searched first: most pages have none."""
+    if b"ltx_ERROR" not in utf8:
+        return 0
+    return int(_ERROR_XPATH(doc))
+
+
+def _check_conversion(doc, sections, paragraphs, floats, abstract, errors, input_uri, paper_id) -> None:
+    """A page whose conversion failed is a dead letter, not a paper: arXiv publishes such
+    pages ("Untitled Document", no heading or abstract, the article one paragraph of
+    ``ltx_ERROR`` undefined macros). A page with real content and a few errors stays a paper
+    (its count is in ``provenance.latexml_errors``)."""
+    if abstract or floats.figures or floats.tables or any(sec.title for sec in sections):
+        return
+    if any("ltx_title_document" in css_classes(el) for el in doc.iter("h1", "h2", "div", "p")):
+        return
+    chars = sum(len(para.text) for para, _ in paragraphs)
+    if chars > FAILED_CONVERSION_MAX_CHARS:
+        return
+    raise ParseError(
+        "failed_conversion",
+        f"{input_uri} is a failed LaTeXML conversion: no title, heading or abstract, only {errors} LaTeXML "
+        f"error{'s' if errors != 1 else ''} (ltx_ERROR: undefined macros) and {chars} characters of text; "
+        "build the paper from its TeX source instead (--html-from auto).",
+        paper_id,
+    )
+
+
 def parse_latexml_html(
     html: bytes,
     meta: Optional[PaperMeta] = None,
@@ -158,7 +205,7 @@ def parse_latexml_html(
     root = _tree(utf8, input_uri)
     title_el = first_descendant(root, "title")
     html_title = title_el.text if title_el is not None else None
-    ident = front_matter.page_identity(root, html_title)
+    ident = front_matter.with_watermark(front_matter.page_identity(root, html_title), utf8)
 
     paper_id, version, id_source = _identity(meta, ident, fallback_id, fallback_id_source, input_uri)
     doc = _document_root(root)
@@ -167,7 +214,7 @@ def parse_latexml_html(
             "not_latexml", f"{input_uri} is HTML but not LaTeXML output; only ar5iv / arXiv HTML pages are supported."
         )
 
-    floats = FloatContext(paper_id=paper_id, base_url=ident.base_url)
+    floats = FloatContext(paper_id=paper_id, base_url=_base_url(ident, meta))
     walker = DocumentWalker(paper_id, floats)
     try:
         walker.walk(doc, None)
@@ -181,6 +228,9 @@ def parse_latexml_html(
 
     title = front_matter.document_title(doc, html_title)
     abstract = front_matter.abstract_of(doc)
+    errors = latexml_errors(doc, utf8)
+    if errors:
+        _check_conversion(doc, sections, paragraphs, floats, abstract, errors, input_uri, paper_id)
     authors = meta.authors or front_matter.authors_of(doc)
     if not title and not meta.title and not sections and not floats.figures:
         raise ParseError(
@@ -198,6 +248,7 @@ def parse_latexml_html(
         schema_version=SCHEMA_VERSION,
         decode_errors=decode_errors,
         id_source=id_source,
+        latexml_errors=errors,
     )
     return Paper(
         id=paper_id,

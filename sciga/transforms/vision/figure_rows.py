@@ -58,6 +58,7 @@ def _row(
         section_id=fig.section_id,
         html_id=html_id,
         is_teaser=fig.is_teaser,
+        svg_source=primary.svg if primary is not None and primary.kind == "inline_svg" else None,
     )
 
 

@@ -10,24 +10,27 @@ Beam's side of the stage (``stage.py``) runs the models on them.
 from __future__ import annotations
 
 import logging
+import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
 from sciga.schemas.build import ImageRef, PaperWork
-from sciga.schemas.images import NOT_FOUND, UNDECODABLE
+from sciga.schemas.images import NOT_FOUND, RASTERIZED_SVG, SVG_ONLY, UNDECODABLE
 from sciga.schemas.records import FigureRow
 from sciga.transforms.common.counters import Counter
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
 from sciga.transforms.common.steps import PaperStep, Tagged
 from sciga.transforms.inputs.page_images import find_asset
+from sciga.transforms.vision.decode import sniff_vector
 from sciga.transforms.vision.figure_images import measure_image
 from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.ga import GAInput, apply_de_facto
 from sciga.transforms.vision.medical import KeywordMatcher, annotate_keywords
 from sciga.transforms.vision.options import GAIndex, ResolvedVision
+from sciga.transforms.vision.svg_raster import MAX_SVG_BYTES, SvgRefused, rasterize_svg
 
 if TYPE_CHECKING:
     from sciga.transforms.vision.ga_manifest import GAEntry
@@ -170,6 +173,13 @@ class MeasureStep(PaperStep):
                 row.image_error, row.image_status, row.image_uri = got.error, got.status, got.expected_at
                 if got.transient:
                     work.cacheable = False  # an I/O error may pass: the next build reads the image again
+        svg_at = None  # where the SVG a PNG is drawn from lies: the file, or the page at the figure's element
+        if data is not None and sniff_vector(data) == "svg":
+            svg_at, data = uri, self._rasterized(work, row, data)
+        elif data is None and row.svg_source is not None and row.image_source != "tex":
+            svg_at = f"{work.uri}#{row.html_id}" if row.html_id else work.uri
+            data = self._rasterized(work, row, row.svg_source)
+        row.svg_source = None  # drawn (or refused): the markup does not travel further
         row.image_bytes = data
         had = data is not None
         model_input = None
@@ -185,8 +195,11 @@ class MeasureStep(PaperStep):
         if had:
             (self.decoded if row.image_bytes is not None else self.undecodable).inc()
         if row.image_bytes is None:
-            row.image_uri = row.image_uri or uri  # a file that was read but did not decode
+            row.image_uri = row.image_uri or svg_at or uri  # a file that was read but did not decode
             return None, None
+        if svg_at is not None:  # a PNG drawn here from an SVG: inline, like TeX's; image_uri says where the SVG is
+            row.image_status, row.image_uri, row.image_sha256, row.image_size = RASTERIZED_SVG, svg_at, None, None
+            return row.image_bytes, model_input
         if uri is None:  # made here (TeX): the bytes stay inline, there is no file to point at
             return row.image_bytes, model_input
         import hashlib
@@ -195,6 +208,30 @@ class MeasureStep(PaperStep):
         row.image_uri, row.image_sha256, row.image_size = ref.uri, ref.sha256, ref.size
         row.image_bytes = None
         return ref, model_input
+
+    def _rasterized(self, work: PaperWork, row: FigureRow, svg) -> Optional[bytes]:
+        """The PNG drawn from an SVG drawing or file (``svg_raster``), or None with the row's
+        ``svg_only`` status and the reason in ``image_error`` when it is refused."""
+        if isinstance(svg, (bytes, bytearray)) and svg[:2] == b"\x1f\x8b":  # .svgz
+            from sciga.transforms.common.decompress import InflatesTooFar, gunzip_at_most
+
+            try:
+                svg = gunzip_at_most(bytes(svg), MAX_SVG_BYTES)
+            except (InflatesTooFar, OSError, EOFError, zlib.error) as e:
+                row.image_status, row.image_error = (
+                    SVG_ONLY,
+                    f"svg_refused: too_large: the .svgz does not inflate ({e})",
+                )
+                work.count("svg_refused")
+                return None
+        try:
+            png = rasterize_svg(svg).png
+        except SvgRefused as e:
+            row.image_status, row.image_error = SVG_ONLY, str(e)
+            work.count("svg_refused")
+            return None
+        work.count("svg_rasterized")
+        return png
 
 
 def _exists(uri: str) -> bool:

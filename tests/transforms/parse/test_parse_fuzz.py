@@ -8,13 +8,16 @@ from hypothesis import strategies as st
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.transforms.parse import ParseError, parse_latexml_html
+from sciga.transforms.vision.svg_raster import MAX_SIDE, SvgRefused, rasterize_svg
 
-from conftest import CORPUS, SAMPLES
+from conftest import CORPUS, ROOT, SAMPLES
 
 PAGES = [
     (SAMPLES / "html" / "2511.99001" / "2511.99001.html").read_bytes(),
     (SAMPLES / "html" / "2511.99002" / "2511.99002.html").read_bytes(),
 ]
+# arXiv's LaTeXML oxide pages (issue 44): inline SVG pictures, flex panels, a failed conversion
+PAGES += [(ROOT / "tests" / "pages" / "oxide" / n).read_bytes() for n in ("2410.00260v2.html", "2608.30667v1.html")]
 if (CORPUS / "latexml" / "dd3d.html").exists():
     PAGES.append((CORPUS / "latexml" / "dd3d.html").read_bytes())
 
@@ -40,6 +43,10 @@ TAGS = [
     b"<!--",
     b"-->",
     b"&#x0;",
+    b'<svg class="ltx_picture" viewBox="0 0 1e12 1e12">',
+    b'<image xlink:href="file:///etc/passwd"/>',
+    b"<foreignObject>",
+    b"</svg>",
 ]
 
 
@@ -51,6 +58,12 @@ def check(data: bytes):
         return
     for f in p.figures:
         assert FIGURE_ID_RE.match(f.id)
+        for img in f.images:  # an inline drawing travels as a standalone SVG the rasterizer takes or refuses
+            if img.svg is not None:
+                try:
+                    assert rasterize_svg(img.svg).width <= MAX_SIDE
+                except SvgRefused as e:
+                    assert e.kind and e.message
         for s in f.subfigures:
             assert s.id.startswith(f.id + ".")
     for t in [p.title, p.abstract] + [s.body for s in p.sections] + [f.caption for f in p.figures]:
