@@ -165,8 +165,10 @@ class SharedFigureModel:
         return torch.device(self.describe()["device"])
 
     def describe(self) -> dict:
+        """The first server's process id and device."""
         if self._described is None:
-            self._described = dict(self.connect()._servers[0].describe())
+            self.connect()
+            self._described = dict(self._servers[0].describe())
         return self._described
 
     def __call__(self, batch) -> np.ndarray:
