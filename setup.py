@@ -41,6 +41,7 @@ CORE = [
     # (Rust; vision/svg_raster.py checks each SVG first). Pinned to a minor version: the PNG's
     # pixels are part of the shards.
     "resvg-py>=0.5,<0.6",
+    "cloudpickle>=2.1",  # vision: the shared model server is handed its loader pickled (a Beam dependency too)
     "pandas>=2",  # quality gate flat tables, stats tables (also a Great Expectations dependency)
     "pylatexenc>=2.10",  # sources: TeX-written author names in bulk arXiv metadata -> Unicode
 ]

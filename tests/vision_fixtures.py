@@ -384,8 +384,9 @@ def _recording_handler_class():
 
     class RecordingHandler(FigureModelHandler):
         """FigureModelHandler that records, in ``record`` (JSON lines), each model load
-        (process id), each batch the model process receives (type, dtype, shape, device)
-        and each caller (process id, its torch threads)."""
+        (process id: with sharing, the model server's), each batch the model process
+        receives (type, dtype, shape, device) and each caller (process id, its torch
+        threads)."""
 
         def __init__(self, *args, record: str, **kw):
             super().__init__(*args, **kw)
@@ -398,11 +399,11 @@ def _recording_handler_class():
             with open(self.record, "a") as f:
                 f.write(json.dumps({"pid": os.getpid(), **kw}) + "\n")
 
-        def load_model(self):
+        def load_local_model(self):
             import time
 
             t = time.time()
-            model = super().load_model()
+            model = super().load_local_model()
             self._note(what="load", device=str(model.device), start=t, seconds=time.time() - t)
             return _RecordingModel(model, self.record)
 

@@ -11,8 +11,10 @@ reusable PTransform, and the options that tune it for a CPU or a GPU worker.
 - Decoding and resizing run in the SDK processes, in parallel; what goes on to the model is
   a compact uint8 SxSx3 image (150 KB at 224 px), never a float tensor (600 KB).
 - The float conversion and the normalisation happen on the model's device, inside the
-  process that owns the model (``handlers.LoadedFigureModel``); with ``share_model`` that
-  is one process per machine, and batches reach it on the CPU.
+  process that owns the model (``figure_model.LoadedFigureModel``); with ``share_model``
+  that is the machine's model server (``shared_model.py``), and batches reach it in host
+  memory, through a memory-mapped file.
+- The same decoding and batching without Beam: ``model_step.ClassifyStep``.
 - Every input key comes out exactly once: in ``probabilities``, or in ``failed`` with the
   reason (``decompression_bomb: ...``, ``corrupt: ...``, ``unreadable: ...``).
 """
@@ -24,53 +26,21 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Optional
 
 import apache_beam as beam
-import numpy as np
 from apache_beam.metrics import Metrics
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_reduced, model_input
+from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.handlers import FigureModelHandler, probabilities
 from sciga.transforms.vision.inference_options import DEVICES, PRECISIONS, InferenceOptions  # noqa: F401 - re-exported
+from sciga.transforms.vision.model_step import (  # noqa: F401 - re-exported: the pure functions live there
+    FAILED,
+    image_bytes,
+    image_to_model_input,
+    model_input_or_reason,
+    read_image_file,
+    ready_model_input,
+)
 
 log = logging.getLogger("sciga.vision")
-
-FAILED = "failed"
-
-
-# ------------------------------------------------------------------ pure functions
-
-
-def image_bytes(payload: Any) -> bytes:
-    """The default ``load_bytes``: the payload is the image file's bytes."""
-    return payload
-
-
-def read_image_file(path: str) -> bytes:
-    """A ``load_bytes`` for image references: a local path, or any path Beam's
-    FileSystems can open (gs://)."""
-    if "://" not in path:
-        with open(path, "rb") as f:
-            return f.read()
-    from apache_beam.io.filesystems import FileSystems
-
-    with FileSystems.open(path) as f:
-        return f.read()
-
-
-def image_to_model_input(data: bytes, input_size: int, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
-    """Image bytes -> uint8 ``input_size`` x ``input_size`` x 3 (raises ImageDecodeError):
-    ``models.resize_for_model`` of the whole picture, from one decode at reduced scale
-    (JPEG DCT scaling, box reduction before colour conversion)."""
-    if data is None:
-        raise ImageDecodeError("no_image", "there are no image bytes")
-    return model_input(decode_reduced(data, max_pixels, 2 * input_size), input_size)
-
-
-def ready_model_input(payload: Any, input_size: int) -> Optional[np.ndarray]:
-    """The payload itself when it is an already decoded model input (uint8
-    ``input_size`` squared x 3, as the build's MeasureFigures sends), else None."""
-    if isinstance(payload, np.ndarray) and payload.dtype == np.uint8 and payload.shape == (input_size, input_size, 3):
-        return payload
-    return None
 
 
 # ------------------------------------------------------------------ Beam
@@ -102,21 +72,12 @@ class DecodeForModel(beam.DoFn):
 
     def process(self, element):
         key, payload = element
-        ready = ready_model_input(payload, self.input_size)
-        if ready is not None:  # decoded once already, where the figure was measured
+        if ready_model_input(payload, self.input_size) is not None:  # decoded once already, where measured
             self.ready.inc()
-            yield key, ready
+            yield key, payload
             return
-        try:
-            x = image_to_model_input(self.load_bytes(payload), self.input_size, self.max_pixels)
-        except ImageDecodeError as e:
-            why = str(e)
-        except OSError as e:
-            why = f"unreadable: could not read the image ({type(e).__name__}: {e})"
-        except Exception as e:  # noqa: BLE001 - one bad image must not stop the run
-            log.warning("internal error preparing %r for the model: %r", key, e)
-            why = f"internal: unexpected {type(e).__name__} while preparing the image ({e}); please report"
-        else:
+        x, why = model_input_or_reason(payload, self.input_size, self.load_bytes, self.max_pixels, key)
+        if x is not None:
             self.decoded.inc()
             yield key, x
             return

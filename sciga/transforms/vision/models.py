@@ -102,8 +102,12 @@ def build_model(arch: str, num_classes: Optional[int], dropout: float = 0.1, ini
     then given a dropout + linear head with ``num_classes`` outputs."""
     import torchvision
 
+    from sciga.transforms.vision import null_model
+
     try:
-        model = torchvision.models.get_model(arch, weights=None)
+        model = (
+            null_model.NullFigureNet() if arch == null_model.ARCH else torchvision.models.get_model(arch, weights=None)
+        )
     except ValueError:
         raise WeightsError(
             f"unknown architecture {arch!r}; use a torchvision classification model such as resnet101 or resnet18"
@@ -280,15 +284,26 @@ def preprocess_array(image, input_size: int, mean: Sequence[float], std: Sequenc
     return np.ascontiguousarray(a.transpose(2, 0, 1))
 
 
-def normalise(batch, mean, std):
+def normalise(batch, mean, std, channels_last: bool = False):
     """uint8 NxHxWx3 torch tensor (on any device) -> float32 Nx3xHxW, ImageNet-normalised on
     that device: the arithmetic of ``preprocess_array`` in the same order, so CPU results are
     the same numbers. ``mean``/``std`` are float32 tensors of shape (1, 3, 1, 1) on the same
-    device."""
+    device. The result is contiguous NCHW, or with ``channels_last`` laid out NHWC (what
+    channels_last weights want)."""
     import torch
 
-    x = batch.permute(0, 3, 1, 2).to(torch.float32) * (1.0 / 255.0)
-    return (x - mean) / std
+    # The layout is settled on the uint8 images (a quarter of the bytes to move), then each
+    # operation runs in place on one contiguous float tensor: the same numbers, element by
+    # element, as ``(permuted.float() * (1 / 255) - mean) / std``, and 3x faster on a CPU.
+    if channels_last:
+        x = batch.to(torch.float32)
+        x.mul_(1.0 / 255.0)
+        x.sub_(mean.view(1, 1, 1, -1))
+        return x.div_(std.view(1, 1, 1, -1)).permute(0, 3, 1, 2)
+    x = batch.permute(0, 3, 1, 2).contiguous().to(torch.float32)
+    x.mul_(1.0 / 255.0)
+    x.sub_(mean)
+    return x.div_(std)
 
 
 def preprocess(image, input_size: int, mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD):

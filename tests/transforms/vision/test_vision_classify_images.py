@@ -1,5 +1,5 @@
 """The classifier core (``transforms/vision/inference.py``) and the model process
-(``handlers.LoadedFigureModel``): compact uint8 images normalised next to the model, the
+(``figure_model.LoadedFigureModel``): compact uint8 images normalised next to the model, the
 shared model in a real multi-process DirectRunner, the memory-adaptive batch, bf16.
 
 Tests marked ``gpu`` run where torch sees a CUDA device and skip elsewhere."""
@@ -152,6 +152,8 @@ def _check_the_model_process(lines, n, size, want_device):
     assert len(loads) == 1, loads  # one model for the machine
     assert loads[0]["device"] == want_device
     assert {c["pid"] for c in calls} == {loads[0]["pid"]}  # every batch runs in the model's process
+    # ... a process of its own: no SDK process that decodes shares its interpreter with the model
+    assert loads[0]["pid"] not in {c["pid"] for c in callers}
     assert sum(c["shape"][0] for c in calls) == n
     for c in calls:  # what crossed the process boundary: uint8 images in host memory
         assert c["type"] == "numpy.ndarray" and c["dtype"] == "uint8" and c["shape"][1:] == [size, size, 3], c
@@ -309,7 +311,10 @@ def test_inference_options_map_the_flags_and_record_the_precision():
     assert InferenceOptions().sdk_torch_threads(cuda_available=True) is None
     assert InferenceOptions(torch_threads=3).sdk_torch_threads(cuda_available=False) == 3
     handler = FigureModelHandler.from_options("w.pt", "classify", o)
-    assert handler.options == o and handler.share_model_across_processes() and handler.model_copies() == 2
+    assert handler.options == o
+    step = handler.model_step()  # the sharing is the step's (a model server of its own), not Beam's large_model
+    assert step.shared and step.copies == 2 and step.tag == handler.share_tag
+    assert not handler.share_model_across_processes() and handler.model_copies() == 1
 
 
 def test_model_copies_take_the_gpus_in_turn(monkeypatch, tmp_path):

@@ -247,11 +247,11 @@ def test_hashes_moved_few_and_little_and_labels_kept_on_the_sample_and_the_corpu
 
 
 def test_a_ready_model_input_is_not_decoded_again(monkeypatch):
-    from sciga.transforms.vision import inference
+    from sciga.transforms.vision import inference, model_step
 
     decodes = []
-    real = inference.decode_reduced
-    monkeypatch.setattr(inference, "decode_reduced", lambda *a, **k: decodes.append(1) or real(*a, **k))
+    real = model_step.decode_reduced  # the classifier's decoding lives in model_step (Beam-free)
+    monkeypatch.setattr(model_step, "decode_reduced", lambda *a, **k: decodes.append(1) or real(*a, **k))
     fn = inference.DecodeForModel(224)
     x = measure_image(row(_jpeg(_photo(2000, 1500))), model_input_size=224)
     out = list(fn.process(("k", x)))
@@ -266,7 +266,7 @@ def test_a_build_with_the_classifier_decodes_each_figure_once(tmp_path, monkeypa
     from it: no second read and decode in the classifier step; sizes and statuses as before."""
     from vision_fixtures import copy_sample, read_rows, run_build, save_tiny_classifier
 
-    from sciga.transforms.vision import figure_images, inference
+    from sciga.transforms.vision import figure_images, model_step
 
     calls: dict[str, int] = {"measure": 0, "classifier": 0, "full": 0}
 
@@ -278,7 +278,7 @@ def test_a_build_with_the_classifier_decodes_each_figure_once(tmp_path, monkeypa
         return wrapped
 
     monkeypatch.setattr(figure_images, "decode_reduced", counting("measure", figure_images.decode_reduced))
-    monkeypatch.setattr(inference, "decode_reduced", counting("classifier", inference.decode_reduced))
+    monkeypatch.setattr(model_step, "decode_reduced", counting("classifier", model_step.decode_reduced))
     monkeypatch.setattr(decode_mod, "decode_image", counting("full", decode_mod.decode_image))
     src = tmp_path / "in"
     copy_sample(src, edit=("Overview of Glimpse.", "Overview of Glimpse on an MRI scan."))
