@@ -120,6 +120,16 @@ def _identity(
             f"{input_uri} does not say which arXiv paper it is (no canonical URL, <base href> or id in the file name); "
             "name the file <arxiv_id>.html or pass metadata.",
         )
+    if fallback_id_source == "filename" and fallback_id and id_source != "filename" and paper_id != fallback_id:
+        # A page (or sidecar) that names another paper than its file: never let it take that
+        # paper's place quietly (the genuine page may be in the same build, or not).
+        said_by = "metadata sidecar" if id_source == "metadata" else "page (its canonical URL, <base href> or title)"
+        raise ParseError(
+            "id_mismatch",
+            f"{input_uri} is named for paper {fallback_id}, but its {said_by} says it is {paper_id}; it was not "
+            f"built, so that it cannot stand in for {paper_id}: rename the file or fix the {said_by.split(' (')[0]}.",
+            paper_id=fallback_id,
+        )
     return paper_id, version, id_source
 
 
