@@ -6,7 +6,7 @@ from typing import Optional
 
 from sciga.schemas.build import PaperWork
 from sciga.transforms.common.steps import PaperStep
-from sciga.transforms.link.link_paper import SENTENCE_CUT, STAGE, link_paper
+from sciga.transforms.link.link_paper import MENTIONS_CAPPED, SENTENCE_CUT, STAGE, link_paper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.options import LinkOptions
 from sciga.transforms.link.sentences import NONE, Sentencizer
@@ -37,6 +37,9 @@ class LinkStep(PaperStep):
         for why, n in sorted(paper.rejected_mentions.items()):
             if why == SENTENCE_CUT:
                 work.count("sentences_cut", n)  # the manifest's stats say how many sentences were cut
+                continue
+            if why == MENTIONS_CAPPED:
+                work.count(MENTIONS_CAPPED, n)  # beyond the per-paper cap (link_paper.MAX_MENTIONS)
                 continue
             work.count(f"mentions_rejected_{why}", n)  # e.g. "Figure 1 of [12]": another work's figure
         return [work]
