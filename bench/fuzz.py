@@ -68,6 +68,7 @@ def build(m: Mutations, out: Path, a, on_tick=None):
         "--quiet",
         "--max-page-mb",
         str(a.max_page_mb),
+        *m.build_args(),
     )
     with CanaryWatch(m.canaries) as watch:
         r = run_watched(cmd, a.timeout, on_tick=on_tick)
