@@ -403,7 +403,7 @@ class Mutations:
         d = self._folder(pid) / "folder.html"
         d.mkdir()
         page = d / f"{pid}.html"
-        page.write_bytes(self._base())
+        page.write_bytes(self._eml())  # no sidecar: a page that names no paper itself (else: id_mismatch)
         self.planted.append(Planted("dir_named_html", str(page), "paper"))
 
     def link_loops(self):
