@@ -2,8 +2,10 @@
 
 Inputs are mutated from the real pages of ../shared/corpus (tests/hostile_fixtures.py: bad
 names, FIFOs, links out of the input and link loops, sidecars of the wrong types, gzip
-bombs, captions of mentions, giant formulas, broken bytes, ...), every kind once before
-any twice, in batches of ``--batch`` inputs per build. Each build is run as a user runs it
+bombs, captions of mentions, giant formulas, broken bytes; since issue 43 also folders linked
+from outside, paths over 4,096 bytes, names that are not UTF-8, unsafe dump members, ``::``
+and NUL in image sources and GA-manifest rows, impostor and confusable ids, 16-bit images and
+pages with huge row counts, ...), every kind once before any twice, in batches of ``--batch`` inputs per build. Each build is run as a user runs it
 (`python -m sciga build`, its own process group) and checked: exit status, no hang
 (``--timeout``), peak RSS of the process tree (``--rss-gb``), no canary file outside the
 input opened (inotify) or copied into the output, every input a paper or a dead letter,
@@ -56,7 +58,7 @@ def shard_digests(out: Path) -> dict:
     }
 
 
-def build(m: Mutations, out: Path, a, on_tick=None):
+def build(m: Mutations, out: Path, a, on_tick=None, workers=None):
     cmd = sciga_cmd(
         "build",
         "--input",
@@ -64,10 +66,11 @@ def build(m: Mutations, out: Path, a, on_tick=None):
         "--output",
         str(out),
         "--workers",
-        str(a.workers),
+        str(workers or a.workers),
         "--quiet",
         "--max-page-mb",
         str(a.max_page_mb),
+        *m.build_args(),
     )
     with CanaryWatch(m.canaries) as watch:
         r = run_watched(cmd, a.timeout, on_tick=on_tick)
@@ -86,6 +89,13 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=900, help="seconds before a build counts as hung")
     ap.add_argument("--rss-gb", type=float, default=1.5, help="peak RSS bound of one build's process tree")
     ap.add_argument("--kill-resume", action="store_true", help="also kill each build at a random moment and resume it")
+    ap.add_argument(
+        "--ga-every",
+        type=int,
+        default=5,
+        help="every Nth batch also gets hostile GA-manifest rows and is built with 1 worker (a GA manifest runs on "
+        "Beam's DirectRunner, whose processes alone take ~1.5 GB with 2 workers); 0: none (default %(default)s)",
+    )
     ap.add_argument("--workdir", default=None, help="where to build (default: a temporary folder, removed)")
     a = ap.parse_args(argv)
     corpus = corpus_dir()
@@ -121,8 +131,12 @@ def main(argv=None) -> int:
             folder = work / f"batch{n:03d}"
             m = Mutations(folder / "in", folder / "outside", pages, random.Random(rng.randrange(1 << 30)))
             m.plant(size)
+            with_ga = bool(a.ga_every) and n % a.ga_every == 0
+            if with_ga:
+                for kind in Mutations.GA_KINDS:
+                    getattr(m, kind)()
             out = folder / "out"
-            r, touched = build(m, out, a)
+            r, touched = build(m, out, a, workers=1 if with_ga else None)
             hostile_seconds += r.seconds
             problems = []
             if r.timed_out:
@@ -151,7 +165,8 @@ def main(argv=None) -> int:
             rows.append((n, size, r.seconds, r.peak_rss / GB, len(problems)))
             failures += [f"batch {n} (seed of the batch in {folder}): {p}" for p in problems]
             print(
-                f"batch {n}: {size} inputs, {r.seconds:.1f} s, peak RSS {r.peak_rss / GB:.2f} GB, "
+                f"batch {n}{' (with GA rows, 1 worker)' if with_ga else ''}: {size} inputs, {r.seconds:.1f} s, "
+                f"peak RSS {r.peak_rss / GB:.2f} GB, "
                 f"{len(problems)} problems",
                 file=sys.stderr,
                 flush=True,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import gzip
+import io
 import json
 import os
 import random
@@ -260,6 +261,13 @@ class Planted:
     expect: str = "any"  # "paper" | "dead" | "any"
     dead_types: tuple[str, ...] = ()  # acceptable error_type values when dead
     figure_error: Optional[str] = None  # an image_error prefix some figure of the paper must carry
+    # "paper" and no other copy took its place (a duplicate dead letter does not count as one)
+    kept: bool = False
+    ga_status: Optional[str] = None  # the image_status the paper's GA row (``<id>_GA``) must have
+    paper_id: Optional[str] = None  # the id the paper must have (when ``kept`` or ``ga_status``)
+
+
+_PNG16: dict = {}  # side -> a 16-bit PNG, made once per process
 
 
 @dataclass
@@ -273,6 +281,8 @@ class Mutations:
     planted: list[Planted] = field(default_factory=list)
     n: int = 0
     marker: bytes = b"SCIGA-CANARY-7f3a9c"
+    dumps: list[Path] = field(default_factory=list)  # ar5iv dumps given as more --input specs
+    ga_rows: list[tuple[str, str]] = field(default_factory=list)  # (arxiv_id, path) of the GA manifest
 
     def __post_init__(self):
         self.inp.mkdir(parents=True, exist_ok=True)
@@ -285,10 +295,36 @@ class Mutations:
         self.canary_json.write_text(json.dumps({"id": "2499.99999", "title": self.marker.decode()}))
         self.canary_tex = self.outside / "canary.src.tar.gz"
         self.canary_tex.write_bytes(gzip.compress(self.marker * 10, mtime=0))
+        self.linked_canaries: list[Path] = []  # pages in folders outside that a folder of the input links to
 
     @property
     def canaries(self) -> list[Path]:
-        return [self.canary_png, self.canary_html, self.canary_json, self.canary_tex]
+        return [self.canary_png, self.canary_html, self.canary_json, self.canary_tex, *self.linked_canaries]
+
+    @property
+    def manifest(self) -> Path:
+        """The GA manifest (``ga_rows``), in a folder of its own beside the input."""
+        return self.inp.parent / "ga_manifest" / "ga.csv"
+
+    def write_manifest(self) -> Optional[Path]:
+        if not self.ga_rows:
+            return None
+        self.manifest.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.manifest, "wb") as f:
+            f.write(b"arxiv_id,path\n")
+            for pid, path in self.ga_rows:
+                f.write(f'{pid},"{path}"\n'.encode("utf-8", "surrogateescape"))
+        return self.manifest
+
+    def build_args(self) -> list[str]:
+        """The `sciga build` arguments the planted inputs need besides --input FOLDER."""
+        args: list[str] = []
+        if self.dumps:
+            args += ["--input", str(self.inp), *map(str, self.dumps)]
+        manifest = self.write_manifest()
+        if manifest is not None:
+            args += ["--ga-manifest", str(manifest)]
+        return args
 
     # helpers
     def _id(self) -> str:
@@ -368,7 +404,7 @@ class Mutations:
         d = self._folder(pid) / "folder.html"
         d.mkdir()
         page = d / f"{pid}.html"
-        page.write_bytes(self._base())
+        page.write_bytes(self._eml())  # no sidecar: a page that names no paper itself (else: id_mismatch)
         self.planted.append(Planted("dir_named_html", str(page), "paper"))
 
     def link_loops(self):
@@ -376,7 +412,8 @@ class Mutations:
         page = self._page(f"{pid}.html", self._base(), pid=pid, kind="link_loops")
         (page.parent / "self").symlink_to(".")
         (page.parent / "loop").symlink_to("..")
-        (page.parent / "up").symlink_to(self.outside)  # a folder out of the input: never walked
+        (page.parent / "up").symlink_to(self.outside)  # a folder out of the input: its page names listed, never read
+        self.planted.append(Planted("link_loops", str(page.parent / "up" / "canary.html"), "dead", ("outside_input",)))
 
     def page_alias_link(self):
         pid = self._id()
@@ -609,6 +646,190 @@ class Mutations:
         i = data.find(b"</article>")
         self._page(f"{self._id()}.html", data[:i] + figs + data[i:], kind="many_figures")
 
+    # ---- issue 43: nothing the listing meets vanishes
+    def folder_link_out(self):
+        """A folder of the input that is a link to a folder outside it: its pages are listed
+        by their names through the link and refused (was: silently skipped)."""
+        pid = self._id()
+        d = self._folder(pid)
+        target = self.outside.parent / "linked_pages" / pid  # beside the canaries: no other link reaches it
+        (target / "sub").mkdir(parents=True)
+        (d / "linked").symlink_to(target)
+        for name in ("2498.00001.html", "sub/x.html"):
+            (target / name).write_bytes(self.canary_html.read_bytes())
+            self.linked_canaries.append(target / name)
+            self.planted.append(Planted("folder_link_out", str(d / "linked" / name), "dead", ("outside_input",)))
+
+    def path_too_long(self):
+        """A page whose path is over 4,096 bytes (folders made through descriptors)."""
+        pid = self._id()
+        fd = os.open(self._folder(pid), os.O_RDONLY)
+        path = os.fsencode(self.inp / pid)
+        try:
+            for i in range(18):
+                name = b"d%02d" % i + b"x" * 240
+                os.mkdir(name, dir_fd=fd)
+                nfd = os.open(name, os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+                path += b"/" + name
+            f = os.open(f"{pid}.html".encode(), os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+            os.write(f, self._base())
+            os.close(f)
+        finally:
+            os.close(fd)
+        uri = os.fsdecode(path + f"/{pid}.html".encode())
+        assert len(os.fsencode(uri)) > 4096
+        self.planted.append(Planted("path_too_long", uri, "dead", ("path_too_long",)))
+
+    def name_not_utf8(self):
+        """A file name with bytes that are not UTF-8 (Linux allows them): a dead letter that
+        names it with \\xNN escapes (was: a warning on stderr only)."""
+        pid = self._id()
+        d = self._folder(pid)
+        raw = os.fsencode(d) + f"/{pid}-".encode() + bytes([0xFF, 0xFE]) + b".html"
+        with open(raw, "wb") as f:
+            f.write(self._base())
+        self.planted.append(Planted("name_not_utf8", str(d / f"{pid}-\\xff\\xfe.html"), "dead", ("bad_name",)))
+
+    def dump_members(self):
+        """An ar5iv dump (given as another --input) with a good member and members named
+        ``../x.html``, ``/abs/x.html`` and ``a::b.html``."""
+        import zipfile
+
+        pid = self._id()
+        dump = self.inp.parent / f"dump-{pid}.zip"
+        with zipfile.ZipFile(dump, "w") as z:
+            z.writestr(f"2490/{pid}.html", self._base())
+            for bad in (f"../{pid}a.html", f"/abs/{pid}b.html", f"2490/{pid}::c.html"):
+                z.writestr(bad, self._base())
+                self.planted.append(Planted("dump_members", f"zip://{bad}::{dump}", "dead", ("unsafe_member",)))
+        self.dumps.append(dump)
+        self.planted.append(Planted("dump_members", f"zip://2490/{pid}.html::{dump}", "any"))
+
+    # ---- issue 43: :: and NUL in path-like fields
+    def src_nul(self):
+        self._image_page(lambda d: "figs/teaser%00.png", "src_nul", "image path")
+
+    def src_chain(self):
+        self._image_page(
+            lambda d: self.rng.choice(["a::b.png", "zip://x.png::/etc/passwd", "x1.png::y"]), "src_chain", None
+        )
+
+    def ga_rows_hostile(self):
+        """GA manifest rows for a good page that lead outside, hold NUL or '::', or are web
+        addresses: refused unopened, the GA row says why (``outside_input`` / ``not_found``)."""
+        choices = [
+            (str(self.canary_png), "outside_input"),
+            (f"file://{self.canary_png}", "outside_input"),
+            (os.path.relpath(self.canary_png, self.manifest.parent), "outside_input"),
+            ("/proc/self/environ", "outside_input"),
+            ("zip://x.png::/etc/passwd", "outside_input"),
+            ("http://127.0.0.1:9/ga.png", "outside_input"),
+            ("ga\x00.png", "not_found"),
+        ]
+        path, status = choices[sum(p.kind == "ga_rows_hostile" for p in self.planted) % len(choices)]  # each in turn
+        pid = self._id()
+        self._page(f"{pid}.html", self._base(), pid=pid, kind="ga_rows_hostile")
+        self.planted[-1].ga_status, self.planted[-1].paper_id = status, pid
+        self.ga_rows.append((pid, path))
+
+    # ---- issue 43: ids that lie
+    def impostor_sidecar(self):
+        """A page named for one paper whose sidecar says it is another: a dead letter naming
+        both (was: it replaced the genuine page)."""
+        genuine = self._id()
+        self._page(f"{genuine}.html", self._base(), pid=genuine, kind="impostor_sidecar")
+        self.planted[-1].kept, self.planted[-1].paper_id = True, genuine
+        liar = self._id()
+        d = self._folder(liar)
+        (d / f"{liar}.html").write_bytes(self._eml() + b"<!-- a longer, richer copy -->" * 50)
+        (d / f"{liar}.meta.json").write_text(json.dumps({"id": genuine, "version": "v9"}))
+        self.planted.append(Planted("impostor_sidecar", str(d / f"{liar}.html"), "dead", ("id_mismatch",)))
+
+    def impostor_canonical(self):
+        """A page named for one paper whose canonical URL names another."""
+        liar, other = self._id(), self._id()
+        d = self._folder(liar)
+        data = self._base().replace(
+            b"<head>", f'<head><link rel="canonical" href="https://arxiv.org/html/{other}v3">'.encode(), 1
+        )
+        (d / f"{liar}.html").write_bytes(data)
+        self.planted.append(Planted("impostor_canonical", str(d / f"{liar}.html"), "dead", ("id_mismatch",)))
+
+    def impostor_unnamed(self):
+        """A page whose name gives no id and whose sidecar claims a genuine page's id: the
+        genuine one is kept, the other is its duplicate."""
+        genuine = self._id()
+        self._page(f"{genuine}.html", self._base(), pid=genuine, kind="impostor_unnamed")
+        self.planted[-1].kept, self.planted[-1].paper_id = True, genuine
+        d = self._folder(self._id())
+        (d / "paper.html").write_bytes(self._eml() + b"<!-- richer -->" * 50)
+        (d / "paper.meta.json").write_text(json.dumps({"id": genuine, "version": "v9"}))
+        self.planted.append(Planted("impostor_unnamed", str(d / "paper.html"), "dead", ("duplicate",)))
+
+    def confusable_id(self):
+        """Fullwidth digits, zero-width and bidi characters in a sidecar's id or a file name
+        spell the same paper; path syntax is no id."""
+        pid = self._id()
+        fullwidth = pid.translate(str.maketrans("0123456789.", "０１２３４５６７８９．"))
+        spelled = self.rng.choice([fullwidth, pid[:5] + "\u200b" + pid[5:], "\u202e" + pid])
+        d = self._folder(pid)
+        if self.rng.random() < 0.5:
+            (d / f"{pid}.html").write_bytes(self._base())
+            (d / f"{pid}.meta.json").write_text(json.dumps({"id": spelled}))
+            uri = d / f"{pid}.html"
+        else:
+            uri = d / f"{spelled}.html"
+            uri.write_bytes(self._base())
+            (d / f"{spelled}.meta.json").write_text(json.dumps({"id": pid}))
+        self.planted.append(Planted("confusable_id", str(uri), "paper", kept=True, paper_id=pid))
+
+    def path_id(self):
+        pid = self._id()
+        page = self._page(
+            f"{pid}.html",
+            self._base(),
+            pid=pid,
+            kind="path_id",
+            expect="dead",
+            dead_types=("bad_metadata",),
+            sidecar=False,
+        )
+        bad = self.rng.choice(["../../x", "/etc/passwd", "..", "a/../../b"])
+        (page.parent / f"{pid}.meta.json").write_text(json.dumps({"id": bad}))
+
+    # ---- issue 43: memory from one page
+    def png16_image(self, side: int = 2400):
+        """Figure 1 is a 16-bit greyscale PNG (the memory case itself: bench/hostile_memory.py)."""
+        if side not in _PNG16:
+            _PNG16[side] = png16(side)
+        data = _PNG16[side]
+
+        def src(d: Path) -> str:
+            (d / "x1.png").write_bytes(data)
+            return "x1.png"
+
+        self._image_page(src, "png16_image", None)
+
+    def huge_rows(self):
+        """References or figures by the tens of thousands: a capped paper or a dead letter."""
+        pid = self._id()
+        d = self._folder(pid)
+        case = self.rng.choice(["refs_capped", "refs_refused", "figures_refused"])
+        if case == "refs_capped":
+            page = many_mentions_page(d, self._corpus(), pid, n=21_000)
+            self.planted.append(Planted("huge_rows", str(page), "paper"))
+        elif case == "refs_refused":
+            page = many_mentions_page(d, self._corpus(), pid, n=101_000)
+            self.planted.append(Planted("huge_rows", str(page), "dead", ("too_many_rows",)))
+        else:
+            page = many_figures_page(d, self._corpus(), pid, n=5_100, image_kb=2)
+            self.planted.append(Planted("huge_rows", str(page), "dead", ("too_many_rows",)))
+
+    def _corpus(self) -> Path:
+        return self.pages[0].parent.parent
+
     KINDS = (
         "name_newline",
         "name_chain",
@@ -641,7 +862,25 @@ class Mutations:
         "entity_bomb",
         "bad_encoding",
         "many_figures",
+        "folder_link_out",
+        "path_too_long",
+        "name_not_utf8",
+        "dump_members",
+        "src_nul",
+        "src_chain",
+        "impostor_sidecar",
+        "impostor_canonical",
+        "impostor_unnamed",
+        "confusable_id",
+        "path_id",
+        "png16_image",
+        "huge_rows",
     )
+
+    # A GA manifest makes the build run on Beam's DirectRunner, whose processes alone take about
+    # 1.5 GB with 2 workers: these kinds are built in their own build, with 1 worker, together
+    # with refused inputs (which then travel through Beam's coders too).
+    GA_KINDS = ("ga_rows_hostile",) * 7 + ("folder_link_out", "name_not_utf8", "dump_members", "path_too_long")
 
     def plant(self, count: int) -> list[Planted]:
         """``count`` inputs, every kind once before any kind twice (seeded order)."""
@@ -672,7 +911,9 @@ def build_checked(
     """`sciga build` over the planted inputs, as a user runs it, with the issue's checks:
     exit status, no hang, peak RSS of the process tree, no canary opened or leaked, every
     input a paper or a dead letter, each planted input as it must come out."""
-    cmd = sciga_cmd("build", "--input", str(m.inp), "--output", str(out), "--workers", workers, "--quiet", *extra)
+    cmd = sciga_cmd(
+        "build", "--input", str(m.inp), "--output", str(out), "--workers", workers, "--quiet", *m.build_args(), *extra
+    )
     with CanaryWatch(m.canaries) as watch:
         r = run_watched(cmd, timeout, env=cli_env(env), on_tick=on_tick)
         touched = watch.touched()
@@ -700,11 +941,19 @@ def check_expectations(out: Path, planted: list[Planted]) -> list[str]:
         dead_of.setdefault(d["input_uri"], []).append(d["error_type"])
     figures = []
     for f in sorted((out / "data" / "figures").glob("*.parquet")):
-        figures.extend(pq.read_table(f, columns=["paper_id", "image_error"]).to_pylist())
+        figures.extend(pq.read_table(f, columns=["id", "paper_id", "image_error", "image_status"]).to_pylist())
     problems = []
     for p in planted:
         if p.uri is None:
             continue
+        if p.kept and paper_of.get(p.uri) != (p.paper_id or paper_of.get(p.uri)):
+            problems.append(f"{p.kind}: {p.uri!r} should be paper {p.paper_id}, got {paper_of.get(p.uri)}")
+        if p.kept and p.uri not in paper_of:
+            problems.append(f"{p.kind}: {p.uri!r} should be kept as a paper, got {dead_of.get(p.uri)}")
+        if p.ga_status is not None:
+            ga = [f for f in figures if f["id"] == f"{p.paper_id}_GA"]
+            if [f["image_status"] for f in ga] != [p.ga_status]:
+                problems.append(f"{p.kind}: the GA row of {p.paper_id} should be {p.ga_status}, got {ga}")
         if p.expect == "paper" and p.uri not in paper_of:
             # A duplicate of another planted page is dead-lettered as one: that is still a paper's input.
             if "duplicate" not in dead_of.get(p.uri, []):
@@ -718,3 +967,122 @@ def check_expectations(out: Path, planted: list[Planted]) -> list[str]:
             if not any(e.startswith(p.figure_error) for e in errs):
                 problems.append(f"{p.kind}: no figure of {p.uri!r} carries {p.figure_error}: {errs}")
     return problems
+
+
+# ------------------------------------------------------------------ one-page memory cases (issue 43)
+# Each writes one page (with what it needs beside it) into ``folder`` and returns its path;
+# tests build small versions, bench/hostile_memory.py the sizes the issue measured.
+
+
+def eml_page(corpus: Path) -> bytes:
+    """A real page with two figures (``x1.png``, ``x2.png``) and references to Figure 1."""
+    return (corpus / "latexml" / "eml.html").read_bytes()
+
+
+def png16(side: int) -> bytes:
+    """A ``side`` x ``side`` 16-bit greyscale PNG: a gradient with noise, small on disk
+    (9400 px: about 1.3 MB, under the default pixel limit) and 2 bytes a pixel decoded."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    y = np.arange(side, dtype=np.uint32)[:, None]
+    x = np.arange(side, dtype=np.uint32)[None, :]
+    a = ((x * 7 + y * 3) % 65536).astype(np.uint16)
+    a[:: max(1, side // 97), :] = 65535  # lines, so the picture is not one flat gradient
+    buf = io.BytesIO()
+    Image.fromarray(a, "I;16").save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+def png16_page(folder: Path, corpus: Path, pid: str, side: int = 9400) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "x1.png").write_bytes(png16(side))
+    page = folder / f"{pid}.html"
+    page.write_bytes(eml_page(corpus))
+    return page
+
+
+def many_mentions_page(folder: Path, corpus: Path, pid: str, n: int = 1_000_000) -> Path:
+    """A paragraph with ``n`` references to Figure 1 (``<a href="#S3.F1">``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    data = eml_page(corpus)
+    ref = b'see <a href="#S3.F1" class="ltx_ref">Figure <span class="ltx_text ltx_ref_tag">1</span></a>, '
+    i = data.find(b"</section>")
+    body = b'<p class="ltx_p">' + ref * n + b"and so on.</p>"
+    page = folder / f"{pid}.html"
+    page.write_bytes(data[:i] + body + data[i:])
+    return page
+
+
+def many_figures_page(folder: Path, corpus: Path, pid: str, n: int = 100_000, image_kb: int = 12) -> Path:
+    """``n`` figures that all show the same image file (``teaser.png``, ~``image_kb`` KB)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(43)
+    side = 16
+    while True:  # noise compresses badly: grow until the file is about image_kb
+        buf = io.BytesIO()
+        Image.fromarray(rng.integers(0, 256, (side, side, 3), dtype=np.uint8), "RGB").save(buf, format="PNG")
+        if buf.tell() >= image_kb * 1024 or side > 1024:
+            break
+        side += 8
+    (folder / "teaser.png").write_bytes(buf.getvalue())
+    figs = b"".join(
+        f'<figure id="S9.F{i}" class="ltx_figure"><img src="teaser.png" class="ltx_graphics"><figcaption '
+        f'class="ltx_caption"><span class="ltx_tag ltx_tag_figure">Figure {i}: </span>Fig {i}</figcaption>'
+        "</figure>".encode()
+        for i in range(1, n + 1)
+    )
+    data = eml_page(corpus)
+    i = data.find(b"</article>")
+    page = folder / f"{pid}.html"
+    page.write_bytes(data[:i] + figs + data[i:])
+    return page
+
+
+class _RepeatedText(io.RawIOBase):
+    """``head`` then ``unit`` repeated, ``size`` bytes in all, made as it is read."""
+
+    def __init__(self, head: bytes, unit: bytes, size: int):
+        self.pending, self.unit, self.left = head, unit * max(1, (1 << 20) // len(unit)), size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.left <= 0:
+            return 0
+        src = self.pending or self.unit
+        n = min(len(b), self.left, len(src))
+        b[:n] = src[:n]
+        self.pending = src[n:] if self.pending else b""
+        self.left -= n
+        return n
+
+
+def big_tex_eprint_page(folder: Path, corpus: Path, pid: str, member_mb: int = 250, members: int = 2) -> Path:
+    """A page with its e-print beside it (``<pid>.src.tar.gz``): ``members`` .tex files of
+    ``member_mb`` MB each (under the default per-member and total limits), gzip-compressed."""
+    import tarfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    unit = b"\\begin{figure}\\includegraphics{x1.png}\\caption{A figure.}\\end{figure} Some text of the paper.\n"
+    with (
+        open(folder / f"{pid}.src.tar.gz", "wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as gz,
+    ):
+        with tarfile.open(fileobj=gz, mode="w|") as tar:
+            for k in range(members):
+                info = tarfile.TarInfo(f"part{k}.tex")
+                info.size = member_mb * 1024 * 1024
+                head = b"\\documentclass{article}\\begin{document}\n" if k == 0 else b""
+                tar.addfile(info, io.BufferedReader(_RepeatedText(head, unit, info.size), 1 << 20))
+    page = folder / f"{pid}.html"
+    page.write_bytes(eml_page(corpus))
+    return page

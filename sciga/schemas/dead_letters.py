@@ -84,10 +84,38 @@ REASONS: tuple[Reason, ...] = (
         ("dead_letter", "dead_letter (part)"),
         "the page, its metadata sidecar or its e-print is a symbolic link (or lies behind one) that leads outside "
         "the folder it was found in, so it was not read: a link cannot bring a file from elsewhere on the machine "
-        "into a dataset you may publish. For a page or sidecar (`read`) the input gives no paper; for a TeX source "
+        "into a dataset you may publish. A page inside a linked folder that leads out of the input is listed by "
+        "its name through the link and refused the same way (nothing behind the link is opened; a link to a "
+        "folder of more than 10,000 entries is one row, the link's). For a page or sidecar (`read`) the input "
+        "gives no paper; for a TeX source "
         '(`tex_source`, `scope = "part"`) the paper is kept without TeX recovery; for an e-print to convert '
         "(`latexml`) the paper has no page",
         "copy the file into the input folder instead of linking to it from elsewhere",
+    ),
+    Reason(
+        ("bad_name",),
+        ("read",),
+        ("dead_letter",),
+        "the input's name cannot be read or written as given: a file name that is not valid UTF-8 (Linux allows "
+        "any bytes; the row names it with `\\xNN` escapes), or an object store key that ends in `/` (every "
+        "reader takes it for a folder); it was listed and counted, never read",
+        "rename the file to UTF-8 (e.g. with `convmv`), or copy the object to a key without the trailing `/`",
+    ),
+    Reason(
+        ("path_too_long",),
+        ("read",),
+        ("dead_letter",),
+        "the page's path is 4,096 bytes or longer, more than the system's file calls take; it was listed (through "
+        "folder descriptors) and counted, never read",
+        "move the page to a shorter path",
+    ),
+    Reason(
+        ("unsafe_member",),
+        ("read",),
+        ("dead_letter",),
+        "an ar5iv dump member's name is absolute, climbs out of the archive with `..` or holds `::`; it was "
+        "listed and counted, never read",
+        "rebuild the dump with plain relative member names (`2401/2401.13641.html`)",
     ),
     Reason(
         ("not_a_file",),
@@ -158,6 +186,28 @@ REASONS: tuple[Reason, ...] = (
         "name the file `<arxiv_id>.html` or give a metadata sidecar with an `id`",
     ),
     Reason(
+        ("too_many_rows",),
+        ("parse",),
+        ("dead_letter",),
+        "the page would make more rows than any paper: more than 10,000 `<figure>` elements or 100,000 links "
+        'within the page (`href="#..."`), counted before it is parsed, or more than 5,000 figures and subfigures '
+        "once parsed (`transforms/parse/row_bounds.py`); so that one page cannot take the build's memory or fill "
+        "a shard. (Mentions are not a reason: a paper keeps its first 20,000, the rest are counted in the "
+        "manifest's `stats.mentions_capped`)",
+        "check the page: a generated or hostile page is not a paper; a genuine one can be split",
+    ),
+    Reason(
+        ("id_mismatch",),
+        ("parse",),
+        ("dead_letter",),
+        "the file's name is an arXiv id (`2401.00042.html`) but its metadata sidecar or the page itself (canonical "
+        "URL, `<base href>`, title) names another paper; it is not built under either id, so no input can take "
+        "another paper's place (ids are compared normalised: fullwidth digits, zero-width and bidirectional "
+        "characters do not make a different id)",
+        "rename the file to the paper it holds, or fix the sidecar's `id`; a page whose name is not an arXiv id "
+        "takes the id the page gives",
+    ),
+    Reason(
         ("empty_document",),
         ("parse",),
         ("dead_letter",),
@@ -185,7 +235,8 @@ REASONS: tuple[Reason, ...] = (
         ("size_bomb",),
         ("tex_source", "latexml"),
         _EPRINT_PART,
-        "the e-print or one of its members is larger (declared or inflated) than the source limits",
+        "the e-print or one of its members is larger (declared or inflated) than the source limits (512 MiB in "
+        "all, 256 MiB a member), or its TeX files hold more than 64 MiB of text",
         "nothing to do for a hostile archive; the paper is kept without TeX figure recovery (for a conversion, "
         "`latexml`: it has no page)",
     ),

@@ -32,6 +32,7 @@ UNRENDERED = "unrendered"
 MISSING_IN_PAGE = "missing_in_page"
 IN_SUBFIGURES = "in_subfigures"
 NO_IMAGE = "no_image"
+REPEATED = "repeated"
 
 # value -> what it means and what to do (one sentence each; the docs and the card quote them)
 IMAGE_STATUSES: dict[str, str] = {
@@ -64,6 +65,8 @@ IMAGE_STATUSES: dict[str, str] = {
     "made); convert the paper again with its figure files, or give its e-print with --tex-input",
     IN_SUBFIGURES: "a figure made of panels: its images are the rows of its subfigures",
     NO_IMAGE: "the figure names no image at all (a caption-only or table-like figure)",
+    REPEATED: "the row shows the same image file (`image_uri`) as an earlier row of the same paper, whose `image` "
+    "holds its bytes (image_error names that row): a paper's image file is stored once, however many rows show it",
 }
 
 # Statuses of rows whose `image` holds bytes (the gate checks bytes exactly for these).
@@ -71,7 +74,7 @@ WITH_BYTES = frozenset({EMBEDDED, RASTERIZED_SVG})
 
 # Rows that carry no image by design, not by a problem: left out of "figures without an
 # image" and of the gate's missing-image rate (numerator and denominator).
-BY_DESIGN = frozenset({IN_SUBFIGURES})
+BY_DESIGN = frozenset({IN_SUBFIGURES, REPEATED})
 # Rows whose image was found but left out on request (--no-images): rows that should have
 # an image, and do; not missing.
 ON_REQUEST = frozenset({NO_IMAGES_FLAG})

@@ -225,6 +225,8 @@ class PaperMeta:
         ``MetaFieldError`` naming the field (never a crash further down)."""
         check_meta_fields(d)
         d = dict(d)
+        if d.get("id"):
+            d["id"] = _checked_meta_id(d["id"])
         authors = []
         for a in d.pop("authors", None) or []:
             if isinstance(a, str):
@@ -278,6 +280,19 @@ def _json_kind(v) -> str:
 def _wrong(field_name: str, want: str, v) -> MetaFieldError:
     shown = repr(v) if isinstance(v, (bool, int, float, str)) and len(repr(v)) <= 40 else _json_kind(v)
     return MetaFieldError(f"field {field_name!r} must be {want}, not {_json_kind(v)} ({shown})")
+
+
+def _checked_meta_id(raw: str) -> str:
+    """A sidecar's ``id``, normalised (``ids.normalize_id``), the version kept; ``MetaFieldError``
+    when it is neither an arXiv id nor a local id (``../../x`` is no paper's id)."""
+    from sciga.schemas.ids import BadIdError, checked_paper_id, normalize_id
+
+    try:
+        checked_paper_id(raw)
+    except BadIdError as e:
+        shown = repr(raw) if len(raw) <= 60 else repr(raw[:60]) + "..."
+        raise MetaFieldError(f"field 'id' ({shown}) {e}") from None
+    return normalize_id(raw)
 
 
 def check_meta_fields(d) -> None:

@@ -17,8 +17,15 @@ Three rules, for local paths (remote stores have no links, FIFOs or devices):
   folder, each real folder once (by device and inode): ``self -> .`` or ``loop -> ..`` cannot
   make a listing hang or list a page twice.
 
-Local paths are taken as they are: a file named ``2401.00001::x.html`` is a local file, not
-an fsspec chain (only a URL with a protocol, ``zip://a.html::dump.zip``, is one).
+Names are taken as they are: a file named ``2401.00001::x.html`` is a local file and an
+object ``s3://b/2401.00001::x.html`` one object, never an fsspec chain. Only a URL of an
+archive or cache protocol (``zip://a.html::dump.zip``) is a chain, split at its first ``::``
+(a member named with ``::`` cannot be addressed, so the listing refuses it). A name holding a
+NUL byte names no file on any disk: it is refused (``BadNameError``) before anything is opened.
+
+Listing a build's inputs (``walk_met``) also reports what it meets but will not read: pages
+behind a link to a folder outside the input (their names, never their bytes) and pages whose
+path is longer than the system's file calls take.
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ from typing import BinaryIO, Optional, cast
 import fsspec
 
 LOCAL_PROTOCOLS = ("file", "local")
+# Protocols whose URL names a file inside another one (``inner::outer``); every other protocol's
+# URL is one name, ``::`` included (an S3 key or a GCS object may hold it).
+CHAIN_PROTOCOLS = frozenset({"zip", "tar", "libarchive", "simplecache", "filecache", "blockcache"})
+# Linux's PATH_MAX counts the final NUL: a path of 4,096 bytes or more fails every call that takes it.
+PATH_MAX = 4096
 _PROTOCOL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
@@ -49,6 +61,14 @@ class OutsideRootError(OSError):
             errno.EACCES, f"{path} links outside {root}; files outside the folder they were given in are not read"
         )
         self.path, self.root = path, root
+
+
+class BadNameError(OSError):
+    """A name no file can have (a NUL byte in it): nothing is looked up or opened."""
+
+    def __init__(self, path: str, why: str = "holds a NUL byte"):
+        super().__init__(errno.EINVAL, f"{path!r} {why}, which no file name can")
+        self.path, self.why = path, why
 
 
 class NotAFileError(OSError):
@@ -80,22 +100,40 @@ def local_path(uri: str) -> str:
     return uri[m.end() :] if m else uri
 
 
+def is_chain(uri: str) -> bool:
+    """``zip://a/b.html::/x.zip`` is a chain; ``s3://b/a::b.html`` and local names are not."""
+    return "::" in uri and protocol(uri) in CHAIN_PROTOCOLS
+
+
 def split_chain(uri: str) -> tuple[str, Optional[str]]:
-    """``zip://a/b.html::/x.zip`` -> (``zip://a/b.html``, ``/x.zip``). A local path is never a
-    chain, whatever its name holds."""
-    if is_local(uri) or "::" not in uri:
+    """``zip://a/b.html::/x.zip`` -> (``zip://a/b.html``, ``/x.zip``). Only an archive or cache
+    URL is a chain; a local path or an object store's key never is, whatever its name holds."""
+    if not is_chain(uri):
         return uri, None
     inner, outer = uri.split("::", 1)
     return inner, outer
 
 
+def check_name(uri: str) -> None:
+    """Raise ``BadNameError`` for a name no file can have (a NUL byte)."""
+    if "\x00" in uri:
+        raise BadNameError(uri)
+
+
 def fs_and_path(uri: str):
-    """(fsspec filesystem, path) for ``uri``; a local path keeps its name (``::`` included)."""
+    """(fsspec filesystem, path) for ``uri``: a local path and an object store's key keep their
+    names (``::`` included); only an archive URL is parsed as fsspec's chain."""
+    check_name(uri)
     if is_local(uri):
         from fsspec.implementations.local import LocalFileSystem
 
         return LocalFileSystem(), local_path(uri)
-    return fsspec.core.url_to_fs(uri)
+    if is_chain(uri):
+        return fsspec.core.url_to_fs(uri)
+    # What url_to_fs does for a URL of one part, without splitting it at "::" (fsspec would
+    # hand the part after it to the store's constructor: "TypeError: AioSession...").
+    cls = fsspec.get_filesystem_class(protocol(uri))
+    return fsspec.filesystem(protocol(uri), **cls._get_kwargs_from_urls(uri)), cls._strip_protocol(uri)
 
 
 # ------------------------------------------------------------------ containment
@@ -170,6 +208,7 @@ def _fd_path(fd: int) -> Optional[str]:
 
 def open_local(path: str, root: Optional[str] = None) -> BinaryIO:
     """A local regular file inside ``root`` (when given), opened for reading."""
+    check_name(path)
     check_inside(path, root)
     st = os.stat(path)  # FileNotFoundError / PermissionError as they are
     if not stat.S_ISREG(st.st_mode):
@@ -194,7 +233,7 @@ def open_input(uri: str, root: Optional[str] = None) -> BinaryIO:
     anything else through fsspec."""
     if is_local(uri):
         return open_local(local_path(uri), None if root is None else local_path(root))
-    fs, path = fsspec.core.url_to_fs(uri)
+    fs, path = fs_and_path(uri)
     return cast(BinaryIO, _HoldingFilesystem(fs.open(path, "rb"), fs))
 
 
@@ -239,8 +278,9 @@ def read_at_most(f: BinaryIO, max_bytes: int) -> bytes:
 def file_size(uri: str, root: Optional[str] = None) -> Optional[int]:
     """Size of a regular file; None when nothing is there. Raises ``OutsideRootError`` /
     ``NotAFileError`` for what is there but may not be read."""
+    check_name(uri)
     if not is_local(uri):
-        fs, path = fsspec.core.url_to_fs(uri)
+        fs, path = fs_and_path(uri)
         try:
             if not fs.isfile(path):
                 return None
@@ -301,3 +341,105 @@ def walk_files(root: str) -> Iterator[str]:
             elif not e.is_symlink() or is_inside(e.path, base):
                 subfolders.append(e.path)
         stack.extend(reversed(subfolders))
+
+
+# What the listing meets below a folder, besides the files it may read.
+OUTSIDE = "outside"  # behind a link to a folder that leads out of the walked folder
+TOO_LONG = "too_long"  # a path of PATH_MAX bytes or more: no file call takes it
+# Entries looked at below one link that leads out, at most: a link to "/" must not make the
+# listing walk the machine. Past it the link itself is reported (``LinkedOut.truncated``).
+MAX_OUTSIDE_ENTRIES = 10_000
+
+
+def path_bytes(path: str) -> int:
+    return len(os.fsencode(path))
+
+
+def walk_met(root: str) -> Iterator[tuple[str, Optional[str]]]:
+    """Every entry below local folder ``root`` that is not a folder, as (path, why): ``why``
+    None for a file ``walk_files`` yields (the same files, in the same order), ``OUTSIDE`` for
+    one met behind a link to a folder outside ``root`` (listed by name: nothing there is
+    opened, links further out are not followed, at most ``MAX_OUTSIDE_ENTRIES`` entries a link;
+    past that, the link itself comes as ``OUTSIDE``), ``TOO_LONG`` for one whose path is
+    ``PATH_MAX`` bytes or more (its folder is listed through descriptors, a part of the path
+    at a time)."""
+    base = _real_root(root)
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[str, Optional[str], Optional[list]]] = [(root, None, None)]
+    while stack:
+        folder, why, budget = stack.pop()
+        entries = _scan_folder(folder, seen)
+        if entries is None:
+            continue
+        subfolders: list[tuple[str, Optional[str], Optional[list]]] = []
+        for name, is_dir, is_link in entries:
+            path = os.path.join(folder, name)
+            if budget is not None:
+                budget[0] -= 1
+                if budget[0] < 0:
+                    if budget[0] == -1:
+                        yield budget[1], OUTSIDE  # the link itself: more was there than was listed
+                    break
+            long = path_bytes(path) >= PATH_MAX
+            if not is_dir:
+                yield path, (TOO_LONG if long else why)
+            elif why is not None or long:
+                if not is_link:  # outside or too long: real folders only
+                    subfolders.append((path, why or TOO_LONG, budget))
+            elif not is_link or is_inside(path, base):
+                subfolders.append((path, None, None))
+            else:
+                subfolders.append((path, OUTSIDE, [MAX_OUTSIDE_ENTRIES, path]))
+        stack.extend(reversed(subfolders))
+
+
+def _scan_folder(folder: str, seen: set) -> Optional[list[tuple[str, bool, bool]]]:
+    """(name, is a folder (links followed), is a link) of each entry of ``folder``, sorted by
+    name; None when it cannot be listed or was listed before (by device and inode)."""
+    fd = None
+    try:
+        if path_bytes(folder) < PATH_MAX:
+            st = os.stat(folder)
+        else:
+            fd = _open_long_folder(folder)
+            st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) in seen:
+            return None
+        seen.add((st.st_dev, st.st_ino))
+        out = []
+        with os.scandir(folder if fd is None else fd) as it:
+            for e in it:
+                try:
+                    is_dir = e.is_dir(follow_symlinks=True)
+                except OSError:
+                    is_dir = False
+                out.append((e.name, is_dir, e.is_symlink()))
+        return sorted(out)
+    except OSError:
+        return None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _open_long_folder(path: str) -> int:
+    """A descriptor of a folder whose path is too long to name in one call: opened a few
+    names at a time, each group relative to the folder before it."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+    names = [n for n in path.split(os.sep) if n]
+    fd = os.open(os.sep if path.startswith(os.sep) else os.curdir, flags)
+    try:
+        i = 0
+        while i < len(names):
+            group = [names[i]]
+            i += 1
+            while i < len(names) and path_bytes(os.sep.join([*group, names[i]])) < PATH_MAX // 2:
+                group.append(names[i])
+                i += 1
+            nfd = os.open(os.sep.join(group), flags, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

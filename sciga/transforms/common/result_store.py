@@ -93,13 +93,13 @@ def file_info(uri: str) -> Optional[dict]:
         path = local_path(uri)
         try:
             st = os.stat(path)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL byte in the name (no file has one)
             return None
         if not stat.S_ISREG(st.st_mode):  # a folder (or a FIFO, a device: never a valid file dependency)
             return {"type": "directory", "size": 0, "mtime": st.st_mtime_ns}
         return {"type": "file", "size": st.st_size, "mtime": st.st_mtime_ns}
-    fs, path = fsspec.core.url_to_fs(uri)
     try:
+        fs, path = fs_and_path(uri)
         info = fs.info(path)
     except (FileNotFoundError, OSError, ValueError):
         return None
@@ -123,15 +123,16 @@ def hash_file(uri: str, limit: Optional[int] = None, root: Optional[str] = None)
     return h.hexdigest(), n
 
 
-def file_dep(uri: str, data: Optional[bytes] = None) -> FileDep:
+def file_dep(uri: str, data: Optional[bytes] = None, root: Optional[str] = None) -> FileDep:
     """The dependency on ``uri`` as it is now (absent, or size + token + content hash).
-    Pass ``data`` when the content was just read, to hash it without a second read."""
+    Pass ``data`` when the content was just read, to hash it without a second read; ``root``:
+    the folder the file must stay in to be hashed (``input_files.open_input``)."""
     info = file_info(uri)
     if info is None:
         return FileDep(uri=uri)
     if info.get("type") == "directory":
         return dir_dep(uri)
-    sha = sha256_hex(data) if data is not None else hash_file(uri)[0]
+    sha = sha256_hex(data) if data is not None else hash_file(uri, root=root)[0]
     return FileDep(uri=uri, size=int(info.get("size") or 0), token=change_token(info), sha256=sha)
 
 

@@ -9,6 +9,10 @@ counting gzip reader) and refused, as a whole, when any member is unsafe:
   inflated), a running total above ``max_total_bytes`` (checked on the bytes actually
   inflated, so lying headers and single-file gzip bombs are caught too), or more than
   ``max_members`` members;
+* TeX text (the kept files that are not graphics: ``.tex``, ``.sty``, ``.bbl``, names
+  without an extension...) above ``max_tex_bytes`` in all: the figure stage decodes and
+  scans it several times over (two 250 MB ``.tex`` files, under the other limits, took
+  1.6 GB), and no paper's TeX comes near it;
 * a long-name or pax extension header above ``max_header_bytes`` (checked on its tar
   header, before ``tarfile`` would read it whole into memory), and GNU sparse members.
 
@@ -67,6 +71,7 @@ class Limits:
     max_total_bytes: int = 512 * 1024 * 1024
     max_member_bytes: int = 256 * 1024 * 1024
     max_members: int = 5000
+    max_tex_bytes: int = 64 * 1024 * 1024  # kept TeX text, all files together (see the module's docstring)
     max_name_chars: int = 1024
     max_header_bytes: int = 1 << 20  # a GNU long name / pax header is metadata, not data
 
@@ -87,6 +92,30 @@ class SourceTree:
 
     def tex_files(self) -> list[str]:
         return sorted(p for p in self.files if p.lower().endswith((".tex", ".ltx", ".latex")))
+
+
+def is_tex_text(path: str) -> bool:
+    """A kept file that the figure stage reads as TeX text (counted against ``max_tex_bytes``)."""
+    return not path.lower().endswith(GRAPHIC_EXTS)
+
+
+class _TexBudget:
+    """The TeX text of one e-print, counted against ``limits.max_tex_bytes`` as files are kept."""
+
+    def __init__(self, label: str, paper_id: Optional[str], limits: Limits):
+        self.label, self.paper_id, self.limit, self.used = label, paper_id, limits.max_tex_bytes, 0
+
+    def take(self, name: str, size: int) -> None:
+        if not is_tex_text(name):
+            return
+        self.used += size
+        if self.used > self.limit:
+            raise _refuse(
+                self.label,
+                "size_bomb",
+                f"its TeX files hold more than {self.limit // (1 << 20)} MiB of text (at {name!r})",
+                self.paper_id,
+            )
 
 
 def default_keep(path: str) -> bool:
@@ -273,13 +302,14 @@ def read_eprint(
         if _is_tar_header(head):
             tree = _read_tar(buffered, label, paper_id, limits, keep)
         else:
+            single_limit = min(limits.max_member_bytes, limits.max_tex_bytes)  # a single file is TeX (or a PDF)
             body = read_counted(
                 buffered,
-                limits.max_member_bytes,
+                single_limit,
                 lambda n: _refuse(
                     label,
                     "size_bomb",
-                    f"its single file is larger than {limits.max_member_bytes // (1 << 20)} MiB",
+                    f"its single file is larger than {single_limit // (1 << 20)} MiB",
                     paper_id,
                 ),
             )
@@ -310,6 +340,7 @@ def read_eprint(
 def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep) -> SourceTree:
     tree = SourceTree(kind="tar")
     declared_total = 0
+    tex = _TexBudget(label, paper_id, limits)
     with tarfile.open(fileobj=fileobj, mode="r|", tarinfo=guarded_tarinfo(label, paper_id, limits)) as tf:
         for m in tf:
             tree.members += 1
@@ -347,6 +378,7 @@ def _read_tar(fileobj, label: str, paper_id: Optional[str], limits: Limits, keep
                 )
             f = tf.extractfile(m)
             if keep(name):
+                tex.take(name, m.size)  # on the header, before the member is read
                 data = (
                     read_counted(
                         f,
@@ -392,6 +424,7 @@ def read_source_dir(
     fs, root = input_files.fs_and_path(path)
     tree = SourceTree(kind="dir")
     total = 0
+    tex = _TexBudget(label, paper_id, limits)
     local = input_files.is_local(path)
     real_root = os.path.realpath(root) if local else None
     found = sorted(input_files.walk_files(root)) if local else sorted(fs.find(root))
@@ -416,6 +449,7 @@ def read_source_dir(
         total += size
         if total > limits.max_total_bytes:
             raise _refuse(label, "size_bomb", f"its files exceed {limits.max_total_bytes // (1 << 20)} MiB", paper_id)
+        tex.take(name, size)
         try:
             f = input_files.open_local(p, real_root) if local else fs.open(p, "rb")
         except (input_files.OutsideRootError, input_files.NotAFileError):

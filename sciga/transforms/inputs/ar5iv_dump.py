@@ -11,15 +11,15 @@ dump.zip`` reads them through the same code as local files.
 from __future__ import annotations
 
 import posixpath
+import re
 import zipfile
 from collections.abc import Iterator
 from typing import Optional
 
-import fsspec
-
 from sciga.schemas import ids
 from sciga.transforms.common.errors import StageError
-from sciga.transforms.common.input_files import NotAFileError, open_input
+from sciga.transforms.common.input_files import NotAFileError, fs_and_path, open_input
+from sciga.transforms.inputs import refused
 
 PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz")
 
@@ -29,33 +29,58 @@ def is_dump(uri: str) -> bool:
 
 
 def _abs(uri: str) -> str:
-    fs, path = fsspec.core.url_to_fs(uri)
+    fs, path = fs_and_path(uri)
     proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
     if proto in ("file", "local"):
         return path
     return f"{proto}://{path}"
 
 
-def iter_pages(dump_uri: str) -> Iterator[tuple[str, int]]:
-    """(member name, uncompressed size) of every page in a dump, in archive order.
-    Members with unsafe names (absolute, ``..``) are skipped."""
+def unsafe_name(name: str) -> Optional[str]:
+    """Why a member cannot be read by its name (absolute, climbing out with ``..``, holding
+    ``::`` or a NUL byte, not UTF-8), or None."""
+    if name.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[/\\]", name):
+        return "is absolute"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "climbs out of the archive with '..'"
+    if "::" in name:
+        return "holds '::', which cannot be addressed inside an archive"
+    if "\x00" in name or not refused.is_utf8(name):
+        return "holds a NUL byte or bytes that are not UTF-8"
+    return None
+
+
+def iter_members(dump_uri: str) -> Iterator[tuple[str, int, Optional[str]]]:
+    """(member name, uncompressed size, why it is unsafe or None) of every page in a dump,
+    in archive order."""
     try:
         with open_input(dump_uri) as f, zipfile.ZipFile(f) as zf:  # a regular file (a FIFO named .zip never blocks)
             for info in zf.infolist():
                 name = info.filename
                 if info.is_dir() or not name.lower().endswith(PAGE_SUFFIXES):
                     continue
-                if name.startswith("/") or ".." in name.split("/"):
-                    continue
-                yield name, info.file_size
+                yield name, info.file_size, unsafe_name(name)
     except (zipfile.BadZipFile, NotAFileError) as e:
         raise FileNotFoundError(f"{dump_uri} is not a readable zip archive ({e}); check the dump file.") from None
 
 
+def iter_pages(dump_uri: str) -> Iterator[tuple[str, int]]:
+    """(member name, uncompressed size) of every page in a dump that can be read by its name,
+    in archive order."""
+    for name, size, why in iter_members(dump_uri):
+        if why is None:
+            yield name, size
+
+
 def page_uris(dump_uri: str) -> list[str]:
-    """Chained fsspec URIs of the pages in a dump, sorted."""
+    """Chained fsspec URIs of the pages in a dump, sorted; a member with an unsafe name is a
+    ``refused.RefusedInput`` (counted and dead-lettered, never read)."""
     outer = _abs(dump_uri)
-    return sorted(f"zip://{name}::{outer}" for name, _ in iter_pages(dump_uri))
+    out: list[str] = []
+    for name, _, why in iter_members(dump_uri):
+        uri = f"zip://{refused.escaped_name(name)}::{outer}"
+        out.append(uri if why is None else refused.unsafe_member(uri, why))
+    return sorted(out)
 
 
 def paper_id_of_member(name: str) -> Optional[str]:
@@ -81,7 +106,7 @@ def index_by_id(dump_uris: list[str]) -> dict[str, tuple[str, str]]:
 
 def read_member(dump_uri: str, member: str, max_bytes: int) -> bytes:
     """One page from a dump, streamed, at most ``max_bytes`` (else StageError)."""
-    fs, path = fsspec.core.url_to_fs(dump_uri)
+    fs, path = fs_and_path(dump_uri)
     try:
         with fs.open(path, "rb") as f, zipfile.ZipFile(f) as zf:
             with zf.open(member) as m:

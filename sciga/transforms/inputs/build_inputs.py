@@ -20,6 +20,7 @@ from sciga.transforms.inputs.pages import (
     list_metadata,
     page_candidates,
 )
+from sciga.transforms.inputs.refused import RefusedInput, from_line
 
 log = logging.getLogger("sciga.build")
 
@@ -30,9 +31,16 @@ log = logging.getLogger("sciga.build")
 def input_list_lines(inputs: Sequence[str], page_sha256: Optional[Mapping[str, str]] = None) -> list[str]:
     """The lines of a build's input-list file: one JSON string each, ASCII (newlines,
     ``::``, spaces and any Unicode in a name are escaped, so no name splits or merges);
-    ``[uri, sha256]`` for a page whose SHA-256 the launcher already knows."""
+    ``[uri, sha256]`` for a page whose SHA-256 the launcher already knows;
+    ``[uri, null, error_type, message]`` for an input the listing refused (``refused.py``)."""
     known = page_sha256 or {}
-    return [json.dumps([u, known[u]] if u in known else u, ensure_ascii=True) + "\n" for u in inputs]
+    return [json.dumps(_line_value(u, known), ensure_ascii=True) + "\n" for u in inputs]
+
+
+def _line_value(uri: str, known: Mapping[str, str]):
+    if isinstance(uri, RefusedInput):
+        return uri.line()
+    return [uri, known[uri]] if uri in known else uri
 
 
 def largest_first(inputs: Sequence[str], sizes: Mapping[str, int]) -> list[str]:
@@ -48,14 +56,22 @@ def largest_first(inputs: Sequence[str], sizes: Mapping[str, int]) -> list[str]:
 
 
 def input_from_line(line: str) -> str:
-    """An input URI back from its input-list line (``input_list_lines``)."""
+    """An input URI back from its input-list line (``input_list_lines``); a refused input as
+    its pipeline element (``RefusedInput.element``: a string no file can be named)."""
     got = json.loads(line)
+    gone = from_line(got)
+    if gone is not None:
+        return gone.element()
     return got[0] if isinstance(got, list) else got
 
 
 def planned_input_from_line(line: str) -> Union[str, tuple[str, str]]:
-    """The input URI, or (URI, page SHA-256) when the line carries it (``inputs/plan.py``)."""
+    """The input URI, or (URI, page SHA-256) when the line carries it (``inputs/plan.py``);
+    a refused input as its pipeline element."""
     got = json.loads(line)
+    gone = from_line(got)
+    if gone is not None:
+        return gone.element()
     return (got[0], got[1]) if isinstance(got, list) else got
 
 
@@ -80,7 +96,7 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
     from sciga.transforms.latexml.pages_from_eprints import convert_request
 
     # A paper is known by its id: a sidecar or TeX folder elsewhere than the paper's page still has that page.
-    keys = page_keys(pages)
+    keys = page_keys([p for p in pages if not isinstance(p, RefusedInput)])  # a refused page stands for no paper
     metas_by_id = {m: _meta_id(m) for m in metas if m not in beside or html_from == "latexml"}
     meta_keys = {_meta_key(k) for k in metas_by_id.values()}
     sources = [
@@ -97,7 +113,7 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
     converted = set().union(
         *(id_keys(i) for i in metas_by_id.values()), *(id_keys(source_paper_id(t)[0]) for t in sources)
     )
-    kept = [p for p in pages if p not in replaced and not (page_keys([p]) & converted)]
+    kept = [p for p in pages if isinstance(p, RefusedInput) or (p not in replaced and not (page_keys([p]) & converted))]
     return sorted(kept + [convert_request(m) for m in metas] + [convert_request(t) for t in sources])
 
 
@@ -133,6 +149,8 @@ def input_paper_ids(inputs: Sequence[str]) -> list[str]:
 
     out = set()
     for line in inputs:
+        if isinstance(line, RefusedInput):  # never read, its sidecar neither
+            continue
         if line.startswith(CONVERT_PREFIX):
             uri = line[len(CONVERT_PREFIX) :]
             if not uri.endswith(META_SUFFIX):  # a TeX source given as an input: its name is the id

@@ -8,6 +8,7 @@ target lies outside it (``outside_input``), a FIFO or a device (``not_a_file``).
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -103,6 +104,12 @@ def find_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAUL
     ``not_a_file: ...``, ``unreadable: ...``); the sentence after it never names a link's target."""
     if not image_path:
         return AssetRead()
+    if "\x00" in image_path:  # `src="a%00.png"`: no file on any disk has that name; nothing is looked up
+        return _fail(NOT_FOUND, None, f"image path {image_path!r} holds a NUL byte, which no file name can", [])
+    if "::" in image_path and split_chain(page_uri)[1] is not None:
+        return _fail(
+            NOT_FOUND, None, f"image path {image_path!r} holds '::', which cannot be addressed inside an archive", []
+        )
     cands = candidate_paths(page_uri, image_path)
     if not cands:
         return _fail(OUTSIDE_INPUT, None, f"image path {image_path!r} leaves the page folder; refused", [])
@@ -144,6 +151,9 @@ def find_asset(page_uri: str, image_path: Optional[str], max_bytes: int = DEFAUL
                 looked,
             )
         except OSError as e:
+            if e.errno == errno.ENAMETOOLONG:  # no file can be there: not a read that may pass
+                looked.append(cand)
+                continue
             return _fail(UNREADABLE, cand, f"{UNREADABLE}: image file {image_path} could not be read ({e})", looked)
     return _fail(NOT_FOUND, None, f"image file {image_path} not found next to the page", looked)
 

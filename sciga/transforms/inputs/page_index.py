@@ -24,6 +24,7 @@ from typing import Optional
 from sciga.transforms.common.input_files import is_local, local_path, parent_of
 from sciga.transforms.common.result_store import hash_file
 from sciga.transforms.inputs.pages import CONVERT_PREFIX
+from sciga.transforms.inputs.refused import RefusedInput
 
 PAGE_INDEX = "pages.json"
 INDEX_VERSION = 1
@@ -125,6 +126,8 @@ def page_hashes(
     )
     todo: list[str] = []
     for uri in inputs:
+        if isinstance(uri, RefusedInput):  # never read: nothing to hash (a link out is not even stat-ed)
+            continue
         st = _stat(uri)
         if st is None:
             continue

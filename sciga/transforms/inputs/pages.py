@@ -24,6 +24,7 @@ from sciga.transforms.common import input_files
 from sciga.transforms.common.errors import StageError
 from sciga.transforms.common.input_files import NotAFileError, OutsideRootError, parent_of, split_chain
 from sciga.transforms.common.sizes import mib
+from sciga.transforms.inputs import refused as refusals
 
 HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".html.gz", ".htm.gz", ".xhtml.gz")
 META_SUFFIX = ".meta.json"
@@ -87,57 +88,109 @@ def _local_glob(pattern: str) -> list[str]:
     return out
 
 
-def _utf8_names(paths: Iterable[str]) -> list[str]:
-    """Names the dataset can hold: a file name that is not valid UTF-8 (Linux allows any
-    bytes) cannot be an ``input_uri`` in Parquet, so it is left out with a warning."""
-    good, bad = [], []
+def _named(paths: Iterable[str]) -> list[str]:
+    """Names the dataset can hold; a file name that is not valid UTF-8 (Linux allows any
+    bytes) cannot be an ``input_uri`` in Parquet, so it becomes a refused input named with
+    ``\\xNN`` escapes (``refusals.not_utf8``): counted and dead-lettered, never dropped."""
+    out: list[str] = []
     for p in paths:
-        try:
-            p.encode("utf-8")
-            good.append(p)
-        except UnicodeEncodeError:
-            bad.append(p.encode("utf-8", "backslashreplace").decode("ascii", "replace"))
-    if bad:
-        log.warning(
-            "%d input files have names that are not valid UTF-8 (e.g. %s); they are not built: rename them "
-            "(e.g. with convmv)",
-            len(bad),
-            sorted(bad)[0],
-        )
-    return good
+        out.append(p if refusals.is_utf8(p) else refusals.not_utf8(refusals.escaped_name(p)))
+    return out
 
 
 def _once_per_file(paths: Iterable[str]) -> list[str]:
     """A local page reached twice (a link beside the file it points at) is listed once, by
     its own name. Links to anything else stay: each is read (or refused) on its own, so two
     links to one file outside the input are two dead letters, never one lost input."""
-    paths = sorted(set(_utf8_names(paths)))
+    paths = sorted(set(_named(paths)))
     names = set(paths)
-    return [p for p in paths if not (input_files.is_local(p) and os.path.islink(p) and os.path.realpath(p) in names)]
+    return [
+        p
+        for p in paths
+        if isinstance(p, refusals.RefusedInput)
+        or not (input_files.is_local(p) and os.path.islink(p) and os.path.realpath(p) in names)
+    ]
+
+
+def _is_page(name: str) -> bool:
+    return name.lower().endswith(HTML_SUFFIXES)
+
+
+def _local_pages(folder: str) -> Iterable[str]:
+    """The pages below a local folder, and what the listing meets there but will not read
+    (``input_files.walk_met``: behind a link out of the folder, a path too long to open)."""
+    for path, why in input_files.walk_met(folder):
+        if why is None:
+            if _is_page(path):
+                yield os.path.abspath(path)
+        elif why == input_files.OUTSIDE:
+            if _is_page(path):
+                yield refusals.outside(os.path.abspath(path))
+            elif os.path.islink(path) and os.path.isdir(path):  # the link itself: the folder was too big to list
+                yield refusals.outside_folder(os.path.abspath(path), input_files.MAX_OUTSIDE_ENTRIES)
+        elif _is_page(path):
+            yield refusals.too_long(os.path.abspath(path), input_files.path_bytes(path), input_files.PATH_MAX)
+
+
+def _remote_pages(fs, path: str) -> Iterable[str]:
+    """The pages below a folder of an object store. An object whose key ends in ``/`` but
+    holds bytes (a page uploaded under a folder's name) is refused, not skipped: no reader
+    can open it as a file."""
+    try:
+        found = fs.find(path)
+    except FileNotFoundError:
+        return
+    for name in found:
+        if _is_page(name):
+            yield _join_protocol(fs, name)
+    for key in _folder_keys_with_bytes(fs, path):
+        if _is_page(key.rstrip("/")):
+            yield refusals.key_is_folder(_join_protocol(fs, key))
+
+
+def _folder_keys_with_bytes(fs, path: str) -> list[str]:
+    """Keys ending in ``/`` that hold bytes, below ``path`` (fsspec's listings leave them out:
+    they read as folder markers). S3 is asked directly; other stores have no such keys."""
+    if "s3" not in (fs.protocol if isinstance(fs.protocol, (list, tuple)) else (fs.protocol,)):
+        return []
+    bucket, _, prefix = path.partition("/")
+    prefix = prefix.rstrip("/") + "/" if prefix else ""
+    out: list[str] = []
+    token = None
+    while True:
+        kw = {"Bucket": bucket, "Prefix": prefix, **({"ContinuationToken": token} if token else {})}
+        page = fs.call_s3("list_objects_v2", **kw)
+        out += [f"{bucket}/{o['Key']}" for o in page.get("Contents", []) if o["Key"].endswith("/") and o.get("Size")]
+        token = page.get("NextContinuationToken")
+        if not page.get("IsTruncated") or not token:
+            return out
 
 
 def list_inputs(specs: Iterable[str]) -> list[str]:
-    """Every page the specs name, sorted and de-duplicated (deterministic order)."""
+    """Every page the specs name, sorted and de-duplicated (deterministic order), and every
+    one the listing meets but will not read, as a ``refusals.RefusedInput`` (a link out of
+    the input, a path too long to open, a name that is not UTF-8, an unsafe dump member...)."""
     from sciga.transforms.inputs import ar5iv_dump
 
     found: set[str] = set()
     for spec in specs:
-        if ar5iv_dump.is_dump(spec) and "::" not in spec:
+        if ar5iv_dump.is_dump(spec) and not input_files.is_chain(spec):
             found.update(ar5iv_dump.page_uris(spec))
             continue
         fs, path = _fs_and_path(spec)
+        local = _protocol(fs) in ("file", "local")
         if any(ch in path for ch in "*?["):
-            matches = _local_glob(path) if _protocol(fs) in ("file", "local") else fs.glob(path)
+            matches = _local_glob(path) if local else fs.glob(path)
         elif fs.isdir(path):
             # Files only: a folder named like a page is walked into, never taken as one.
-            found.update(_join_protocol(fs, p) for p in _files_under(fs, path) if p.lower().endswith(HTML_SUFFIXES))
+            found.update(_local_pages(path) if local else _remote_pages(fs, path))
             continue
         elif fs.exists(path):
             matches = [path]
         else:
             raise FileNotFoundError(f"input {spec} does not exist; give a folder, a glob or a file of .html pages.")
         for m in matches:
-            if m.lower().endswith(HTML_SUFFIXES) and not fs.isdir(m):
+            if _is_page(m) and not fs.isdir(m):
                 found.add(_join_protocol(fs, m))
     return _once_per_file(found)
 
@@ -169,6 +222,8 @@ def input_list_hash(uris: list[str], sizes: Optional[Mapping[str, int]] = None) 
     h = hashlib.sha256()
     for u in uris:
         size = sizes.get(u) if sizes is not None else None
+        if isinstance(u, refusals.RefusedInput):
+            size = -1  # never looked at (a link out of the input is not even stat-ed)
         if size is None:
             fs, path = _fs_and_path(u)
             try:

@@ -9,6 +9,11 @@ bytes (``ResultRef``) go straight to the writer. Everything else goes on to be p
 
 ``--rebuild`` turns the lookup off. The shard layout does not depend on the plan: it is
 fixed from the number of inputs before the pipeline starts.
+
+An input the listing refused (``inputs/refused.py``: a page behind a link out of the input,
+a path too long to open, a name that is not UTF-8 ...) is never read: the plan turns it
+into its dead letter at once, a reference without a stored result on the same output as
+the reused ones (``REUSED``: what goes straight to the writer).
 """
 
 from __future__ import annotations
@@ -17,13 +22,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from sciga.schemas.build import FileDep, PlannedInput
+from sciga.schemas.build import FileDep, PlannedInput, ResultRef
+from sciga.schemas.records import DeadLetter
 from sciga.transforms.common.counters import Counter
 from sciga.transforms.common.input_files import parent_of
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.quick_exit import arm_quick_exit
 from sciga.transforms.common.result_store import ResultStore, hash_file, ref_from_header, result_key, reusable
 from sciga.transforms.common.steps import Step, Tagged
+from sciga.transforms.inputs.refused import STAGE as REFUSED_STAGE
+from sciga.transforms.inputs.refused import RefusedInput
+from sciga.transforms.inputs.refused import from_element as refused_input
 
 REUSED = "reused"
 
@@ -58,6 +67,11 @@ class PlanStep(Step):
                 c.setup()
 
     def process(self, element: Union[str, tuple[str, Optional[str]]]):
+        gone = refused_input(element) if isinstance(element, str) else None
+        if gone is not None:
+            self.progress.add(inputs=1, dead=1)
+            yield Tagged(REUSED, refused_ref(gone))
+            return
         uri, sha = element if isinstance(element, tuple) else (element, None)
         if sha is None and not self.options.hash_pages:
             self.planned.inc()
@@ -90,3 +104,15 @@ class PlanStep(Step):
 
     def finish(self):
         self.progress.flush()
+
+
+def refused_ref(gone: RefusedInput) -> ResultRef:
+    """The result of an input the listing refused: its dead letter, nothing stored (a rerun
+    refuses it again, as cheaply)."""
+    from sciga.transforms.inputs.pages import fallback_paper_id
+
+    uri = gone.uri
+    pid, how = fallback_paper_id(uri)
+    pid = pid if how == "filename" else None  # the name gives an arXiv id, or the row names none
+    dl = DeadLetter(paper_id=pid, stage=REFUSED_STAGE, error_type=gone.kind, message=gone.message, input_uri=uri)
+    return ResultRef(uri=uri, key=None, paper_id=pid, is_paper=False, dead=[dl])

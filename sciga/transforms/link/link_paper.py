@@ -17,6 +17,12 @@ citation, whose spans the parser kept) are not linked; their count is left on th
 number of mentions whose sentence was cut to a bounded window (``SENTENCE_CUT``: a caption
 of thousands of characters without a sentence boundary; see ``sentences.MAX_SENTENCE``).
 
+A paper keeps at most ``MAX_MENTIONS`` figure mentions, the first in reading order (body
+text, then captions): a page that references one figure 200,000 times is not a paper whose
+every mention is worth a row (a page with more internal links than that is refused before
+parsing, ``parse/row_bounds.py``). The mentions left out are counted (``MENTIONS_CAPPED``,
+the manifest's ``stats.mentions_capped``), never segmented into sentences.
+
 The mentions config is then a plain projection of the linked paper (``mentions.py``), so a
 paper that a later stage dead-letters leaves no mention rows behind.
 """
@@ -36,6 +42,8 @@ from sciga.transforms.link.targets import FigureIndex
 
 SENTENCE_CUT = "sentence_cut"  # key of Paper.rejected_mentions: mentions whose sentence was cut
 UNRESOLVED_LABEL = "unresolved_label"  # key of Paper.rejected_mentions: LABEL: leftovers no TeX label resolves
+MENTIONS_CAPPED = "mentions_capped"  # key of Paper.rejected_mentions: mentions beyond MAX_MENTIONS
+MAX_MENTIONS = 20_000  # figure mentions kept per paper (real papers: tens, a few hundred at most)
 STAGE = "link"
 _KEYWORD_HINT = re.compile(r"fig", re.I)
 
@@ -74,14 +82,22 @@ def link_paper(
     index = FigureIndex(paper)
     rejected: dict[str, int] = {}
     to_segment: list[tuple[str, list[RefSpan]]] = []
+    kept = 0  # figure mentions kept so far (MAX_MENTIONS)
     for owner, text_attr, spans_attr, self_id, kind, citations in _texts(paper):
         text = getattr(owner, text_attr)
         old = getattr(owner, spans_attr)
         if not old and not _KEYWORD_HINT.search(text) and "LABEL:" not in text:
             continue  # no anchor and no keyword: nothing to find (most paragraphs)
         spans = link_text(text, old, index, labels, self_id, stats=rejected, citations=citations)
-        setattr(owner, spans_attr, spans)
         fig_spans = [s for s in spans if FIGURE_ID_RE.match(s.ref_id)]
+        if kept + len(fig_spans) > MAX_MENTIONS:
+            room = max(0, MAX_MENTIONS - kept)
+            dropped = {id(s) for s in fig_spans[room:]}
+            rejected[MENTIONS_CAPPED] = rejected.get(MENTIONS_CAPPED, 0) + len(dropped)
+            spans = [s for s in spans if id(s) not in dropped]
+            fig_spans = fig_spans[:room]
+        kept += len(fig_spans)
+        setattr(owner, spans_attr, spans)
         if not fig_spans:
             continue
         if kind == "title" or sentencizer is None:

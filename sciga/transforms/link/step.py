@@ -6,7 +6,7 @@ from typing import Optional
 
 from sciga.schemas.build import PaperWork
 from sciga.transforms.common.steps import PaperStep
-from sciga.transforms.link.link_paper import SENTENCE_CUT, STAGE, UNRESOLVED_LABEL, link_paper
+from sciga.transforms.link.link_paper import MENTIONS_CAPPED, SENTENCE_CUT, STAGE, UNRESOLVED_LABEL, link_paper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.link.options import LinkOptions
 from sciga.transforms.link.sentences import NONE, Sentencizer
@@ -40,6 +40,9 @@ class LinkStep(PaperStep):
                 continue
             if why == UNRESOLVED_LABEL:
                 work.count("unresolved_labels", n)  # "LABEL:fig1:direct": a \ref to a label that does not exist
+                continue
+            if why == MENTIONS_CAPPED:
+                work.count(MENTIONS_CAPPED, n)  # beyond the per-paper cap (link_paper.MAX_MENTIONS)
                 continue
             work.count(f"mentions_rejected_{why}", n)  # e.g. "Figure 1 of [12]": another work's figure
         return [work]

@@ -15,8 +15,12 @@ _GENERATOR_RE = re.compile(
     r"Generated\s+(?:on\s+[^<>]*?\s+)?by\s+(LaTeXML(?:\s*oxide)?|latexml[-_ ]oxide)\s*\(?\s*(?:version\s*)?v?(\d+(?:\.\d+)*(?:-[A-Za-z0-9]+)?)?",
     re.I,
 )
-_ID_IN_URL_RE = re.compile(r"/(?:html|abs|pdf)/((?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)")
-_TITLE_ID_RE = re.compile(r"^\s*\[((?:\d{4}\.\d{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?)\]\s*")
+# ASCII digits: an id is compared after ``ids.normalize_id`` (a fullwidth or zero-width
+# spelling of another paper's id is that paper's id, never a "different" one).
+_ID_IN_URL_RE = re.compile(
+    r"/(?:html|abs|pdf)/((?:[0-9]{4}\.[0-9]{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Z]{2})?/[0-9]{7})(?:v[0-9]+)?)"
+)
+_TITLE_ID_RE = re.compile(r"^\s*\[((?:[0-9]{4}\.[0-9]{4,5}|[a-z\-]+(?:\.[A-Z]{2})?/[0-9]{7})(?:v[0-9]+)?)\]\s*")
 _EMAIL_RE = re.compile(r"\S+@\S+")
 
 
@@ -60,12 +64,13 @@ def page_identity(root, title_text: Optional[str]) -> PageIdentity:
     pid = ver = None
     for cand in (page_url, base_href):
         if cand:
+            cand = ids.normalize_id(cand)
             m = _ID_IN_URL_RE.search(cand if cand.startswith("/") or "://" in cand else "/" + cand)
             if m:
                 pid, ver = ids.split_version(m.group(1))
                 break
     if pid is None and title_text:
-        m = _TITLE_ID_RE.match(title_text)
+        m = _TITLE_ID_RE.match(ids.normalize_id(title_text))
         if m:
             pid, ver = ids.split_version(m.group(1))
     host = urlsplit(page_url).netloc.lower() if page_url else ""

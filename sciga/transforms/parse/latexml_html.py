@@ -14,7 +14,7 @@ from lxml import etree
 from sciga.schemas import ids
 from sciga.schemas.records import Conference, Paper, PaperMeta, Provenance, Subjects
 from sciga.schemas.version import BUILDER_VERSION, SCHEMA_VERSION
-from sciga.transforms.parse import front_matter
+from sciga.transforms.parse import front_matter, row_bounds
 from sciga.transforms.parse.anchors import caption_ref_spans, ref_spans
 from sciga.transforms.parse.decode import DEFAULT_MAX_BYTES, decode_page
 from sciga.transforms.parse.errors import ParseError
@@ -120,6 +120,16 @@ def _identity(
             f"{input_uri} does not say which arXiv paper it is (no canonical URL, <base href> or id in the file name); "
             "name the file <arxiv_id>.html or pass metadata.",
         )
+    if fallback_id_source == "filename" and fallback_id and id_source != "filename" and paper_id != fallback_id:
+        # A page (or sidecar) that names another paper than its file: never let it take that
+        # paper's place quietly (the genuine page may be in the same build, or not).
+        said_by = "metadata sidecar" if id_source == "metadata" else "page (its canonical URL, <base href> or title)"
+        raise ParseError(
+            "id_mismatch",
+            f"{input_uri} is named for paper {fallback_id}, but its {said_by} says it is {paper_id}; it was not "
+            f"built, so that it cannot stand in for {paper_id}: rename the file or fix the {said_by.split(' (')[0]}.",
+            paper_id=fallback_id,
+        )
     return paper_id, version, id_source
 
 
@@ -201,6 +211,7 @@ def parse_latexml_html(
     ``content_sha256``: the SHA-256 of ``html`` where the caller has it already."""
     meta = meta or PaperMeta()
     utf8, decode_errors = decode_page(html, input_uri, max_bytes)
+    row_bounds.check_page_size(utf8, input_uri)  # before a tree of millions of elements is built
     generator, gen_version = front_matter.generator_of(utf8)
     root = _tree(utf8, input_uri)
     title_el = first_descendant(root, "title")
@@ -223,6 +234,7 @@ def parse_latexml_html(
             "too_deep", f"{input_uri} nests elements too deeply to be a real paper page; check the file."
         ) from None
     sections, paragraphs = walker.finish()
+    row_bounds.check_figure_rows(len(floats.figures) + sum(len(f.subfigures) for f in floats.figures), input_uri)
 
     _link_references(walker, floats, paragraphs, paper_id)
 

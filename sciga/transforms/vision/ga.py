@@ -52,6 +52,7 @@ class GAInput:
     data: Optional[bytes] = None
     error: Optional[str] = None
     uri: Optional[str] = None  # where the GA image file is (the manifest's uri)
+    status: Optional[str] = None  # the GA row's image_status when there are no bytes (default unreadable)
 
 
 def _top_figure(fid: str) -> str:
@@ -134,7 +135,7 @@ def ga_row(paper: Paper, ga: GAInput) -> FigureRow:
         image_error=ga.error,
         ga_role=ROLE_GA,
         image_uri=ga.uri,
-        image_status=None if ga.data is not None else UNREADABLE,
+        image_status=None if ga.data is not None else (ga.status or UNREADABLE),
     )
 
 

@@ -2,7 +2,11 @@
 
 Per paper: the figure rows, the keyword stage of the medical filter, the de-facto GA, and
 each image read once, hashed and decoded (size, pHash or the image error) at the small scale
-those need (``decode.decode_reduced``). The rows carry where their bytes are (``ImageRef``),
+those need (``decode.decode_reduced``). An image file that several rows of one paper show
+(the same ``src``, or another spelling of the same file) is read, decoded and stored once:
+the first row embeds it, the others get ``image_status`` ``repeated``, the same
+``image_uri``, size and pHash, and ``image_error`` naming the row that holds the bytes (a page
+that showed one teaser 100,000 times made a 1.23 GB figures shard). The rows carry where their bytes are (``ImageRef``),
 never the bytes. The model steps' requests (``classify``, ``ga``) leave as tagged outputs;
 Beam's side of the stage (``stage.py``) runs the models on them.
 """
@@ -17,7 +21,7 @@ from typing import TYPE_CHECKING, Optional, Union
 import numpy as np
 
 from sciga.schemas.build import ImageRef, PaperWork
-from sciga.schemas.images import NOT_FOUND, RASTERIZED_SVG, SVG_ONLY, UNDECODABLE
+from sciga.schemas.images import EMBEDDED, NOT_FOUND, RASTERIZED_SVG, REPEATED, SVG_ONLY, UNDECODABLE, UNREADABLE
 from sciga.schemas.records import FigureRow
 from sciga.transforms.common.counters import Counter
 from sciga.transforms.common.progress import Progress
@@ -28,6 +32,7 @@ from sciga.transforms.vision.decode import sniff_vector
 from sciga.transforms.vision.figure_images import measure_image
 from sciga.transforms.vision.figure_rows import figure_rows
 from sciga.transforms.vision.ga import GAInput, apply_de_facto
+from sciga.transforms.vision.ga_manifest import ga_file_dep
 from sciga.transforms.vision.medical import KeywordMatcher, annotate_keywords
 from sciga.transforms.vision.options import GAIndex, ResolvedVision
 from sciga.transforms.vision.svg_raster import MAX_SVG_BYTES, SvgRefused, rasterize_svg
@@ -101,9 +106,10 @@ class MeasureStep(PaperStep):
         out: list = []
         payloads: dict[str, Payload] = {}
         input_size: Optional[int] = getattr(v.medical_meta, "input_size", None)  # a CheckpointMeta
+        seen: dict[tuple[str, str], FigureRow] = {}  # ("path", src) / ("uri", file) -> the row that read it
         for row in rows:
             classify = v.medical_meta is not None and bool(o.classify_all or row.medical.keyword_hits)
-            payload, model_input = self._measure(work, row, input_size if classify else None)
+            payload, model_input = self._measure(work, row, input_size if classify else None, seen)
             if payload is not None:
                 payloads[row.id] = payload
                 if classify:
@@ -121,8 +127,9 @@ class MeasureStep(PaperStep):
         if out:
             work.pending.append("medical")
         if entry is not None:
-            if not entry.uri.lower().startswith(("http://", "https://")):  # a file: changing it retypes the GA
-                work.deps.append(file_dep(entry.uri) if _exists(entry.uri) else absent_dep(entry.uri))
+            dep = ga_file_dep(entry)  # a file (read only where it may be): changing it retypes the GA
+            if dep is not None:
+                work.deps.append(dep)
             work.pending.append("ga")
             out.append(
                 Tagged(
@@ -143,12 +150,24 @@ class MeasureStep(PaperStep):
         return [work, *out]
 
     def _measure(
-        self, work: PaperWork, row: FigureRow, model_input_size: Optional[int] = None
+        self,
+        work: PaperWork,
+        row: FigureRow,
+        model_input_size: Optional[int] = None,
+        seen: Optional[dict[tuple[str, str], FigureRow]] = None,
     ) -> tuple[Optional[Payload], Optional[np.ndarray]]:
         """Read and decode the row's image once; the row keeps its size, hash and where the
         bytes are. Returns what a model step should read (None: no usable pixels) and, with
-        ``model_input_size``, the classifier's uint8 input made from the same decode."""
+        ``model_input_size``, the classifier's uint8 input made from the same decode.
+        ``seen``: the paper's rows so far by image path and file; a file read before is not
+        read again (``_same_file``)."""
         o = self.vision.options
+        seen = {} if seen is None else seen
+        if row.image_source != "tex" and row.image_path and row.image_bytes is None:
+            first = seen.get(("path", row.image_path))
+            if first is not None:
+                _same_file(row, first)
+                return None, None
         data, uri, sha = None, None, None
         if row.image_source == "tex":
             data = work.made_images.get(row.image_path or "")
@@ -164,6 +183,11 @@ class MeasureStep(PaperStep):
         elif row.image_path and row.image_bytes is None:
             got = find_asset(work.uri, row.image_path, o.max_image_bytes)
             data, uri = got.data, got.uri
+            if data is not None and uri is not None and ("uri", uri) in seen:  # the same file, spelled otherwise
+                first = seen[("uri", uri)]
+                seen[("path", row.image_path)] = first
+                _same_file(row, first)
+                return None, None
             work.deps.extend(absent_dep(u) for u in got.looked)
             if data is not None and uri is not None:  # bytes come with where they were read
                 dep = file_dep(uri, data)
@@ -194,6 +218,12 @@ class MeasureStep(PaperStep):
             row.image_status = UNDECODABLE
         if had:
             (self.decoded if row.image_bytes is not None else self.undecodable).inc()
+        if (
+            row.image_source != "tex" and row.image_path and row.image_status != UNREADABLE
+        ):  # a failure that may pass is read again
+            seen[("path", row.image_path)] = row
+            if uri is not None:
+                seen[("uri", uri)] = row
         if row.image_bytes is None:
             row.image_uri = row.image_uri or svg_at or uri  # a file that was read but did not decode
             return None, None
@@ -234,11 +264,15 @@ class MeasureStep(PaperStep):
         return png
 
 
-def _exists(uri: str) -> bool:
-    from sciga.transforms.common.input_files import fs_and_path
-
-    try:
-        fs, p = fs_and_path(uri)
-        return fs.isfile(p)
-    except (OSError, ValueError):
-        return False
+def _same_file(row: FigureRow, first: FigureRow) -> None:
+    """``row`` shows the image file ``first`` read: the same measurements; the bytes stay
+    with ``first`` (``repeated``), or the same reason there are none."""
+    row.image_uri, row.width, row.height, row.phash = first.image_uri, first.width, first.height, first.phash
+    row.image_bytes, row.image_sha256, row.image_size = None, None, None
+    if first.image_status in (EMBEDDED, RASTERIZED_SVG):  # a drawn SVG's PNG is held by the first row too
+        row.image_status = REPEATED
+        row.image_error = (
+            f"{REPEATED}: the same image file as row {first.id}, whose image holds it (stored once per paper)"
+        )
+    else:
+        row.image_status, row.image_error = first.image_status, first.image_error

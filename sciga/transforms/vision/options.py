@@ -46,6 +46,12 @@ class VisionOptions:
     top_k: int = DEFAULT_TOP_K
     classify_all: bool = False  # classify every figure, not only keyword hits
     ga_manifest: Optional[str] = None  # CSV arxiv_id,path[,source,caption]
+    # Folders besides the manifest's own that its paths may lie in: the build's --input
+    # folders (the CLI passes them). Paths elsewhere are refused unless ga_allow_outside.
+    ga_roots: tuple[str, ...] = ()
+    # --ga-allow-outside: read manifest paths wherever they point (absolute, ../, other
+    # buckets) and fetch http(s) URLs; off by default (``ga_manifest.resolve_ga_path``).
+    ga_allow_outside: bool = False
     ga_embedding_weights: Optional[str] = None
     ga_max_bytes: int = DEFAULT_MAX_GA_BYTES
     ga_timeout: float = DEFAULT_TIMEOUT
@@ -55,7 +61,16 @@ class VisionOptions:
 
 
 # Options that change how fast results come, never what they are (files are in by content).
-_NOT_IN_RESULTS = ("inference", "ga_manifest", "keywords_file", "medical_weights", "ga_embedding_weights")
+# (the GA manifest's options reach a result through its row's dependency, ``ga_fingerprint``)
+_NOT_IN_RESULTS = (
+    "inference",
+    "ga_manifest",
+    "ga_roots",
+    "ga_allow_outside",
+    "keywords_file",
+    "medical_weights",
+    "ga_embedding_weights",
+)
 
 
 @dataclass(frozen=True)
@@ -130,7 +145,7 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
     ga_uri, n_ga = None, 0
     if options.ga_manifest:
         try:
-            entries = read_ga_manifest(options.ga_manifest)
+            entries = read_ga_manifest(options.ga_manifest, options.ga_roots, options.ga_allow_outside)
         except ManifestError as e:
             raise VisionConfigError(str(e)) from None
         n_ga = len(entries)
@@ -159,7 +174,10 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
 def ga_fingerprint(entry: Optional[GAEntry]) -> Optional[str]:
     if entry is None:
         return None
-    blob = json.dumps([entry.path, entry.uri, entry.source, entry.caption], separators=(",", ":"))
+    fields = [entry.path, entry.uri, entry.source, entry.caption]
+    if entry.refused or entry.root:  # where it may be read from, and why not: part of the GA's result
+        fields += [entry.root, entry.refused]
+    blob = json.dumps(fields, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 

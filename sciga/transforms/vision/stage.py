@@ -127,6 +127,7 @@ class LoadGA(beam.DoFn):
             self.loaded.inc()
         except OSError as err:
             req.ga.error = str(err)
+            req.ga.status = getattr(err, "status", None)
             self.failed.inc()
         yield req
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Optional, TypeVar
 
 from sciga.schemas.records import DeadLetter, Paper
+from sciga.transforms.inputs.pages import fallback_paper_id
 
 T = TypeVar("T")
 
@@ -20,10 +21,22 @@ def version_number(version: Optional[str]) -> int:
     return int(v) if v.isdigit() else 0
 
 
-def rank(version: Optional[str], n_figures: int, n_paragraphs: int, uri: Optional[str]) -> tuple:
-    """Sort key: the newest version first; among equals, the richest record; then the
-    first input URI (a deterministic tie-break, independent of arrival order)."""
-    return (-version_number(version), -n_figures, -n_paragraphs, uri or "")
+def named_for(uri: Optional[str], paper_id: Optional[str]) -> bool:
+    """Whether the input's file name is the paper's arXiv id (``2401.00099v2.html`` for
+    2401.00099)."""
+    if not uri or not paper_id:
+        return False
+    pid, how = fallback_paper_id(uri)
+    return how == "filename" and pid == paper_id
+
+
+def rank(
+    version: Optional[str], n_figures: int, n_paragraphs: int, uri: Optional[str], paper_id: Optional[str] = None
+) -> tuple:
+    """Sort key: a copy whose file name is the paper's id first (a page named otherwise that
+    claims the id never displaces it); then the newest version; among equals, the richest
+    record; then the first input URI (a deterministic tie-break, independent of arrival order)."""
+    return (-int(named_for(uri, paper_id)), -version_number(version), -n_figures, -n_paragraphs, uri or "")
 
 
 def duplicate_dead_letter(
@@ -55,7 +68,7 @@ def choose(papers: Iterable[Paper]) -> tuple[Paper, list[DeadLetter]]:
     ps: Sequence[Paper] = sorted(
         papers,
         key=lambda p: rank(
-            p.version, len(p.figures), sum(len(s.paragraphs) for s in p.sections), p.provenance.input_uri
+            p.version, len(p.figures), sum(len(s.paragraphs) for s in p.sections), p.provenance.input_uri, p.id
         ),
     )
     kept, rest = ps[0], ps[1:]

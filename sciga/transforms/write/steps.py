@@ -230,7 +230,7 @@ class CollectStep(Step):
         }
         papers = sorted(
             (r for r in refs if r.is_paper),
-            key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri) + (r.key or "",),
+            key=lambda r: rank(r.version, r.n_figures, r.n_paragraphs, r.uri, r.paper_id) + (r.key or "",),
         )
         if papers:
             kept = papers[0]

@@ -162,12 +162,15 @@ def test_build_with_ga_manifest(tmp_path, caplog):
         ]
     )
     tiny = save_tiny_classifier(tmp_path / "emb.pt")
-    with LocalServer({"/ga/99002.png": [(200, png_bytes(combo))]}) as srv:
+    (tmp_path / "ga" / "99002.png").write_bytes(png_bytes(combo))
+    # A web address is never fetched by default (issue 43: --ga-allow-outside fetches it; the
+    # fetch itself is test_polite_fetch_with_faults): its GA row says why.
+    with LocalServer({"/ga/q-bio.png": [(200, png_bytes(combo))]}) as srv:
         (tmp_path / "manifest.csv").write_text(
             "arxiv_id,path,source\n"
             "2511.99001v1,ga/99001.png,Journal A\n"
-            f"2511.99002,{srv.url('/ga/99002.png')},Journal B\n"
-            f"q-bio/0601999,{srv.url('/ga/missing.png')},\n"
+            "2511.99002,ga/99002.png,Journal B\n"
+            f"q-bio/0601999,{srv.url('/ga/q-bio.png')},\n"
             "2511.00000,ga/none.png,\n"
         )
         with caplog.at_level(logging.WARNING):
@@ -185,7 +188,7 @@ def test_build_with_ga_manifest(tmp_path, caplog):
                     "5",
                 ]
             )
-    assert rc == 0
+        assert rc == 0 and not srv.hits, "a web address in the manifest was fetched without --ga-allow-outside"
     assert "2511.00000, which is not among the built papers" in caplog.text
     papers = {p["id"]: p for p in read_rows(tmp_path / "out", "papers")}
     ga1, ga2, ga3 = (papers[k]["graphical_abstract"] for k in ("2511.99001", "2511.99002", "q-bio/0601999"))
@@ -201,7 +204,7 @@ def test_build_with_ga_manifest(tmp_path, caplog):
         "2511.99002_F3",
         "2511.99002_F6",
     }
-    assert ga3["type"] is None and "HTTP 404" in ga3["error"]
+    assert ga3["type"] is None and "never fetched over the network" in ga3["error"]
     figs = {r["id"]: r for r in read_rows(tmp_path / "out", "figures")}
     assert (
         figs["2511.99001_F2"]["ga_role"] == "ga_reused" and figs["2511.99001_F1"]["ga_role"] is None
@@ -213,8 +216,8 @@ def test_build_with_ga_manifest(tmp_path, caplog):
     )
     assert row["image"]["bytes"][:4] == b"\x89PNG" and row["image"]["path"] == "ga/99001.png"
     assert row["medical"]["is_medical"] is False and row["medical"]["keyword_hits"] == []
-    assert figs["q-bio/0601999_GA"]["image"] is None and "HTTP 404" in figs["q-bio/0601999_GA"]["image_error"]
-    assert figs["q-bio/0601999_GA"]["image_status"] == "unreadable"
+    assert figs["q-bio/0601999_GA"]["image"] is None and "--ga-allow-outside" in figs["q-bio/0601999_GA"]["image_error"]
+    assert figs["q-bio/0601999_GA"]["image_status"] == "outside_input"
 
 
 def test_build_without_manifest_marks_de_facto_gas(tmp_path):
