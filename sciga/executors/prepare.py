@@ -79,7 +79,7 @@ class PreparedBuild:
         here)."""
         if self.workers_hash and self.hashes is not None and page_sha256 is not None:
             self.hashes.fill(page_sha256, self.opts.parse.max_page_bytes)
-        record_pages(self.fin.store_root, self.hashes, self.signature)
+        record_pages(self.fin.store_root, self.hashes, self.signature, self.fingerprint)
         return BuildResult(out_dir=self.out_dir, counts=counts, manifest=manifest, seconds=time.time() - self.started)
 
 
@@ -261,13 +261,21 @@ def _unclaim_pages(sroot: str) -> None:
         forget_page_index(sroot)  # unlinking needs no space; the next build hashes its pages again
 
 
-def record_pages(sroot: str, hashes, signature: str) -> None:
-    """What the next build needs to know that nothing changed (``inputs/page_index.py``)."""
+def record_pages(sroot: str, hashes, signature: str, fingerprint: Optional[str] = None) -> None:
+    """What the next build needs to know that nothing changed (``inputs/page_index.py``),
+    with the vouches for the pages' results when the results' ``fingerprint`` is given
+    (``write/up_to_date.result_vouches``)."""
     from sciga.transforms.inputs.page_index import forget_page_index, save_page_index
+    from sciga.transforms.write.up_to_date import result_vouches
 
     try:
         if hashes is not None:
-            save_page_index(sroot, hashes, signature)
+            results = (
+                result_vouches(sroot, hashes.sha256, fingerprint, hashes.record_results)
+                if fingerprint is not None
+                else None
+            )
+            save_page_index(sroot, hashes, signature, results)
         else:
             forget_page_index(sroot)
     except OSError as e:  # the build is done; the next one hashes its pages again

@@ -276,3 +276,57 @@ def test_a_rebuild_of_a_few_changed_pages_runs_in_this_process_by_default(tmp_pa
     again = default_build()
     assert (again.counts.reused, again.counts.recomputed) == (33, 1)
     assert again.manifest.run["workers"] == 1
+
+
+def test_a_no_op_rebuild_reads_no_stored_result_and_still_sees_a_file_appear(corpus, tmp_path, monkeypatch):
+    """The record vouches for each page's result (``write/up_to_date.result_vouches``): a
+    rebuild with nothing to do stats files and reads no stored result, yet a file that a
+    result depended on the absence of (an e-print beside the page, a missing image's folder)
+    appearing, or a present one rewritten, still runs the pipeline."""
+    from sciga.transforms.common import result_store
+
+    out = tmp_path / "out"
+    build(corpus, out)
+    record = json.loads((out / ".sciga" / PAGE_INDEX).read_text())
+    assert set(record["results"]["pages"]) == set(record["pages"]), "every page's result is vouched for"
+    reads: list = []
+    header = result_store.ResultStore.header
+    monkeypatch.setattr(result_store.ResultStore, "header", lambda self, key: reads.append(key) or header(self, key))
+    assert build(corpus, out).up_to_date
+    assert reads == [], "a no-op rebuild read stored results"
+
+    # a name the results depended on being absent appears beside the pages
+    page = sorted(corpus.rglob("*.html"))[0]
+    header_deps = [d for h in _headers(out) for d in h["deps"] if "size" not in d or d["size"] is None]
+    assert header_deps, "the corpus' results depend on an absent file"
+    appeared = Path(header_deps[0]["uri"])
+    appeared.parent.mkdir(parents=True, exist_ok=True)
+    appeared.write_bytes(b"")
+    assert not build(corpus, out).up_to_date
+    appeared.unlink()
+    build(corpus, out)
+    assert build(corpus, out).up_to_date
+
+    # a present dependency (an image) rewritten
+    image = sorted(page.parent.rglob("*.png"))[0]
+    image.unlink()  # a hard link to the corpus' pool of images
+    image.write_bytes(figure_png(seed=99, target_kb=4))
+    assert build(corpus, out).up_to_date is False
+    build(corpus, out)
+    assert build(corpus, out).up_to_date
+
+    # a vouch that no longer matches its result file is no vouch: the header is read, as before
+    build(corpus, out)
+    record = json.loads((out / ".sciga" / PAGE_INDEX).read_text())
+    for v in record["results"]["pages"].values():
+        v[1] += 1  # another result file size
+    (out / ".sciga" / PAGE_INDEX).write_text(json.dumps(record))
+    reads.clear()
+    assert build(corpus, out).up_to_date
+    assert len(reads) == len(record["pages"])
+
+
+def _headers(out: Path) -> list[dict]:
+    from sciga.transforms.common.result_store import HEADER, stored_member
+
+    return [json.loads(stored_member(str(p), HEADER)) for p in sorted((out / ".sciga" / "results").rglob("*.zip"))]

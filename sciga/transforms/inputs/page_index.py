@@ -27,6 +27,7 @@ from sciga.transforms.inputs.pages import CONVERT_PREFIX
 from sciga.transforms.inputs.refused import RefusedInput
 
 PAGE_INDEX = "pages.json"
+RESULTS = "results"  # the record's vouches for the pages' results (``write/up_to_date.result_vouches``)
 INDEX_VERSION = 1
 HASH_THREADS = 8  # reading and hashing release the GIL; a few threads keep a disk or NFS busy
 
@@ -49,6 +50,7 @@ class PageHashes:
     n_inputs: int = 0
     record_pages: int = 0  # pages in the record (0: none, or --rebuild)
     record_signature: Optional[str] = None  # of the build that wrote the record (``write/up_to_date.py``)
+    record_results: Optional[dict] = None  # the record's vouches for the pages' results (``write/up_to_date.py``)
 
     def fill(self, known: dict[str, str], max_page_bytes: int) -> None:
         """Complete the hashes of a build that left them to its workers (``page_hashes``
@@ -123,6 +125,7 @@ def page_hashes(
         n_inputs=len(inputs),
         record_pages=len(record),
         record_signature=signature if isinstance(signature, str) else None,
+        record_results=raw.get(RESULTS) if isinstance(raw.get(RESULTS), dict) else None,
     )
     todo: list[str] = []
     for uri in inputs:
@@ -155,15 +158,21 @@ def _hash_into(out: PageHashes, uris: list[str], max_page_bytes: int) -> None:
     out.hashed += len(uris)
 
 
-def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str]) -> None:
-    """Record ``hashes`` and the finished build's ``signature`` for the next build; atomic
-    (write, then rename), so a build killed here leaves the old record or the new one."""
+def save_page_index(
+    store_root: str, hashes: PageHashes, signature: Optional[str], results: Optional[dict] = None
+) -> None:
+    """Record ``hashes`` and the finished build's ``signature`` (and ``results``, the vouches
+    for the pages' results) for the next build; atomic (write, then rename), so a build
+    killed here leaves the old record or the new one."""
     if not is_local(store_root):
         return
     pages = {
         u: [st.size, st.mtime_ns, hashes.sha256[u]] for u, st in sorted(hashes.stats.items()) if u in hashes.sha256
     }
-    _write_record(store_root, {"version": INDEX_VERSION, "build": signature, "pages": pages})
+    record: dict = {"version": INDEX_VERSION, "build": signature, "pages": pages}
+    if results is not None:
+        record[RESULTS] = results
+    _write_record(store_root, record)
 
 
 def _write_record(store_root: str, record: dict) -> None:
