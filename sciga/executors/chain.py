@@ -16,9 +16,10 @@ adds the models (RunInference) when the build has one.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
@@ -47,6 +48,10 @@ class BuildChain:
     collect: CollectStep
     cut: CutStep
     write_part: WritePartStep
+    # CPU-seconds (user + system, this process) spent in each step by ``items`` and ``write``,
+    # by the step's stage ("plan", "parse", "tex_source", "link", "vision": measuring images,
+    # "store", "write"); ``take_cpu_seconds`` hands them over and starts again.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def measure(self) -> MeasureStep:
@@ -79,7 +84,7 @@ class BuildChain:
         from sciga.transforms.inputs.build_inputs import planned_input_from_line
 
         out: list = []
-        for planned in self.plan.process(planned_input_from_line(line)):
+        for planned in self._timed("plan", self.plan.process, planned_input_from_line(line)):
             if isinstance(planned, Tagged):  # reused
                 out.append(planned.value)
             else:
@@ -92,15 +97,28 @@ class BuildChain:
         from sciga.transforms.common.steps import Tagged
 
         if not rest:
-            out.extend(self.store.process(work))
+            out.extend(self._timed("store", self.store.process, work))
             return
-        for got in rest[0].process(work):
+        for got in self._timed(rest[0].STAGE, rest[0].process, work):
             if not isinstance(got, Tagged):
                 self._through(got, rest[1:], out)
             elif got.tag == DEAD_LETTER_TAG:
-                out.extend(self.store.process(got.value))
+                out.extend(self._timed("store", self.store.process, got.value))
             else:  # needs_beam() let no model step in: nothing may ask for one
                 raise RuntimeError(f"a build without Beam got a {got.tag!r} request, which needs Beam's RunInference")
+
+    def _timed(self, stage: str, process, element) -> list:
+        """``process(element)``'s outputs, its CPU time added to ``cpu_seconds[stage]`` (the
+        outputs are collected first: what the next steps cost is theirs)."""
+        t = time.process_time()
+        got = list(process(element))
+        self.cpu_seconds[stage] = self.cpu_seconds.get(stage, 0.0) + time.process_time() - t
+        return got
+
+    def take_cpu_seconds(self) -> dict[str, float]:
+        """The CPU-seconds per stage counted since the last call (and the count restarted)."""
+        got, self.cpu_seconds = self.cpu_seconds, {}
+        return got
 
     def finish_items(self) -> None:
         """After a batch of inputs (Beam: a bundle): progress flushed."""
@@ -116,11 +134,13 @@ class BuildChain:
         by_paper: dict[str, list] = defaultdict(list)
         for item in items:
             by_paper[paper_key(item)].append(item)
+        if isinstance(items, list):
+            items.clear()  # the caller's list: its references are by_paper's now
         by_group: dict[tuple, list] = defaultdict(list)
         for key in sorted(by_paper):
-            for group, item in self.collect.process((key, by_paper[key])):
+            for group, item in self.collect.process((key, by_paper.pop(key))):
                 by_group[group].append(item)
-        jobs = [job for group in sorted(by_group) for job in self.cut.process((group, by_group[group]))]
+        jobs = [job for group in sorted(by_group) for job in self.cut.process((group, by_group.pop(group)))]
         # Largest first, as the inputs: the one big part (every paper's full text) must not
         # be what one worker writes alone at the end.
         jobs.sort(key=job_bytes, reverse=True)
@@ -128,9 +148,17 @@ class BuildChain:
 
     def write(self, jobs: Iterable[PartJob]) -> list[PartInfo]:
         """Each part file and its sidecar (a batch of part jobs; progress flushed after)."""
+        t = time.process_time()
         infos = [info for job in jobs for info in self.write_part.process(job)]
         self.write_part.finish()
+        self.cpu_seconds["write"] = self.cpu_seconds.get("write", 0.0) + time.process_time() - t
         return infos
+
+
+def add_cpu_seconds(total: dict[str, float], more: Mapping[str, float]) -> None:
+    """``more`` (a process's ``BuildChain.take_cpu_seconds``) added into ``total``."""
+    for stage, seconds in more.items():
+        total[stage] = total.get(stage, 0.0) + seconds
 
 
 def job_bytes(job: PartJob) -> int:

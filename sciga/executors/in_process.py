@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
@@ -61,6 +62,9 @@ class InProcessRun:
 
     page_sha256: dict[str, str]  # page -> the SHA-256 of the bytes its stored paper was made from
     part_writers: int  # processes that wrote the part files
+    # CPU-seconds (user + system) per stage, summed over every process that ran it
+    # (``BuildChain.cpu_seconds``; "group": grouping and cutting, in the launcher)
+    cpu_seconds: dict[str, float]
 
 
 def can_fork() -> bool:
@@ -185,22 +189,28 @@ def run_in_process(
     SHA-256 of each page whose paper is stored (as its worker read it) and how many
     processes wrote the parts. ``write_workers``: processes the part files may be written in
     when ``workers`` is 1 and they are many and large (``_processes_for_writes``)."""
+    from sciga.executors.chain import add_cpu_seconds
+
     chain.setup()
     items: list = []
     read: dict[str, str] = {}  # page -> SHA-256 of the bytes its paper was made from
+    cpu: dict[str, float] = {}
     with _Workers(workers, chain, shared_modules=finalize_modules) as pool:
-        for batch in pool.map(_chain_items, _batches(list(lines), workers)):
+        for batch, spent in pool.map(_chain_items, _batches(list(lines), workers)):
+            add_cpu_seconds(cpu, spent)
             items += batch
             for item in batch:
                 if item.content_sha256:
                     read[item.uri] = item.content_sha256
-        jobs = chain.part_jobs(items)
+        t = time.process_time()
+        jobs = chain.part_jobs(items)  # empties ``items``: only the jobs are kept
+        add_cpu_seconds(cpu, {"group": time.process_time() - t})
         pool.widen(_processes_for_writes(pool.n, write_workers, jobs, chain.write_part.takes_over))
-        for _ in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
-            pass
+        for spent in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
+            add_cpu_seconds(cpu, spent)
         part_writers = pool.n
     chain.finish()
-    return InProcessRun(page_sha256=read, part_writers=part_writers)
+    return InProcessRun(page_sha256=read, part_writers=part_writers, cpu_seconds=cpu)
 
 
 def build_in_process(b: PreparedBuild, workers: int) -> BuildResult:
@@ -260,6 +270,7 @@ def build_in_process(b: PreparedBuild, workers: int) -> BuildResult:
                 finalize_modules=FINALIZE_MODULES,
             )
     b.fin.run["part_writers"] = ran.part_writers
+    b.fin.run["cpu_seconds"] = {stage: round(s, 3) for stage, s in sorted(ran.cpu_seconds.items())}
     counts, manifest = finalize_build(b.fin)
     return b.finished(counts, manifest, ran.page_sha256)
 
@@ -310,17 +321,17 @@ def _batches(items: list, workers: int) -> list[list]:
 _FORKED: dict = {}
 
 
-def _chain_items(lines: list[str]) -> list:
+def _chain_items(lines: list[str]) -> tuple[list, dict[str, float]]:
     chain: BuildChain = _FORKED["chain"]
     out = [item for line in lines for item in chain.items(line)]
     chain.finish_items()  # a batch is a Beam bundle: progress is flushed at its end
-    return out
+    return out, chain.take_cpu_seconds()
 
 
-def _write_parts(jobs: list) -> int:
+def _write_parts(jobs: list) -> dict[str, float]:
     chain: BuildChain = _FORKED["chain"]
     chain.write(jobs)
-    return len(jobs)
+    return chain.take_cpu_seconds()
 
 
 class _Workers:

@@ -366,3 +366,27 @@ def forked_workers(launcher) -> list:
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
             continue
     return forked
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_manifest_records_cpu_seconds_per_stage_summed_over_the_workers(tmp_path, workers):
+    """Issue 47 item 5: CPU-seconds per paper per stage, from a build's manifest."""
+    import argparse
+
+    from sciga.pipelines.build import run_build
+
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 6, n_figures=3, image_kb=4, distinct_images=2)
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    out = tmp_path / "out"
+    run_build(ap.parse_args(["--input", str(pages), "--output", str(out), "--workers", workers, "--quiet", *SHARDS]))
+    cpu = manifest(out)["run"]["cpu_seconds"]
+    assert (
+        {"plan", "parse", "link", "vision", "store", "group", "write"}
+        <= set(cpu)
+        <= {"plan", "parse", "tex_source", "link", "vision", "store", "group", "write"}
+    ), cpu
+    assert all(isinstance(s, float) and s >= 0 for s in cpu.values()), cpu
+    assert cpu["parse"] > 0 and cpu["write"] > 0, cpu
+    assert sum(cpu.values()) <= manifest(out)["run"]["seconds"] * int(workers) + 1, "CPU time beyond the workers' wall"
