@@ -163,6 +163,21 @@ def malloc_without_fastbins():
         libc.mallopt(_M_MXFAST, _DEFAULT_MXFAST)
 
 
+def release_free_memory() -> None:
+    """The C heap's free pages given back to the system (glibc's ``malloc_trim``; nothing on
+    another C library). The launcher frees every paper's reference once the part jobs are
+    cut, but glibc keeps the freed pages resident; worker processes forked after that
+    (``_Workers.widen``) would each map them too, and the build's memory, summed over its
+    processes, would count them once more per worker."""
+    libc = _glibc()
+    if libc is None:
+        return
+    try:
+        libc.malloc_trim(0)
+    except AttributeError:
+        pass
+
+
 def _glibc():
     """The C library when it is glibc (its ``mallopt`` is tuned), else None."""
     try:
@@ -205,6 +220,7 @@ def run_in_process(
         t = time.process_time()
         jobs = chain.part_jobs(items)  # empties ``items``: only the jobs are kept
         add_cpu_seconds(cpu, {"group": time.process_time() - t})
+        release_free_memory()  # before any fork for the writes: a child maps what the launcher holds
         pool.widen(_processes_for_writes(pool.n, write_workers, jobs, chain.write_part.takes_over))
         for spent in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
             add_cpu_seconds(cpu, spent)
