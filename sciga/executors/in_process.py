@@ -346,7 +346,13 @@ def _chain_items(lines: list[str]) -> tuple[list, dict[str, float]]:
 
 def _write_parts(jobs: list) -> dict[str, float]:
     chain: BuildChain = _FORKED["chain"]
-    chain.write(jobs)
+    for job in jobs:
+        chain.write([job])
+        # A part's tables are freed once it is written, but glibc keeps their pages: in a
+        # process that writes part after part (each a different mix of row-group sizes) the
+        # resident memory climbed with the number of parts written, not with what a part
+        # holds. Trimming after each part keeps it at one part's worth.
+        release_free_memory()
     return chain.take_cpu_seconds()
 
 

@@ -240,16 +240,20 @@ class PartWriter:
                 self._hashing = _HashingFile(self._file)
                 self._writer = pq.ParquetWriter(self._hashing, self.schema, write_statistics=True, **self.options)
         table = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        pending_bytes = self._pending_bytes
+        # The papers' tables are the row group's only references to their chunks now: once
+        # combined, they are freed before the row group is encoded (a papers row group is up
+        # to ROW_GROUP_BYTES of full text, held twice otherwise while it is written).
+        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         if not table.schema.equals(self.schema):  # a cast to the same types still visits every chunk
             table = table.cast(self.schema)
-        if self._pending_bytes < COMBINE_BELOW_BYTES:
+        if pending_bytes < COMBINE_BELOW_BYTES:
             # One chunk per column: the Parquet writer pays per chunk, and a chunk per paper
             # made writing the papers config 2.7x slower. (Above 1 GiB a binary column could
             # not be one chunk: 32-bit offsets; such a row group is written as it came.)
             table = table.combine_chunks()
         self._writer.write_table(table, row_group_size=max(1, table.num_rows))
         self._groups.append(self._written)
-        self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
     def close(self) -> Optional[tuple[str, int, str]]:
         """(path, bytes, sha256) of the file written; None when no row came."""
