@@ -63,6 +63,11 @@ def _sk(col: str) -> str:
 TAG_ONLY = r"coalesce(regexp_full_match({col}, '(?s)\s*<TAG>.*?</TAG>\s*'), false)"
 
 
+# Every paragraph of every section, with its index in the section.
+PARAGRAPHS = """SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
+    FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)"""
+
+
 SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _pap AS
         SELECT id, provenance.input_uri AS input_uri, coalesce(provenance.id_source, '') AS id_source,
@@ -86,19 +91,34 @@ SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _sec AS
         SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk("s.title")} AS title_sk, {_sk("s.body")} AS body_sk,
                s.figure_ids AS figure_ids FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
-    """CREATE OR REPLACE TEMP TABLE _para AS
-       SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
-         (SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
-          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p))""",
-    # Texts other than paragraphs that can hold a mention (linking stage): section titles
-    # (keyed by section id) and captions of figures, subfigures and tables (keyed by id).
+    # Paragraph texts are most of a build's bytes, and few are read: those with ref spans (kept
+    # in _para) and those a mention points at (_mention_texts). Kept whole, they made DuckDB
+    # hold, or spill to disk, the full text of the corpus.
+    f"""CREATE OR REPLACE TEMP TABLE _para AS
+        SELECT paper_id, section_id, pi, CASE WHEN len(para.ref_spans) > 0 THEN para.text END AS text,
+               para.ref_spans AS ref_spans FROM ({PARAGRAPHS})""",
+    # The paragraphs a mention points at, looked up in their paper's sections (unnesting every
+    # paragraph of the corpus to join them held whole vectors of paragraph text in memory).
+    """CREATE OR REPLACE TEMP TABLE _mention_texts AS
+        SELECT k.paper_id, k.section_id, k.pi,
+               unnest(list_transform(list_filter(p.sections, lambda s: s.id = k.section_id AND k.pi < len(s.paragraphs)),
+                                     lambda s: s.paragraphs[k.pi + 1].text)) AS text
+        FROM (SELECT DISTINCT paper_id, section_id, paragraph_index AS pi FROM mentions
+              WHERE coalesce(context, 'paragraph') = 'paragraph' AND paragraph_index >= 0) k
+        JOIN papers p ON p.id = k.paper_id""",
+    # Texts other than paragraphs that can hold a mention (linking stage), those a mention points
+    # at: section titles (keyed by section id) and captions of figures, subfigures and tables
+    # (keyed by id).
     """CREATE OR REPLACE TEMP TABLE _ctx AS
+       SELECT * FROM (
        WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
        SELECT paper_id, 'title' AS context, s.id AS key, s.title AS text
          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)
        UNION ALL SELECT paper_id, 'caption', f.id, f.caption FROM f
        UNION ALL SELECT paper_id, 'caption', s.id, s.caption FROM (SELECT paper_id, unnest(f.subfigures) AS s FROM f)
-       UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+       UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)) c
+       WHERE EXISTS (SELECT 1 FROM mentions m WHERE m.context = c.context AND m.paper_id = c.paper_id
+                     AND CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END = c.key)""",
     # The graphical abstracts that have a row of their own in the figures config: those given
     # by --ga-manifest (a de-facto GA is one of the paper's figures).
     """CREATE OR REPLACE TEMP TABLE _ga AS
@@ -233,6 +253,7 @@ def _texts_sql() -> str:
 
 
 SPANS_SQL = """
+    SELECT * FROM (
     SELECT 'mentions' AS source,
            m.paper_id || ':' || coalesce(m.section_id, '?') || CASE WHEN coalesce(m.context, 'paragraph') = 'paragraph'
              THEN '' ELSE ' ' || m.context || ' ' || coalesce(m.context_id, m.section_id, '?') END AS section,
@@ -242,14 +263,15 @@ SPANS_SQL = """
            coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= length(t.text), false) AS span_inside,
            m.surface AS surface,
            substring(t.text, m.char_start + 1, m.char_end - m.char_start) AS paragraph_text
-    FROM mentions m
-    LEFT JOIN _para pa
+    FROM (SELECT *, row_number() OVER () AS mention_row FROM mentions) m
+    LEFT JOIN _mention_texts pa
       ON coalesce(m.context, 'paragraph') = 'paragraph'
      AND pa.paper_id = m.paper_id AND pa.section_id = m.section_id AND pa.pi = m.paragraph_index
     LEFT JOIN _ctx c
       ON m.context IN ('title', 'caption') AND c.paper_id = m.paper_id AND c.context = m.context
      AND c.key = CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END
     CROSS JOIN LATERAL (SELECT coalesce(pa.text, c.text) AS text) t
+    ORDER BY mention_row)
     UNION ALL
     SELECT 'paragraphs.ref_spans', section_id, pi, rs.start, rs."end", rs.ref_id,
            true,
