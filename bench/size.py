@@ -24,6 +24,19 @@ with --keep and reused by later runs):
     python bench/size.py --sizes 2000 20000 --workdir /tmp/size --keep --only validate diff
     python bench/size.py --sizes 2000 20000 --workdir /tmp/size --keep --reuse   # builds kept: reading commands only
 
+``--mix realistic`` (for the full-size run, 145,000 pages in ~50 GB of disk): the same real
+pages, cycled under distinct ids over several arXiv months (ids have five digits a month), and
+one paper in ``--image-every`` (default 14.5: 10,000 of 145,000) an image-rich paper: a real
+LaTeXML conversion of a TeX paper (or, without latexmlc, a generated LaTeXML-shaped page) with
+``--figures`` generated raster figures of ~30 KB each, as bench/scale.py makes them. Inputs are
+hard links, so a page costs its sidecar; the build holds the images once per paper.
+
+    python bench/size.py --mix realistic --sizes 2000 145000 --workdir /big/size --keep
+
+Per size it also prints the clean build's CPU-seconds per paper (user + system of the whole
+process tree). The build records no per-stage times (manifest.json has the total wall time
+only), so the split per stage is not measured here.
+
 Goals (issue 47): at the largest size each command's peak RSS is at most 1.25x its peak at
 the smallest size (or under 512 MB), and at most 1.5 GB.
 """
@@ -71,6 +84,7 @@ class Measured:
     wall: float
     peak_mb: float
     rc: int
+    cpu_s: float = 0.0  # user + system seconds of the process tree (every process it waited for)
 
 
 def checkout_env(extra: dict | None = None) -> dict:
@@ -102,9 +116,12 @@ def tree_rss(proc) -> int:
 def measure(cmd: list[str], env: dict | None = None, ok: tuple = (0,), log: Path | None = None) -> Measured:
     """Run ``cmd``; its wall time and the peak of its process tree's summed RSS, sampled every
     ``SAMPLE_EVERY_S``. Output goes to ``log`` (never piped back: a full pipe would stall it)."""
+    import resource
+
     import psutil
 
     out = open(log, "wb") if log else subprocess.DEVNULL
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=str(ROOT), env=checkout_env(env), stdout=out, stderr=subprocess.STDOUT)
@@ -120,7 +137,9 @@ def measure(cmd: list[str], env: dict | None = None, ok: tuple = (0,), log: Path
     if p.returncode not in ok:
         tail = log.read_text(errors="replace")[-3000:] if log else ""
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{tail}")
-    return Measured(wall, peak / 2**20, p.returncode)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Measured(wall, peak / 2**20, p.returncode, cpu)
 
 
 def sciga(*args: str) -> list[str]:
@@ -147,6 +166,45 @@ def corpus(workdir: Path, n: int) -> Path:
     return d
 
 
+def month_ids(n: int, first_month: int = 2602) -> list[str]:
+    """``n`` distinct new-style arXiv ids, 99,999 a month from ``first_month`` (YYMM) on."""
+    ids = []
+    month = first_month
+    while len(ids) < n:
+        ids += [f"{month}.{i:05d}" for i in range(1, min(99_999, n - len(ids)) + 1)]
+        month = month + 1 if month % 100 < 12 else (month // 100 + 1) * 100 + 1
+    return ids
+
+
+def realistic_corpus(workdir: Path, n: int, image_every: float, figures: int, image_kb: int = 19) -> tuple[Path, str]:
+    """(folder, a text paper's id): ``n`` pages, ``round(n / image_every)`` of them image-rich
+    papers ``<id>/<id>.html`` + ``figs/`` (ids 2601.*), the rest hard links of the real pages
+    with a sidecar naming their id (ids 2602.* on)."""
+    from bench.scale import image_corpus
+    from sciga.samples.scale_corpus import _link_or_copy
+
+    d = workdir / f"pages_realistic_{n}"
+    n_images = round(n / image_every) if image_every > 0 else 0
+    ids = month_ids(n - n_images)
+    if not (d / ".done").exists():
+        d.mkdir(parents=True, exist_ok=True)
+        if n_images:
+            # bench/scale.py's image-rich papers (real LaTeXML page, generated figures, hard links)
+            pool = image_corpus(workdir, n_images, figures, image_kb)
+            for paper in sorted(q for q in pool.iterdir() if q.is_dir() and not q.name.startswith(".")):
+                if not (d / paper.name).exists():
+                    shutil.copytree(paper, d / paper.name, copy_function=os.link)
+            shutil.rmtree(pool)
+        srcs = source_pages()
+        for i, pid in enumerate(ids):
+            page = d / f"{pid}.html"
+            if not page.exists():
+                _link_or_copy(srcs[i % len(srcs)], page)
+            (d / f"{pid}.meta.json").write_text(json.dumps({"id": pid, "title": None}), encoding="utf-8")
+        (d / ".done").write_text("ok")
+    return d, ids[-1]
+
+
 def changed_sidecars(pages: Path, share: float = 0.01) -> dict[Path, str]:
     """Every 1/share-th page's sidecar -> its text now (to restore)."""
     sidecars = sorted(pages.glob("*.meta.json"))
@@ -161,12 +219,10 @@ def publish_hub():
     return FakeHub("hf_bench_size_token").start()
 
 
-def read_commands(build: Path, changed: Path, scratch: Path, hub_url: str) -> dict[str, tuple[list[str], dict, tuple]]:
+def read_commands(
+    build: Path, changed: Path, scratch: Path, hub_url: str, show_id: str
+) -> dict[str, tuple[list[str], dict, tuple]]:
     """name -> (argv, extra env, accepted exit codes) of each command that reads a build."""
-    last_id = json.loads((build / "manifest.json").read_text())["counts"]["papers"]
-    from sciga.samples.scale_corpus import paper_ids
-
-    show_id = paper_ids(last_id, "2602")[-1]
     hub_env = {"HF_ENDPOINT": hub_url, "HF_TOKEN": "hf_bench_size_token", "HF_HUB_DISABLE_XET": "1"}
     hub_env["HF_HOME"] = str(scratch / "hf_home")
     agg = (
@@ -209,17 +265,41 @@ def read_commands(build: Path, changed: Path, scratch: Path, hub_url: str) -> di
             (0, 3),
         ),
         "train ga-bc": (
-            sciga("train", "ga-bc", "--data", str(build), "--output", str(scratch / "ga_bc"), "--device", "cpu"),
+            # with images (--mix realistic): one small step, so that loading is what is measured
+            sciga(
+                "train",
+                "ga-bc",
+                "--data",
+                str(build),
+                "--output",
+                str(scratch / "ga_bc"),
+                "--device",
+                "cpu",
+                "--max-steps",
+                "1",
+                "--batch-size",
+                "4",
+                "--image-size",
+                "64",
+            ),
             {},
             (0, 2),
         ),
     }
 
 
-def run_size(workdir: Path, n: int, only: set[str], reuse: bool, keep_scratch: bool) -> dict[str, Measured]:
-    pages = corpus(workdir, n)
-    build = workdir / f"build_{n}"
-    changed = workdir / f"build_{n}_1pct"
+def run_size(
+    workdir: Path, n: int, only: set[str], reuse: bool, keep_scratch: bool, mix: argparse.Namespace
+) -> dict[str, Measured]:
+    if mix.mix == "realistic":
+        pages, show_id = realistic_corpus(workdir, n, mix.image_every, mix.figures)
+        build = workdir / f"build_realistic_{n}"
+    else:
+        from sciga.samples.scale_corpus import paper_ids
+
+        pages, show_id = corpus(workdir, n), paper_ids(n, "2602")[-1]
+        build = workdir / f"build_{n}"
+    changed = build.with_name(build.name + "_1pct")
     logs = workdir / "logs"
     logs.mkdir(exist_ok=True)
     results: dict[str, Measured] = {}
@@ -228,7 +308,7 @@ def run_size(workdir: Path, n: int, only: set[str], reuse: bool, keep_scratch: b
         print(f"  {n}: {name} ...", file=sys.stderr, flush=True)
         m = measure(cmd, env, ok, logs / f"{n}_{name.replace(' ', '_').replace('/', '_')}.log")
         results[name] = m
-        print(f"  {n}: {name}: {m.wall:.1f} s, {m.peak_mb:,.0f} MB", file=sys.stderr, flush=True)
+        print(f"  {n}: {name}: {m.wall:.1f} s, {m.peak_mb:,.0f} MB, {m.cpu_s:.1f} CPU s", file=sys.stderr, flush=True)
 
     # --reuse: a build already in the workdir is used as it is (its steps are not measured)
     if not (build / "manifest.json").exists() or ("clean build" in only and not reuse):
@@ -258,7 +338,7 @@ def run_size(workdir: Path, n: int, only: set[str], reuse: bool, keep_scratch: b
     hub = publish_hub() if "publish --dry-run" in only else None
     scratch = Path(tempfile.mkdtemp(prefix=f"size_{n}_", dir=workdir))
     try:
-        cmds = read_commands(build, changed, scratch, hub.url if hub else "http://127.0.0.1:9")
+        cmds = read_commands(build, changed, scratch, hub.url if hub else "http://127.0.0.1:9", show_id)
         for name in READ_COMMANDS:
             if name in only:
                 cmd, env, ok = cmds[name]
@@ -309,6 +389,16 @@ def main() -> int:
         help="measure only these (e.g. validate diff 'clean build'); default: every step and command",
     )
     ap.add_argument("--json", metavar="FILE", help="also write the measurements here")
+    ap.add_argument(
+        "--mix",
+        choices=("text", "realistic"),
+        default="text",
+        help="text: the real pages cycled; realistic: plus image-rich papers (see above)",
+    )
+    ap.add_argument(
+        "--image-every", type=float, default=14.5, help="--mix realistic: one image-rich paper in this many"
+    )
+    ap.add_argument("--figures", type=int, default=8, help="--mix realistic: figures per image-rich paper")
     args = ap.parse_args()
     names = (*BUILD_STEPS, *READ_COMMANDS)
     only = set(args.only or names)
@@ -322,7 +412,7 @@ def main() -> int:
     runs: dict[int, dict[str, Measured]] = {}
     try:
         for n in sizes:
-            runs[n] = run_size(workdir, n, only, args.reuse, args.keep)
+            runs[n] = run_size(workdir, n, only, args.reuse, args.keep, args)
     finally:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -332,6 +422,13 @@ def main() -> int:
         f"{RSS_CEILING_MB / 1024:.1f} GB.\n"
     )
     print(table(sizes, runs))
+    for n in sizes:
+        b = runs[n].get("clean build")
+        if b is not None:
+            print(
+                f"clean build of {n:,} pages ({args.mix}): {b.cpu_s:,.0f} CPU-seconds, {b.cpu_s / n * 1000:.1f} "
+                f"CPU-ms per paper (user + system, whole process tree; no per-stage split: the build records none)"
+            )
     if args.json:
         Path(args.json).write_text(
             json.dumps({n: {k: vars(v) for k, v in r.items()} for n, r in runs.items()}, indent=2) + "\n"

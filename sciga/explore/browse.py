@@ -119,11 +119,9 @@ class BrowseResult:
 def _connect(out: str):
     """DuckDB with the build's configs and task views; a remote OUT gets its fsspec
     filesystem registered first (huggingface_hub's for hf://)."""
-    import duckdb
+    from sciga.explore.views import bounded_connection, connect
 
-    from sciga.explore.views import connect
-
-    con = duckdb.connect()
+    con = bounded_connection()
     con.execute("SET parquet_metadata_cache = true")  # each chunk's queries reread the same footers
     return connect(out, con)
 

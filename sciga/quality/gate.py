@@ -401,10 +401,9 @@ def _bounded_duckdb(out_dir: str, memory_limit: str) -> Iterator[duckdb.DuckDBPy
     spill = tempfile.mkdtemp(prefix="sciga-gate-")
     con = duckdb_connect(
         out_dir,
-        con=duckdb.connect(
-            config={"memory_limit": memory_limit, "temp_directory": spill, "enable_progress_bar": False}
-        ),
+        con=duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill}),
     )
+    con.execute("SET enable_progress_bar = false")  # it would print to stdout on a long query
     try:
         yield con
     finally:
