@@ -119,9 +119,11 @@ class BrowseResult:
 def _connect(out: str):
     """DuckDB with the build's configs and task views; a remote OUT gets its fsspec
     filesystem registered first (huggingface_hub's for hf://)."""
-    from sciga.explore.views import bounded_connection, connect
+    import duckdb
 
-    con = bounded_connection()
+    from sciga.explore.views import connect
+
+    con = duckdb.connect()
     con.execute("SET parquet_metadata_cache = true")  # each chunk's queries reread the same footers
     return connect(out, con)
 

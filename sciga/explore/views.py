@@ -20,9 +20,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import shutil
-import tempfile
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional, Union
@@ -142,23 +139,6 @@ def parse_param_args(items: Optional[list[str]]) -> dict[str, str]:
     return out
 
 
-# DuckDB's memory for a command that reads a build; beyond it, DuckDB spills to a temporary
-# folder. Its own default (80% of the machine's RAM) let `sciga sql --view papers --format
-# parquet` hold the whole config: 5.6 GB at 20,000 pages (issue 47). A query can still raise
-# it (`SET memory_limit = '4GB'`).
-DUCKDB_MEMORY_LIMIT = "512MB"
-
-
-def bounded_connection(memory_limit: str = DUCKDB_MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection that spills to a temporary folder beyond
-    ``memory_limit``; the folder is removed with the connection (or at exit)."""
-    spill = tempfile.mkdtemp(prefix="sciga-duckdb-")
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill})
-    con.execute("SET enable_progress_bar = false")  # it would print to stdout on a long query
-    weakref.finalize(con, shutil.rmtree, spill, True)
-    return con
-
-
 def connect(
     out_dir: str,
     con: Optional[duckdb.DuckDBPyConnection] = None,
@@ -169,11 +149,10 @@ def connect(
     """Views over the build in ``out_dir`` (local, gs://, s3://, hf://...) on ``con`` (or a new
     connection). Remote builds are read through their fsspec filesystem (transforms/common/storage.py).
     ``tasks=False``: the configs' views alone (the dataset card reads no task view, and
-    binding them cost a build's finalizing ~40 ms). A new connection is a bounded one
-    (``bounded_connection``)."""
+    binding them cost a build's finalizing ~40 ms)."""
     from sciga.transforms.common.storage import duckdb_connect
 
-    con = duckdb_connect(out_dir, con=con if con is not None else bounded_connection())
+    con = duckdb_connect(out_dir, con=con)
     for config in CONFIGS:
         glob = shard_glob(out_dir, config).replace("'", "''")
         con.execute(f"CREATE OR REPLACE VIEW {config} AS SELECT * FROM read_parquet('{glob}')")
