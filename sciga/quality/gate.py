@@ -252,10 +252,11 @@ def _unique_outcome(con: duckdb.DuckDBPyConnection, table: FlatTable, expectatio
     column = expectation.configuration.kwargs["column"]
     col = _quote(column)
     repeated = f"SELECT {col} AS v FROM ({table.sql}) WHERE {col} IS NOT NULL GROUP BY ALL HAVING count(*) > 1"
-    (unexpected,) = con.execute(
+    row = con.execute(
         f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM ({table.sql}) "
         f"WHERE {col} IS NOT NULL GROUP BY {col} HAVING count(*) > 1)"
     ).fetchone()
+    unexpected = row[0] if row else 0
     out = _Outcome(expectation, success=not unexpected, unexpected_count=int(unexpected))
     if unexpected:
         names = list(dict.fromkeys([column, *table.index]))  # the order of GX's example dicts
@@ -298,10 +299,10 @@ def _validate(
                 outcome.add(r)
         if table.breakdown:
             group, col = table.breakdown
-            outcome = next((o for o in outcomes if o.expectation.configuration.kwargs.get("column") == col), None)
-            if outcome is not None:
-                outcome.breakdown.update(df.loc[df[col].ne(True), group].value_counts().to_dict())
-    by_duckdb = iter([_unique_outcome(con, table, e) for e, d in zip(expectations, in_duckdb) if d])
+            grouped = next((o for o in outcomes if o.expectation.configuration.kwargs.get("column") == col), None)
+            if grouped is not None:
+                grouped.breakdown.update(df.loc[df[col].ne(True), group].value_counts().to_dict())
+    by_duckdb = iter([_unique_outcome(con, table, e) for e, d in zip(expectations, in_duckdb) if d and con is not None])
     batched = iter(outcomes)
     ordered = [next(by_duckdb) if d else next(batched) for d in in_duckdb]
     return [o.check(table, rows) for o in ordered], rows
