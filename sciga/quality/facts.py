@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
@@ -188,26 +189,54 @@ def _check_shard(args) -> list[tuple]:
     return out
 
 
-def images_table(
-    out_dir: str, level: str = "decode", max_pixels: Optional[int] = None, workers: int = 1
-) -> pd.DataFrame:
-    """One row per embedded image: did it decode, and to which size."""
+IMAGE_COLUMNS = ["record", "image_kind", "decode_error", "decoded_width", "decoded_height", "width", "height"]
+
+
+def _image_frame(rows: list) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=IMAGE_COLUMNS)
+    return df.astype({"decoded_width": "Int64", "decoded_height": "Int64", "width": "Int64", "height": "Int64"})
+
+
+def _checked_shards(jobs: list, workers: int) -> Iterator[list[tuple]]:
+    """Each figures shard's image facts, in shard order. With ``workers`` > 1, worker
+    processes (started fresh, not forked from this process and its memory) check a few shards
+    ahead of the one being yielded, never all of them at once."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield _check_shard(job)
+        return
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    ahead = 2 * workers
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque = deque()
+        for job in jobs:
+            pending.append(pool.submit(_check_shard, job))
+            if len(pending) >= ahead:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def image_frames(
+    out_dir: str, level: str = "decode", max_pixels: Optional[int] = None, workers: int = 1, batch_rows: int = 100_000
+) -> Iterator[pd.DataFrame]:
+    """One row per embedded image (did it decode, and to which size), in consecutive frames of
+    at most ``batch_rows`` rows, in shard order; at least one (empty) frame."""
     from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
-    cols = ["record", "image_kind", "decode_error", "decoded_width", "decoded_height", "width", "height"]
     rows: list = []
+    yielded = False
     if level != "none":
         fs, _ = fsspec.core.url_to_fs(out_dir)
         protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
         jobs = [(p, protocol, level, max_pixels or DEFAULT_MAX_PIXELS) for p in shard_files(out_dir, "figures")]
-        if workers > 1 and len(jobs) > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                for part in pool.map(_check_shard, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
-                    rows.extend(part)
-        else:
-            for job in jobs:
-                rows.extend(_check_shard(job))
-    df = pd.DataFrame(rows, columns=cols)
-    return df.astype({"decoded_width": "Int64", "decoded_height": "Int64", "width": "Int64", "height": "Int64"})
+        for part in _checked_shards(jobs, workers):
+            rows.extend(part)
+            while len(rows) >= batch_rows:
+                yield _image_frame(rows[:batch_rows])
+                rows, yielded = rows[batch_rows:], True
+    if rows or not yielded:
+        yield _image_frame(rows)

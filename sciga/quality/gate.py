@@ -5,13 +5,32 @@ facts and image bytes), validates each flat table with its suite and returns a
 ``GateResult``: which expectations failed, how many rows they found and example ids. It
 never raises on bad data: a table that cannot even be computed (an unreadable shard, a
 missing column) is itself a failed check saying why.
+
+Memory does not grow with the build. No flat table is ever held whole:
+
+- DuckDB computes the flat tables under a memory limit and spills its temp tables and joins
+  to a temporary folder beyond it;
+- Great Expectations validates each flat table in batches of at most ``BATCH_ROWS`` rows
+  streamed from DuckDB (image facts: a few shards at a time), and the batches' results are
+  added up: counts summed, the first examples kept in row order, failures per group summed;
+- the one rule that spans rows, unique ids, is a DuckDB aggregate over the whole flat table,
+  reported as Great Expectations reports it (every row of a repeated value is unexpected,
+  NULLs are not; the first examples in row order).
+
+So the verdicts, counts and examples are those of the whole table validated at once
+(tests/quality/test_gate_batches.py holds the gate to that).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
@@ -29,6 +48,13 @@ from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 log = logging.getLogger("sciga.quality")
 MAX_EXAMPLES = 10
+# Rows of a flat table validated at a time. The widest flat tables (texts, spans) hold short
+# strings, so a batch is tens of MB in pandas; fewer, larger batches cost less time (Great
+# Expectations spends a fixed fraction of a second per batch and suite).
+BATCH_ROWS = 100_000
+# DuckDB's memory while it flattens the build; beyond it, it spills to a temporary folder.
+DUCKDB_MEMORY_LIMIT = "512MB"
+UNIQUE = "expect_column_values_to_be_unique"
 
 
 @dataclass
@@ -155,6 +181,59 @@ def _examples(result: dict, columns: list[str], table: FlatTable) -> list[str]:
     return out
 
 
+@dataclass
+class _Outcome:
+    """One expectation's result added up over the batches of its flat table."""
+
+    expectation: Any  # the GX expectation (its type, description and columns)
+    success: bool = True
+    element_count: int = 0  # GX's element_count, summed (0 where GX gave none)
+    unexpected_count: int = 0
+    index_examples: list = field(default_factory=list)  # first unexpected rows, in row order
+    value_examples: list = field(default_factory=list)
+    error: Optional[str] = None
+    breakdown: Counter = field(default_factory=Counter)
+
+    def add(self, result) -> None:
+        """Add one batch's GX result (an ExpectationValidationResult)."""
+        info = result.exception_info or {}
+        if info.get("raised_exception") and self.error is None:
+            self.error = info.get("exception_message")
+        self.success = self.success and bool(result.success)
+        r = result.result or {}
+        self.element_count += int(r.get("element_count") or 0)
+        self.unexpected_count += int(r.get("unexpected_count") or 0)
+        room = MAX_EXAMPLES - len(self.index_examples)
+        if room > 0:
+            self.index_examples.extend((r.get("partial_unexpected_index_list") or [])[:room])
+        room = MAX_EXAMPLES - len(self.value_examples)
+        if room > 0:
+            self.value_examples.extend((r.get("partial_unexpected_list") or [])[:room])
+
+    def check(self, table: FlatTable, rows: int) -> CheckResult:
+        cfg = self.expectation.configuration
+        columns = _columns(cfg)
+        result = CheckResult(
+            table=table.name,
+            config=table.config,
+            expectation=cfg.type,
+            description=cfg.description or cfg.type,
+            column=" = ".join(columns) if cfg.type.startswith("expect_column_pair") else ", ".join(columns),
+            success=self.success and not self.error,
+            element_count=self.element_count or rows,
+            unexpected_count=self.unexpected_count,
+            examples=_examples(
+                {"partial_unexpected_index_list": self.index_examples, "partial_unexpected_list": self.value_examples},
+                [] if cfg.type == "expect_column_values_to_not_be_null" else columns,
+                table,
+            ),
+            error=self.error,
+        )
+        if table.breakdown and not result.success and cfg.kwargs.get("column") == table.breakdown[1]:
+            result.breakdown = {str(k): int(v) for k, v in sorted(self.breakdown.items())}
+        return result
+
+
 def _columns(cfg) -> list[str]:
     kw = cfg.kwargs
     if "column" in kw:
@@ -162,47 +241,89 @@ def _columns(cfg) -> list[str]:
     return [kw[k] for k in ("column_A", "column_B") if k in kw]
 
 
-def _validate(gx, ctx, bd, table: FlatTable, df: pd.DataFrame, options: dict) -> list[CheckResult]:
-    name = table.name
-    suite = gx.ExpectationSuite(name=f"sciga {name}", expectations=table.expectations(options))
-    batch = bd.get_batch(batch_parameters={"dataframe": df})
-    res = batch.validate(
-        suite,
-        result_format={
-            "result_format": "SUMMARY",
-            "unexpected_index_column_names": list(table.index),
-            "partial_unexpected_count": MAX_EXAMPLES,
-        },
-    )
-    out = []
-    for r in res.results:
-        cfg = r.expectation_config
-        info = r.exception_info or {}
-        err = info.get("exception_message") if info.get("raised_exception") else None
-        result = r.result or {}
-        out.append(
-            CheckResult(
-                table=name,
-                config=table.config,
-                expectation=cfg.type,
-                description=cfg.description or cfg.type,
-                column=" = ".join(_columns(cfg))
-                if cfg.type.startswith("expect_column_pair")
-                else ", ".join(_columns(cfg)),
-                success=bool(r.success) and not err,
-                element_count=int(result.get("element_count") or len(df)),
-                unexpected_count=int(result.get("unexpected_count") or 0),
-                examples=_examples(
-                    result, [] if cfg.type == "expect_column_values_to_not_be_null" else _columns(cfg), table
-                ),
-                error=err,
-            )
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _unique_outcome(con: duckdb.DuckDBPyConnection, table: FlatTable, expectation) -> _Outcome:
+    """``expect_column_values_to_be_unique`` over the whole flat table, in DuckDB: as GX
+    reports it on a pandas frame, every non-NULL row whose value occurs more than once is
+    unexpected, and the examples are the first such rows in the table's order."""
+    column = expectation.configuration.kwargs["column"]
+    col = _quote(column)
+    repeated = f"SELECT {col} AS v FROM ({table.sql}) WHERE {col} IS NOT NULL GROUP BY ALL HAVING count(*) > 1"
+    row = con.execute(
+        f"SELECT coalesce(sum(n), 0) FROM (SELECT count(*) AS n FROM ({table.sql}) "
+        f"WHERE {col} IS NOT NULL GROUP BY {col} HAVING count(*) > 1)"
+    ).fetchone()
+    unexpected = row[0] if row else 0
+    out = _Outcome(expectation, success=not unexpected, unexpected_count=int(unexpected))
+    if unexpected:
+        names = list(dict.fromkeys([column, *table.index]))  # the order of GX's example dicts
+        cur = con.execute(
+            f"SELECT {', '.join(_quote(c) for c in names)} FROM (SELECT *, row_number() OVER () AS _sciga_row "
+            f"FROM ({table.sql})) WHERE {col} IN ({repeated}) ORDER BY _sciga_row LIMIT {MAX_EXAMPLES}"
         )
-        if table.breakdown and not out[-1].success and cfg.kwargs.get("column") == table.breakdown[1]:
-            group, col = table.breakdown
-            counts = df.loc[df[col].ne(True), group].value_counts()
-            out[-1].breakdown = {str(k): int(v) for k, v in sorted(counts.items())}
+        out.index_examples = [dict(zip(names, row)) for row in cur.fetchall()]
+        out.value_examples = [e[column] for e in out.index_examples]
     return out
+
+
+def _validate(
+    gx,
+    bd,
+    table: FlatTable,
+    frames: Iterable[pd.DataFrame],
+    options: dict,
+    con: Optional[duckdb.DuckDBPyConnection] = None,
+) -> tuple[list[CheckResult], int]:
+    """Validate a flat table given as consecutive frames; (its checks, its rows). With
+    ``con``, uniqueness is checked by DuckDB over ``table.sql`` (after the frames, whose
+    stream the same connection serves)."""
+    expectations = table.expectations(options)
+    in_duckdb = [con is not None and e.expectation_type == UNIQUE for e in expectations]
+    per_batch = [e for e, d in zip(expectations, in_duckdb) if not d]
+    outcomes = [_Outcome(e) for e in per_batch]
+    suite = gx.ExpectationSuite(name=f"sciga {table.name}", expectations=per_batch)
+    result_format = {
+        "result_format": "SUMMARY",
+        "unexpected_index_column_names": list(table.index),
+        "partial_unexpected_count": MAX_EXAMPLES,
+    }
+    rows = 0
+    for df in frames:
+        rows += len(df)
+        if per_batch:
+            res = bd.get_batch(batch_parameters={"dataframe": df}).validate(suite, result_format=result_format)
+            for outcome, r in zip(outcomes, res.results):
+                outcome.add(r)
+        if table.breakdown:
+            group, col = table.breakdown
+            grouped = next((o for o in outcomes if o.expectation.configuration.kwargs.get("column") == col), None)
+            if grouped is not None:
+                grouped.breakdown.update(df.loc[df[col].ne(True), group].value_counts().to_dict())
+    by_duckdb = iter([_unique_outcome(con, table, e) for e, d in zip(expectations, in_duckdb) if d and con is not None])
+    batched = iter(outcomes)
+    ordered = [next(by_duckdb) if d else next(batched) for d in in_duckdb]
+    return [o.check(table, rows) for o in ordered], rows
+
+
+def _sql_frames(con: duckdb.DuckDBPyConnection, sql: str, batch_rows: int) -> Iterator[pd.DataFrame]:
+    """The rows of ``sql`` as consecutive DataFrames of at most ``batch_rows`` rows, streamed
+    from DuckDB (which hands over whole vectors of 2,048 rows); an empty result is one empty
+    frame with its columns."""
+    result = con.execute(sql)
+    vectors = -(-batch_rows // 2048)
+    first = True
+    while True:
+        chunk = result.fetch_df_chunk(vectors)
+        if len(chunk) == 0:
+            if first:
+                yield chunk
+            return
+        first = False
+        for start in range(0, len(chunk), batch_rows):
+            yield chunk.iloc[start : start + batch_rows]
 
 
 def _error_checks(table: FlatTable, options: dict, message: str) -> list[CheckResult]:
@@ -237,9 +358,12 @@ def run_gate(
     max_pixels: Optional[int] = None,
     image_workers: int = 1,
     max_missing_image_rate: float = DEFAULT_MAX_MISSING_IMAGE_RATE,
+    batch_rows: int = BATCH_ROWS,
+    memory_limit: str = DUCKDB_MEMORY_LIMIT,
 ) -> GateResult:
     """``max_pixels`` None: images are checked against the limit the build was made with
-    (manifest.json), else the default; a number given here overrides both."""
+    (manifest.json), else the default; a number given here overrides both. ``batch_rows``:
+    rows validated at a time; ``memory_limit``: DuckDB's, beyond which it spills to disk."""
     if image_check not in IMAGE_CHECKS:
         raise ValueError(f"image_check must be one of {IMAGE_CHECKS}, not {image_check!r}")
     t0 = time.perf_counter()
@@ -264,7 +388,44 @@ def run_gate(
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t
 
-    con = duckdb_connect(out_dir)  # a gs:// / s3:// / hf:// build is read through its fsspec filesystem
+    with _bounded_duckdb(out_dir, memory_limit) as con:
+        return _validate_build(
+            con, gx, bd, out_dir, options, manifest, manifest_problem, shards, image_workers, batch_rows, timings, t0
+        )
+
+
+@contextmanager
+def _bounded_duckdb(out_dir: str, memory_limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB connection that spills to a temporary folder (removed after) beyond
+    ``memory_limit``. A gs:// / s3:// / hf:// build is read through its fsspec filesystem.
+    The insertion order is kept (DuckDB's default): examples are the first rows in order."""
+    spill = tempfile.mkdtemp(prefix="sciga-gate-")
+    con = duckdb_connect(
+        out_dir,
+        con=duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": spill}),
+    )
+    con.execute("SET enable_progress_bar = false")  # it would print to stdout on a long query
+    try:
+        yield con
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _validate_build(
+    con: duckdb.DuckDBPyConnection,
+    gx,
+    bd,
+    out_dir: str,
+    options: dict,
+    manifest: Optional[dict],
+    manifest_problem: Optional[str],
+    shards: pd.DataFrame,
+    image_workers: int,
+    batch_rows: int,
+    timings: dict,
+    t0: float,
+) -> GateResult:
     setup_error = None
     t = time.perf_counter()
     try:
@@ -278,11 +439,15 @@ def run_gate(
         actual = {}
     timings["flatten (DuckDB temp tables)"] = time.perf_counter() - t
 
+    # Processes decode images only when there are images to decode (a pool costs memory).
+    image_workers = image_workers if actual.get("images_embedded", 1) else 1
     python_tables = {
-        "shards": lambda: shards,
-        "manifest_counts": lambda: facts.counts_table(manifest, actual),
-        "build": lambda: facts.build_table(manifest, actual),
-        "images": lambda: facts.images_table(out_dir, image_check, max_pixels, image_workers),
+        "shards": lambda: [shards],
+        "manifest_counts": lambda: [facts.counts_table(manifest, actual)],
+        "build": lambda: [facts.build_table(manifest, actual)],
+        "images": lambda: facts.image_frames(
+            out_dir, options["image_check"], options["max_pixels"], image_workers, batch_rows
+        ),
     }
     checks: list[CheckResult] = []
     rows: dict = {}
@@ -302,21 +467,20 @@ def run_gate(
         t = time.perf_counter()
         try:
             if table.sql is None:
-                df = python_tables[table.name]()
+                table_checks, n = _validate(gx, bd, table, python_tables[table.name](), options)
             elif setup_error:
                 raise RuntimeError(setup_error)
             else:
-                df = con.execute(table.sql).df()
+                table_checks, n = _validate(gx, bd, table, _sql_frames(con, table.sql, batch_rows), options, con)
         except Exception as e:  # noqa: BLE001 - a table we cannot compute is a failed check
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
             checks.extend(_error_checks(table, options, f"could not compute the flat table: {msg}"))
             timings[table.name] = time.perf_counter() - t
             continue
-        rows[table.name] = len(df)
-        checks.extend(_validate(gx, ctx, bd, table, df, options))
+        rows[table.name] = n
+        checks.extend(table_checks)
         timings[table.name] = timings.get(table.name, 0.0) + time.perf_counter() - t
-        log.info("gate: %s (%d rows) in %.2fs", table.name, len(df), timings[table.name])
-    con.close()
+        log.info("gate: %s (%d rows) in %.2fs", table.name, n, timings[table.name])
     success = all(c.success for c in checks)
     return GateResult(
         out_dir=out_dir,

@@ -63,6 +63,11 @@ def _sk(col: str) -> str:
 TAG_ONLY = r"coalesce(regexp_full_match({col}, '(?s)\s*<TAG>.*?</TAG>\s*'), false)"
 
 
+# Every paragraph of every section, with its index in the section.
+PARAGRAPHS = """SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
+    FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)"""
+
+
 SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _pap AS
         SELECT id, provenance.input_uri AS input_uri, coalesce(provenance.id_source, '') AS id_source,
@@ -86,19 +91,43 @@ SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _sec AS
         SELECT s.id AS id, paper_id, s.parent_id AS parent_id, {_sk("s.title")} AS title_sk, {_sk("s.body")} AS body_sk,
                s.figure_ids AS figure_ids FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)""",
-    """CREATE OR REPLACE TEMP TABLE _para AS
-       SELECT paper_id, section_id, pi, para.text AS text, para.ref_spans AS ref_spans FROM
-         (SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS para, unnest(range(len(s.paragraphs))) AS pi
-          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p))""",
-    # Texts other than paragraphs that can hold a mention (linking stage): section titles
-    # (keyed by section id) and captions of figures, subfigures and tables (keyed by id).
+    # Paragraph texts are most of a build's bytes and no check needs them whole: a span needs
+    # its text's length and the piece at the span. Those are computed where the paragraph is
+    # read, so no temp table or join holds paragraph text (which made DuckDB hold, or spill,
+    # the corpus' full text). Ref spans: per paragraph, with the piece in each span.
+    f"""CREATE OR REPLACE TEMP TABLE _para AS
+        SELECT paper_id, section_id, pi, length(para.text) AS text_len,
+               list_transform(para.ref_spans, lambda rs: struct_pack(start := rs.start, "end" := rs."end",
+                   ref_id := rs.ref_id, text := rs.text,
+                   piece := substring(para.text, rs.start + 1, rs."end" - rs.start))) AS ref_spans
+        FROM ({PARAGRAPHS})""",
+    # The mentions, numbered in their order (the spans table lists them so).
+    """CREATE OR REPLACE TEMP TABLE _men AS
+        SELECT row_number() OVER () AS mention_row, paper_id, section_id, context, context_id, paragraph_index,
+               char_start, char_end, figure_id, surface FROM mentions""",
+    # Per mention in a paragraph: its paragraph's length and the piece at its span, looked up in
+    # its paper's sections (one row per matching paragraph, as a join on them would give).
+    """CREATE OR REPLACE TEMP TABLE _mention_texts AS
+        SELECT mention_row, length(text) AS text_len, substring(text, char_start + 1, char_end - char_start) AS piece
+        FROM (SELECT m.mention_row, m.char_start, m.char_end,
+                     unnest(list_transform(list_filter(p.sections, lambda s: s.id = m.section_id
+                                                        AND m.paragraph_index < len(s.paragraphs)),
+                                           lambda s: s.paragraphs[m.paragraph_index + 1].text)) AS text
+              FROM _men m JOIN papers p ON p.id = m.paper_id
+              WHERE coalesce(m.context, 'paragraph') = 'paragraph' AND m.paragraph_index >= 0)""",
+    # Texts other than paragraphs that can hold a mention (linking stage), those a mention points
+    # at: section titles (keyed by section id) and captions of figures, subfigures and tables
+    # (keyed by id).
     """CREATE OR REPLACE TEMP TABLE _ctx AS
+       SELECT * FROM (
        WITH f AS (SELECT p.id AS paper_id, unnest(p.figures) AS f FROM papers p)
        SELECT paper_id, 'title' AS context, s.id AS key, s.title AS text
          FROM (SELECT p.id AS paper_id, unnest(p.sections) AS s FROM papers p)
        UNION ALL SELECT paper_id, 'caption', f.id, f.caption FROM f
        UNION ALL SELECT paper_id, 'caption', s.id, s.caption FROM (SELECT paper_id, unnest(f.subfigures) AS s FROM f)
-       UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)""",
+       UNION ALL SELECT paper_id, 'caption', t.id, t.caption FROM (SELECT p.id AS paper_id, unnest(p.tables) AS t FROM papers p)) c
+       WHERE EXISTS (SELECT 1 FROM _men m WHERE m.context = c.context AND m.paper_id = c.paper_id
+                     AND CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END = c.key)""",
     # The graphical abstracts that have a row of their own in the figures config: those given
     # by --ga-manifest (a de-facto GA is one of the paper's figures).
     """CREATE OR REPLACE TEMP TABLE _ga AS
@@ -233,30 +262,31 @@ def _texts_sql() -> str:
 
 
 SPANS_SQL = """
+    SELECT * FROM (
     SELECT 'mentions' AS source,
            m.paper_id || ':' || coalesce(m.section_id, '?') || CASE WHEN coalesce(m.context, 'paragraph') = 'paragraph'
              THEN '' ELSE ' ' || m.context || ' ' || coalesce(m.context_id, m.section_id, '?') END AS section,
            m.paragraph_index AS paragraph,
            m.char_start AS span_start, m.char_end AS span_end, m.figure_id AS target,
-           t.text IS NOT NULL AS paragraph_found,
-           coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= length(t.text), false) AS span_inside,
+           t.text_len IS NOT NULL AS paragraph_found,
+           coalesce(m.char_start >= 0 AND m.char_end > m.char_start AND m.char_end <= t.text_len, false) AS span_inside,
            m.surface AS surface,
-           substring(t.text, m.char_start + 1, m.char_end - m.char_start) AS paragraph_text
-    FROM mentions m
-    LEFT JOIN _para pa
-      ON coalesce(m.context, 'paragraph') = 'paragraph'
-     AND pa.paper_id = m.paper_id AND pa.section_id = m.section_id AND pa.pi = m.paragraph_index
+           t.piece AS paragraph_text
+    FROM _men m
+    LEFT JOIN _mention_texts pa ON pa.mention_row = m.mention_row
     LEFT JOIN _ctx c
       ON m.context IN ('title', 'caption') AND c.paper_id = m.paper_id AND c.context = m.context
      AND c.key = CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END
-    CROSS JOIN LATERAL (SELECT coalesce(pa.text, c.text) AS text) t
+    CROSS JOIN LATERAL (SELECT coalesce(pa.text_len, length(c.text)) AS text_len,
+                               coalesce(pa.piece, substring(c.text, m.char_start + 1, m.char_end - m.char_start)) AS piece) t
+    ORDER BY m.mention_row)
     UNION ALL
     SELECT 'paragraphs.ref_spans', section_id, pi, rs.start, rs."end", rs.ref_id,
            true,
-           coalesce(rs.start >= 0 AND rs."end" > rs.start AND rs."end" <= length(text), false),
+           coalesce(rs.start >= 0 AND rs."end" > rs.start AND rs."end" <= text_len, false),
            rs.text,
-           substring(text, rs.start + 1, rs."end" - rs.start)
-    FROM (SELECT section_id, pi, text, unnest(ref_spans) AS rs FROM _para)"""
+           rs.piece
+    FROM (SELECT section_id, pi, text_len, unnest(ref_spans) AS rs FROM _para)"""
 
 
 def _papers(o):

@@ -108,12 +108,34 @@ def _existing(dataset: ds.Dataset, columns: Sequence[str]) -> list[str]:
 
 
 def iter_rows(data_dir: str, config: str, columns: Sequence[str], batch_size: int = 512, filter=None) -> Iterator[dict]:
-    """Rows of one config as dicts, one record batch at a time, in shard order."""
-    dset = _dataset(data_dir, config)
-    for batch in dset.to_batches(
-        columns=_existing(dset, columns), filter=filter, batch_size=batch_size, use_threads=False
-    ):
-        yield from batch.to_pylist()
+    """Rows of one config as dicts, one record batch at a time, in shard order. Without a
+    ``filter``, shard by shard with no read-ahead: a dataset scan reads several shards and
+    batches ahead, which held 1.9 GB at peak for the papers of 20,000 pages (0.35 GB so)."""
+    if filter is not None:
+        dset = _dataset(data_dir, config)
+        for batch in dset.to_batches(
+            columns=_existing(dset, columns),
+            filter=filter,
+            batch_size=batch_size,
+            use_threads=False,
+            fragment_readahead=1,
+            batch_readahead=1,
+        ):
+            yield from batch.to_pylist()
+        return
+    fs, _ = fsspec.core.url_to_fs(data_dir)
+    wanted: Optional[list[str]] = None
+    for path in shard_paths(data_dir, config):
+        with fs.open(path, "rb") as fh:
+            pf = pq.ParquetFile(fh)
+            names = set(pf.schema_arrow.names)
+            if wanted is None:  # the columns of the first shard, as the dataset's schema was
+                wanted = [c for c in columns if c in names]
+            present = [c for c in wanted if c in names]
+            absent = dict.fromkeys(c for c in wanted if c not in names)
+            for batch in pf.iter_batches(batch_size=batch_size, columns=present, use_threads=False):
+                for row in batch.to_pylist():
+                    yield {**row, **absent} if absent else row
 
 
 def load_examples(
