@@ -211,7 +211,7 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         ),
         tex=s.tex_options(sample_tex_dir() if flags.sample else None),
         link=LinkOptions(sentencizer=flags.sentencizer),
-        vision=flags.vision.options(flags.max_image_mb),
+        vision=flags.vision.options(flags.max_image_mb, input_roots(specs)),
         papers_per_shard=flags.papers_per_shard,
         figures_per_shard=flags.figures_per_shard,
         no_images=flags.no_images,
@@ -229,6 +229,27 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         recorded=dict(sorted(flag_values(flags, recorded_only=True).items())),
         locations=tuple(_locations(flags, specs)),
     )
+
+
+def input_roots(specs: list[str]) -> tuple[str, ...]:
+    """The folders the --input specs read from (a glob's folder before its first wildcard, a
+    file's folder): where a GA manifest's paths may also lie."""
+    from sciga.transforms.common.input_files import is_local, local_path
+
+    roots = []
+    for spec in specs:
+        parts = spec.split("/")
+        wild = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), None)
+        if wild is not None:
+            root = "/".join(parts[:wild]) or ("/" if spec.startswith("/") else ".")
+        elif is_local(spec):
+            root = local_path(spec)
+            root = root if os.path.isdir(root) else os.path.dirname(root) or "."
+        else:
+            last = spec.rstrip("/").rsplit("/", 1)[-1]
+            root = posixpath.dirname(spec.rstrip("/")) if "." in last else spec.rstrip("/")
+        roots.append(root)
+    return tuple(dict.fromkeys(roots))
 
 
 def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:

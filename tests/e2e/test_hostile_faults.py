@@ -1,0 +1,67 @@
+"""Hostile inputs and faults, round three (issue 43, items 0 and 10-12), driven as a user
+meets them: the CLI in a subprocess. ``--ga-allow-outside``; file options checked before
+they are opened (a FIFO never blocks, a missing or wrong-kind path is one sentence);
+SIGTERM; unreachable stores; and a SIGKILL at many moments of finalizing, after which a
+reader sees the old build or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hostile_fixtures import Mutations, corpus_pages, run_watched, sciga_cmd
+
+from conftest import CORPUS
+
+pytestmark = [pytest.mark.e2e, pytest.mark.corpus]
+
+
+def figures_by_id(out: Path) -> dict[str, dict]:
+    import pyarrow.parquet as pq
+
+    rows = {}
+    for f in sorted((out / "data" / "figures").glob("*.parquet")):
+        for r in pq.read_table(f, columns=["id", "image", "image_status", "image_error"]).to_pylist():
+            rows[r["id"]] = r
+    return rows
+
+
+# ------------------------------------------------------------------ item 0: --ga-allow-outside
+
+
+def test_ga_allow_outside_reads_paths_outside_the_manifest_folder_but_never_fetches_http(tmp_path):
+    """By default a GA path outside the manifest's folder and the --input folders is refused
+    (``outside_input``) while one inside an --input folder is read; ``--ga-allow-outside``
+    reads the outside one too. A web address: refused by default, and fetched only with the flag."""
+    from PIL import Image
+    from vision_fixtures import LocalServer, png_bytes
+
+    mut = Mutations(tmp_path / "in", tmp_path / "outside", corpus_pages(CORPUS), random.Random(43))
+    for _ in range(3):
+        mut.plain_page()
+    pids = [Path(p.uri).parent.name for p in mut.planted]
+    elsewhere = tmp_path / "elsewhere" / "ga.png"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(png_bytes(Image.new("RGB", (40, 30), (200, 10, 30))))
+    in_input = mut.inp / pids[1] / "ga.png"
+    in_input.write_bytes(png_bytes(Image.new("RGB", (36, 30), (10, 200, 30))))
+    good = png_bytes(Image.new("RGB", (30, 30), (10, 10, 200)))
+    with LocalServer({"/ga.png": [(200, good)] * 4}) as srv:
+        mut.ga_rows += [(pids[0], str(elsewhere)), (pids[1], str(in_input)), (pids[2], srv.url("/ga.png"))]
+        statuses = {}
+        for flag in ([], ["--ga-allow-outside"]):
+            out = tmp_path / f"out{len(flag)}"
+            cmd = sciga_cmd("build", "--input", str(mut.inp), "--output", str(out), "--workers", "1", "--quiet")
+            r = run_watched(cmd + mut.build_args() + flag, 600)
+            assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+            figs = figures_by_id(out)
+            statuses[len(flag)] = [figs[f"{pid}_GA"]["image_status"] for pid in pids]
+            if not flag:
+                assert not srv.hits, "a GA URL was fetched without --ga-allow-outside"
+                assert "--ga-allow-outside" in figs[f"{pids[0]}_GA"]["image_error"]
+    assert statuses[0] == ["outside_input", "embedded", "outside_input"], statuses
+    assert statuses[1] == ["embedded", "embedded", "embedded"], statuses
