@@ -266,6 +266,30 @@ def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:
     return places + [("--tex-input", t) for t in s.tex_input or []]
 
 
+def check_build_paths(flags: BuildFlags) -> None:
+    """Every file and folder option a build reads, checked before anything opens it (a
+    FIFO never blocks, a missing or wrong-kind path is one sentence: ``UserError``)."""
+    from sciga.pipelines.paths import check_input_file, check_input_folder, check_weights_path
+
+    s, v = flags.sources, flags.vision
+    if flags.metadata:
+        check_input_folder(flags.metadata, "--metadata", "the folder of <stem>.meta.json sidecars")
+    for t in s.tex_input or []:
+        check_input_folder(t, "--tex-input", "a folder of TeX sources by paper")
+    if s.eprints_bulk:
+        check_input_folder(s.eprints_bulk, "--eprints-bulk", "the folder of arXiv's bulk source tars")
+    for value, name, what in (
+        (s.id_file, "--id-file", "a file with one arXiv id per line"),
+        (v.ga_manifest, "--ga-manifest", "a CSV file with the columns arxiv_id,path"),
+        (v.medical_keywords, "--medical-keywords", "a keyword list file"),
+    ):
+        if value:
+            check_input_file(value, name, what)
+    for value, name in ((v.medical_weights, "--medical-weights"), (v.ga_embedding_weights, "--ga-embedding-weights")):
+        if value:
+            check_weights_path(value, name)
+
+
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
     return build_options(from_args(BuildFlags, args), verbose=bool(vars(args).get("verbose")))
 
@@ -279,7 +303,9 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     from sciga.executors.build import run_build as execute
     from sciga.pipelines.paths import check_output_folder
 
-    opts = build_options_from_args(args)
+    flags = from_args(BuildFlags, args)
+    check_build_paths(flags)
+    opts = build_options(flags, verbose=bool(vars(args).get("verbose")))
     check_output_folder(opts.output, "--output")
     return execute(opts, beam_args)
 

@@ -7,7 +7,6 @@ reader sees the old build or the new one, never a mix.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from pathlib import Path
@@ -102,3 +101,62 @@ def test_a_ga_in_an_unreachable_bucket_fails_fast_and_says_unreachable(tmp_path)
     assert ga["image_status"] == "unreadable" and "unreachable" in ga["image_error"], ga
     assert "not found" not in ga["image_error"]
     assert took < 45, f"the build took {took:.0f} s"
+
+
+# ------------------------------------------------------------------ items 11 and 12: file options
+
+
+def _one_sentence(stderr: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr[-3000:]
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "option, kind",
+    [
+        ("--ga-manifest", "fifo"),
+        ("--medical-keywords", "fifo"),
+        ("--id-file", "fifo"),
+        ("--metadata", "missing"),
+        ("--tex-input", "missing"),
+        ("--metadata", "file"),
+        ("--tex-input", "file"),
+        ("--ga-manifest", "missing"),
+        ("--ga-manifest", "folder"),
+        ("--medical-weights", "fifo"),
+    ],
+)
+def test_file_options_are_checked_before_they_are_opened(tmp_path, option, kind):
+    """A FIFO given to --ga-manifest, --medical-keywords or --id-file blocked `sciga build`
+    forever in open(); --metadata /nonexistent, --tex-input /nonexistent and --metadata FILE
+    were accepted (rc 0). Each is now refused before anything is read: one sentence naming
+    the option and the path, rc 2, within seconds."""
+    path = tmp_path / "given"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "file":
+        path.write_text("2401.00001\n")
+    elif kind == "folder":
+        path.mkdir()
+    page = tmp_path / "in" / "2490.00001.html"
+    page.parent.mkdir()
+    page.write_bytes((CORPUS / "latexml" / "eml.html").read_bytes())
+    inputs = [] if option == "--id-file" else ["--input", str(page.parent)]
+    cmd = sciga_cmd("build", *inputs, "--output", str(tmp_path / "out"), "--quiet", option, str(path))
+    r = run_watched(cmd, 120)
+    assert not r.timed_out, f"`sciga build {option} <{kind}>` hung"
+    assert r.returncode == 2, (r.returncode, r.stderr[-3000:])
+    said = _one_sentence(r.stderr)
+    assert said.startswith(f"sciga build: {option} {path} ") and said.endswith("."), said
+    expect = {"fifo": "FIFO", "missing": "does not exist", "file": "not a folder", "folder": "not a file"}[kind]
+    assert expect in said, said
+    assert not (tmp_path / "out" / "data").exists()
+
+
+def test_fetch_refuses_a_fifo_id_file_at_once(tmp_path):
+    fifo = tmp_path / "ids"
+    os.mkfifo(fifo)
+    r = run_watched(sciga_cmd("fetch", "--id-file", str(fifo), "--output", str(tmp_path / "cache")), 120)
+    assert not r.timed_out and r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "FIFO" in _one_sentence(r.stderr)
