@@ -345,5 +345,15 @@ def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
 def interrupted(args: argparse.Namespace) -> str:
     """What `sciga` prints after Ctrl-C during a build."""
     from sciga.pipelines.build_report import interrupted_sentence
+    from sciga.transforms.common.result_store import ResultStore, store_root
 
-    return interrupted_sentence(args.output.rstrip("/") or args.output)
+    out = args.output.rstrip("/") or args.output
+    try:  # the workers are stopped: what they were writing when stopped is of no use
+        ResultStore(store_root(out)).remove_partial_writes()
+        if os.path.isdir(store_root(out)):  # a record the launcher was replacing (page index)
+            for entry in os.scandir(store_root(out)):
+                if entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False):
+                    os.remove(entry.path)
+    except (OSError, ValueError):
+        pass
+    return interrupted_sentence(out)

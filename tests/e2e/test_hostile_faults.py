@@ -7,6 +7,7 @@ reader sees the old build or the new one, never a mix.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -160,3 +161,39 @@ def test_fetch_refuses_a_fifo_id_file_at_once(tmp_path):
     r = run_watched(sciga_cmd("fetch", "--id-file", str(fifo), "--output", str(tmp_path / "cache")), 120)
     assert not r.timed_out and r.returncode == 2, (r.returncode, r.stderr[-2000:])
     assert "FIFO" in _one_sentence(r.stderr)
+
+
+# ------------------------------------------------------------------ item 12: SIGTERM
+
+
+def test_sigterm_stops_a_build_with_one_sentence_no_partial_writes_and_it_resumes(tmp_path):
+    """SIGTERM to `sciga build` (``kill PID``, a scheduler stopping it) ended it without a
+    sentence (exit -15) and left ``.tmp`` files in the result store. Now it stops as Ctrl-C
+    does: "interrupted: ...", exit 143, no ``.tmp`` under OUT/.sciga, and the same command
+    resumes from the kept results."""
+    import signal
+
+    mut = Mutations(tmp_path / "in", tmp_path / "outside", corpus_pages(CORPUS), random.Random(15))
+    for _ in range(16):
+        mut.plain_page()
+    out = tmp_path / "out"
+    cmd = sciga_cmd("build", "--input", str(mut.inp), "--output", str(out), "--workers", "2", "--quiet")
+    sent = []
+
+    def term_when_results_appear(ps):
+        results = out / ".sciga" / "results"
+        if not sent and results.is_dir() and sum(1 for _ in results.rglob("*.zip")) >= 3:
+            os.kill(ps.pid, signal.SIGTERM)  # the launcher only, as `kill PID` does
+            sent.append(True)
+
+    r = run_watched(cmd, 300, on_tick=term_when_results_appear)
+    assert sent, "the build ended before it could be stopped"
+    assert r.returncode == 143, (r.returncode, r.stderr[-3000:])
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("sciga build: interrupted: "), r.stderr[-2000:]
+    assert not list((out / ".sciga").rglob("*.tmp")), list((out / ".sciga").rglob("*.tmp"))
+    assert not (out / ".sciga" / "build.lock").exists()
+    r = run_watched(cmd, 300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["reconciled"] and manifest["incremental"]["reused"] >= 3
