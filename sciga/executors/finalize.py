@@ -55,8 +55,11 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
     from sciga.explore.dataset_card import write_dataset_card
     from sciga.transforms.common.result_store import ResultStore
     from sciga.transforms.write.finalize import (
+        commit_generation,
         finalize_parts,
+        generation_data,
         live_keys,
+        manifest_target,
         mark_finalizing,
         read_part_infos,
         write_shard_members,
@@ -64,13 +67,13 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
 
     infos = read_part_infos(f.parts_root)
     mark_finalizing(f.out_dir, True)
-    files = finalize_parts(f.out_dir, infos)
+    # A local build assembles its shards and manifest as the next generation and commits
+    # them with one atomic exchange (``write/finalize.py``): a reader sees old or new, whole.
+    files = finalize_parts(f.out_dir, infos, generation_data(f.out_dir))
     write_shard_members(f.out_dir, infos)
     counts = mf.counts_from_parts(infos)
     counts.inputs = f.n_inputs
     pruned = ResultStore(f.store_root).prune(live_keys(infos))
-    if f.ga_entries_uri:
-        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
     run = dict(f.run)
     started = run.pop("started_unix", None)
     if started is not None:
@@ -82,8 +85,13 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
         shard_parts_reused=sum(1 for i in infos if i.reused),
         shard_row_groups_taken=sum(i.row_groups_taken for i in infos),
     )
-    manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
+    manifest = mf.write_manifest(
+        manifest_target(f.out_dir), counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items()))
+    )
+    commit_generation(f.out_dir)
     mark_finalizing(f.out_dir, False)  # the manifest describes the shards again
+    if f.ga_entries_uri:
+        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
         fs.rm(staging, recursive=True)

@@ -197,3 +197,104 @@ def test_sigterm_stops_a_build_with_one_sentence_no_partial_writes_and_it_resume
     assert r.returncode == 0, r.stderr[-3000:]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["reconciled"] and manifest["incremental"]["reused"] >= 3
+
+
+# ------------------------------------------------------------------ item 10: finalizing is atomic for readers
+
+
+def _reader_view(out: Path) -> tuple[frozenset, dict]:
+    """What a reader sees: the paper ids of the ``data/papers/train-*.parquet`` glob (as the
+    card's data_files give `datasets`), after checking that every config's glob holds
+    exactly the shards manifest.json names, with their sizes and digests."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    for config, entries in manifest["files"].items():
+        named = {e["path"]: (e["bytes"], e["sha256"]) for e in entries}
+        found = {}
+        for f in sorted((out / "data" / config).glob("train-*.parquet")):
+            data = f.read_bytes()
+            found[f"data/{config}/{f.name}"] = (len(data), hashlib.sha256(data).hexdigest())
+        assert found == named, f"{config}: the shards a reader finds are not the ones manifest.json names"
+    ids = []
+    for f in sorted((out / "data" / "papers").glob("train-*.parquet")):
+        ids += pq.read_table(f, columns=["id"]).column("id").to_pylist()
+    assert manifest["counts"]["papers"] == len(ids), (manifest["counts"], len(ids))
+    return frozenset(ids), manifest
+
+
+def _kill_while_finalizing(cmd: list[str], out: Path, delay: float) -> bool:
+    """Run ``cmd``; SIGKILL its process group ``delay`` seconds after the finalizing marker
+    appears. True when it was killed (False: it finished first, or never finalized)."""
+    import signal
+    import subprocess
+    import time
+
+    from hostile_fixtures import cli_env, kill_group
+
+    marker = out / ".sciga" / "finalizing"
+    proc = subprocess.Popen(
+        cmd, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    t0 = time.time()
+    try:
+        while proc.poll() is None and time.time() - t0 < 300:
+            if marker.exists():
+                time.sleep(delay)
+                if proc.poll() is not None:
+                    return False
+                kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+                return True
+            time.sleep(0.0005)
+        return False
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid)
+        proc.wait()
+
+
+def test_a_sigkill_at_any_moment_of_finalizing_leaves_the_old_build_or_the_new_one_whole(tmp_path):
+    """A SIGKILL 5 ms or 20 ms after finalizing started left the new papers shard beside the
+    old manifest.json (2 of 8 kills). Now, killed at many moments of finalizing, a reader
+    (the card's globs, the manifest) finds either the previous build or the new one, each
+    whole; `sciga validate` passes on it, and the rerun finishes the new build."""
+    import shutil
+
+    mut = Mutations(tmp_path / "in", tmp_path / "outside", corpus_pages(CORPUS), random.Random(10))
+    for _ in range(8):
+        mut.plain_page()
+    spare = tmp_path / "spare"
+    spare.mkdir()
+    out = tmp_path / "out"
+    # Small shards, so that finalizing moves many files (papers 3, figures 2 per shard).
+    cmd = sciga_cmd(
+        "build", "--input", str(mut.inp), "--output", str(out), "--workers", "1", "--quiet",
+        "--papers-per-shard", "3", "--figures-per-shard", "2",
+    )  # fmt: skip
+    r = run_watched(cmd, 300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    view, _ = _reader_view(out)
+    folders = sorted(p for p in mut.inp.iterdir() if p.is_dir())
+    killed = 0
+    for i, delay in enumerate([0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6]):
+        # Each build differs from the one in OUT: two papers come and go in turn.
+        moving = folders[-2:]
+        for d in moving:
+            src, dst = (d, spare / d.name) if (d.exists()) else (spare / d.name, d)
+            shutil.move(str(src), str(dst))
+        expected = frozenset(p.name for p in mut.inp.iterdir() if p.is_dir())
+        killed += _kill_while_finalizing(cmd, out, delay)
+        seen, _ = _reader_view(out)
+        assert seen in (view, expected), f"killed {delay * 1000:.0f} ms into finalizing: a mix of two builds"
+        view = seen
+    assert killed >= 5, f"only {killed} builds were killed while finalizing"
+    r = run_watched(sciga_cmd("validate", str(out), "--max-missing-image-rate", "1"), 300)  # pages without images
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    r = run_watched(cmd, 300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen, manifest = _reader_view(out)
+    assert seen == expected and manifest["reconciled"]
+    assert not (out / ".sciga" / "next").exists() and not (out / ".sciga" / "finalizing").exists()
