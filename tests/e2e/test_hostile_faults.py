@@ -222,6 +222,15 @@ def _reader_view(out: Path) -> tuple[frozenset, dict]:
     for f in sorted((out / "data" / "papers").glob("train-*.parquet")):
         ids += pq.read_table(f, columns=["id"]).column("id").to_pylist()
     assert manifest["counts"]["papers"] == len(ids), (manifest["counts"], len(ids))
+    # `datasets` checks the card's split sizes against the rows it reads
+    import yaml
+
+    card = yaml.safe_load((out / "README.md").read_text().split("---")[1])
+    for info in card["dataset_info"]:
+        rows = sum(
+            pq.ParquetFile(f).metadata.num_rows for f in (out / "data" / info["config_name"]).glob("train-*.parquet")
+        )
+        assert info["splits"][0]["num_examples"] == rows, f"the card's {info['config_name']} split is not the shards'"
     return frozenset(ids), manifest
 
 
@@ -279,7 +288,7 @@ def test_a_sigkill_at_any_moment_of_finalizing_leaves_the_old_build_or_the_new_o
     view, _ = _reader_view(out)
     folders = sorted(p for p in mut.inp.iterdir() if p.is_dir())
     killed = 0
-    for i, delay in enumerate([0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6]):
+    for delay in [0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6]:
         # Each build differs from the one in OUT: two papers come and go in turn.
         moving = folders[-2:]
         for d in moving:

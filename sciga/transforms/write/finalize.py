@@ -32,7 +32,7 @@ from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
 from sciga.schemas.manifest import ShardFile
 from sciga.transforms.common.input_files import is_local, local_path
-from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, store_root
+from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, STORE_DIR, store_root
 from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
 
@@ -118,6 +118,8 @@ def finalize_parts(
 
 NEXT = "next"  # OUT/.sciga/next: the generation being assembled (then the one replaced)
 MANIFEST_IN_DATA = ".manifest.json"  # the generation's manifest, inside its data folder
+CARD = "README.md"
+CARD_IN_DATA = ".README.md"  # the generation's dataset card (README.md links to it)
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
@@ -129,6 +131,8 @@ def generation_data(out_dir: str) -> Optional[str]:
         return None
     nxt = os.path.join(local_path(store_root(out_dir)), NEXT)
     shutil.rmtree(nxt, ignore_errors=True)
+    if os.path.islink(os.path.join(local_path(out_dir), "data")):
+        return None  # data/ links elsewhere (another disk): its shards are moved in place
     data = os.path.join(nxt, "data")
     os.makedirs(data)
     return data
@@ -137,9 +141,8 @@ def generation_data(out_dir: str) -> Optional[str]:
 def manifest_target(out_dir: str) -> str:
     """Where ``write_manifest`` writes this build's manifest: inside the next generation of
     a local build (committed with its shards), else ``OUT`` itself."""
-    if not is_local(out_dir):
-        return out_dir
-    return os.path.join(local_path(store_root(out_dir)), NEXT)
+    nxt = os.path.join(local_path(store_root(out_dir)), NEXT) if is_local(out_dir) else ""
+    return nxt if nxt and os.path.isdir(os.path.join(nxt, "data")) else out_dir
 
 
 def _exchange(a: str, b: str) -> bool:
@@ -163,27 +166,35 @@ def commit_generation(out_dir: str) -> None:
     ``manifest.json`` at its manifest, and remove the generation it replaced."""
     from sciga.transforms.write.manifest import MANIFEST
 
-    if not is_local(out_dir):
-        return
+    if manifest_target(out_dir) == out_dir:
+        return  # no generation assembled: a bucket, or a data/ that links elsewhere
     out = local_path(out_dir)
     nxt = os.path.join(local_path(store_root(out_dir)), NEXT)
+    linked = [(MANIFEST, MANIFEST_IN_DATA)]
     os.replace(os.path.join(nxt, MANIFEST), os.path.join(nxt, "data", MANIFEST_IN_DATA))
+    if os.path.isfile(os.path.join(nxt, CARD)):  # rendered into the generation (executors/finalize.py)
+        os.replace(os.path.join(nxt, CARD), os.path.join(nxt, "data", CARD_IN_DATA))
+        linked.append((CARD, CARD_IN_DATA))
     live, new = os.path.join(out, "data"), os.path.join(nxt, "data")
-    if os.path.isdir(live) and not os.path.islink(live):
+    if os.path.isdir(live):
         if not _exchange(new, live):
             old = os.path.join(nxt, "replaced")
             os.rename(live, old)
             os.rename(new, live)
     else:
         os.rename(new, live)
-    link = os.path.join(out, MANIFEST)
-    target = posixpath.join("data", MANIFEST_IN_DATA)
-    if not (os.path.islink(link) and os.readlink(link) == target):
-        tmp = os.path.join(nxt, "manifest.link")
-        if os.path.lexists(tmp):
-            os.remove(tmp)
-        os.symlink(target, tmp)
-        os.replace(tmp, link)  # a manifest written by an earlier builder becomes the link
+    for name, inside in linked:
+        link = os.path.join(out, name)
+        target = posixpath.join("data", inside)
+        if not (os.path.islink(link) and os.readlink(link) == target):
+            tmp = os.path.join(nxt, f"{name}.link")
+            if os.path.lexists(tmp):
+                os.remove(tmp)
+            os.symlink(target, tmp)
+            os.replace(tmp, link)  # a file written by an earlier builder becomes the link
+    key = os.path.join(nxt, STORE_DIR, "card.key")
+    if os.path.isfile(key):  # after the card it names is in place (a kill before: rendered again)
+        os.replace(key, os.path.join(out, STORE_DIR, "card.key"))
     shutil.rmtree(nxt, ignore_errors=True)
 
 
