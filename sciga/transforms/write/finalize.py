@@ -58,7 +58,7 @@ def finalize_parts(
     next generation of a local build, ``generation_data``); the manifest's ``files``
     entries (named ``data/<config>/...`` either way)."""
     fs, out_root = fsspec.core.url_to_fs(out_dir)
-    data = data_root if data_root is not None else posixpath.join(out_root, "data")
+    data_dir = data_root if data_root is not None else posixpath.join(out_root, "data")
     by_config: dict[str, list[PartInfo]] = {c: [] for c in CONFIGS}
     for info in infos:
         if info.path and info.rows:
@@ -66,7 +66,7 @@ def finalize_parts(
     files: dict[str, list[ShardFile]] = {}
     for config in CONFIGS:
         parts = sorted(by_config[config], key=lambda i: (i.group, i.part))
-        dest = posixpath.join(data, config)
+        dest = posixpath.join(data_dir, config)
         fs.makedirs(dest, exist_ok=True)
         keep = set()
         entries = []
