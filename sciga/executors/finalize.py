@@ -55,8 +55,11 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
     from sciga.explore.dataset_card import write_dataset_card
     from sciga.transforms.common.result_store import ResultStore
     from sciga.transforms.write.finalize import (
+        commit_generation,
         finalize_parts,
+        generation_data,
         live_keys,
+        manifest_target,
         mark_finalizing,
         read_part_infos,
         write_shard_members,
@@ -64,13 +67,13 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
 
     infos = read_part_infos(f.parts_root)
     mark_finalizing(f.out_dir, True)
-    files = finalize_parts(f.out_dir, infos)
+    # A local build assembles its shards and manifest as the next generation and commits
+    # them with one atomic exchange (``write/finalize.py``): a reader sees old or new, whole.
+    files = finalize_parts(f.out_dir, infos, generation_data(f.out_dir))
     write_shard_members(f.out_dir, infos)
     counts = mf.counts_from_parts(infos)
     counts.inputs = f.n_inputs
     pruned = ResultStore(f.store_root).prune(live_keys(infos))
-    if f.ga_entries_uri:
-        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
     run = dict(f.run)
     started = run.pop("started_unix", None)
     if started is not None:
@@ -82,14 +85,53 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
         shard_parts_reused=sum(1 for i in infos if i.reused),
         shard_row_groups_taken=sum(i.row_groups_taken for i in infos),
     )
-    manifest = mf.write_manifest(f.out_dir, counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items())))
+    manifest = mf.write_manifest(
+        manifest_target(f.out_dir), counts, files, f.inputs_hash, f.recorded, run=dict(sorted(run.items()))
+    )
+    card_committed = _card_into_generation(f.out_dir)  # the card's split sizes are the new shards'
+    commit_generation(f.out_dir)
     mark_finalizing(f.out_dir, False)  # the manifest describes the shards again
+    if f.ga_entries_uri:
+        _warn_unmatched_ga(f.ga_entries_uri, f.out_dir)
     fs, staging = fsspec.core.url_to_fs(f.staging)
     if fs.exists(staging):
         fs.rm(staging, recursive=True)
     remove_if_empty(fs, posixpath.dirname(staging.rstrip("/")))
-    write_dataset_card(f.out_dir)  # README.md with configs and features: the folder loads with `datasets`
+    if not card_committed:
+        write_dataset_card(f.out_dir)  # README.md with configs and features: the folder loads with `datasets`
     return counts, manifest
+
+
+def _card_into_generation(out_dir: str) -> bool:
+    """Render the dataset card of a local build's next generation into it, to be committed
+    with its shards (``commit_generation``): `datasets` checks the card's split sizes, so a
+    card of the previous build beside the new shards would not load. The generation reads
+    the store's card statistics and shard member lists through links; the card's key is its
+    own until the commit. False: no generation (a bucket), the card is written after."""
+    import os
+    import shutil
+
+    from sciga.explore.dataset_card import CARD_KEY, card_path, write_dataset_card
+    from sciga.transforms.common.input_files import local_path
+    from sciga.transforms.common.result_store import SHARD_MEMBERS, STORE_DIR
+    from sciga.transforms.write.card_rows import CARD_STATS
+    from sciga.transforms.write.finalize import manifest_target
+
+    nxt = manifest_target(out_dir)
+    if nxt == out_dir:
+        return False
+    out = local_path(out_dir)
+    own = os.path.join(nxt, STORE_DIR)
+    os.makedirs(own, exist_ok=True)
+    for name in (CARD_STATS, SHARD_MEMBERS):
+        os.makedirs(os.path.join(out, STORE_DIR, name), exist_ok=True)
+        os.symlink(os.path.join("..", "..", name), os.path.join(own, name))
+    card, key = local_path(card_path(out_dir)), os.path.join(out, CARD_KEY)
+    if os.path.isfile(card) and os.path.isfile(key):  # the same card is not rendered again
+        shutil.copyfile(card, local_path(card_path(nxt)))
+        shutil.copyfile(key, os.path.join(nxt, CARD_KEY))
+    write_dataset_card(nxt)
+    return True
 
 
 def _warn_unmatched_ga(ga_entries_uri: str, out_dir: str) -> None:

@@ -211,7 +211,7 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         ),
         tex=s.tex_options(sample_tex_dir() if flags.sample else None),
         link=LinkOptions(sentencizer=flags.sentencizer),
-        vision=flags.vision.options(flags.max_image_mb),
+        vision=flags.vision.options(flags.max_image_mb, input_roots(specs)),
         papers_per_shard=flags.papers_per_shard,
         figures_per_shard=flags.figures_per_shard,
         no_images=flags.no_images,
@@ -231,6 +231,27 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
     )
 
 
+def input_roots(specs: list[str]) -> tuple[str, ...]:
+    """The folders the --input specs read from (a glob's folder before its first wildcard, a
+    file's folder): where a GA manifest's paths may also lie."""
+    from sciga.transforms.common.input_files import is_local, local_path
+
+    roots = []
+    for spec in specs:
+        parts = spec.split("/")
+        wild = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), None)
+        if wild is not None:
+            root = "/".join(parts[:wild]) or ("/" if spec.startswith("/") else ".")
+        elif is_local(spec):
+            root = local_path(spec)
+            root = root if os.path.isdir(root) else os.path.dirname(root) or "."
+        else:
+            last = spec.rstrip("/").rsplit("/", 1)[-1]
+            root = posixpath.dirname(spec.rstrip("/")) if "." in last else spec.rstrip("/")
+        roots.append(root)
+    return tuple(dict.fromkeys(roots))
+
+
 def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:
     """(flag, path) of every place the build reads or writes, as given on the command line."""
     s = flags.sources
@@ -243,6 +264,30 @@ def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:
         if value:
             places.append((name, value))
     return places + [("--tex-input", t) for t in s.tex_input or []]
+
+
+def check_build_paths(flags: BuildFlags) -> None:
+    """Every file and folder option a build reads, checked before anything opens it (a
+    FIFO never blocks, a missing or wrong-kind path is one sentence: ``UserError``)."""
+    from sciga.pipelines.paths import check_input_file, check_input_folder, check_weights_path
+
+    s, v = flags.sources, flags.vision
+    if flags.metadata:
+        check_input_folder(flags.metadata, "--metadata", "the folder of <stem>.meta.json sidecars")
+    for t in s.tex_input or []:
+        check_input_folder(t, "--tex-input", "a folder of TeX sources by paper")
+    if s.eprints_bulk:
+        check_input_folder(s.eprints_bulk, "--eprints-bulk", "the folder of arXiv's bulk source tars")
+    for value, name, what in (
+        (s.id_file, "--id-file", "a file with one arXiv id per line"),
+        (v.ga_manifest, "--ga-manifest", "a CSV file with the columns arxiv_id,path"),
+        (v.medical_keywords, "--medical-keywords", "a keyword list file"),
+    ):
+        if value:
+            check_input_file(value, name, what)
+    for value, name in ((v.medical_weights, "--medical-weights"), (v.ga_embedding_weights, "--ga-embedding-weights")):
+        if value:
+            check_weights_path(value, name)
 
 
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
@@ -258,7 +303,9 @@ def run_build(args: argparse.Namespace, beam_args: Optional[list[str]] = None) -
     from sciga.executors.build import run_build as execute
     from sciga.pipelines.paths import check_output_folder
 
-    opts = build_options_from_args(args)
+    flags = from_args(BuildFlags, args)
+    check_build_paths(flags)
+    opts = build_options(flags, verbose=bool(vars(args).get("verbose")))
     check_output_folder(opts.output, "--output")
     return execute(opts, beam_args)
 
@@ -298,5 +345,15 @@ def run(args: argparse.Namespace, rest: Optional[list[str]] = None) -> int:
 def interrupted(args: argparse.Namespace) -> str:
     """What `sciga` prints after Ctrl-C during a build."""
     from sciga.pipelines.build_report import interrupted_sentence
+    from sciga.transforms.common.result_store import ResultStore, store_root
 
-    return interrupted_sentence(args.output.rstrip("/") or args.output)
+    out = args.output.rstrip("/") or args.output
+    try:  # the workers are stopped: what they were writing when stopped is of no use
+        ResultStore(store_root(out)).remove_partial_writes()
+        if os.path.isdir(store_root(out)):  # a record the launcher was replacing (page index)
+            for entry in os.scandir(store_root(out)):
+                if entry.name.endswith(".tmp") and entry.is_file(follow_symlinks=False):
+                    os.remove(entry.path)
+    except (OSError, ValueError):
+        pass
+    return interrupted_sentence(out)

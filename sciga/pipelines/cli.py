@@ -258,9 +258,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except FileNotFoundError as e:
         print(f"sciga {args.command}: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
         print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
-        return 130
+        return 143 if isinstance(e, Terminated) else 130
     except BrokenPipeError:
         return _closed_stdout()
     except Exception as e:
@@ -276,11 +276,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a scheduler stopping the job): handled as Ctrl-C is, so a
+    build stops its workers, keeps its finished results, says so in one sentence and
+    resumes; the exit status is 143 (128 + SIGTERM)."""
+
+
+_COMMAND_PID = 0  # the `sciga` process that installed the handler (forked workers inherit it)
+
+
+def _on_sigterm(signum, frame) -> None:
+    import os
+    import signal
+
+    if os.getpid() != _COMMAND_PID:  # a forked worker: end as SIGTERM ends a process
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise Terminated()
+
+
 def run() -> None:
     """The ``sciga`` command: ``main``, then the process ends without the interpreter's
     slow teardown (``quick_exit.exit_now``). Tests call ``main`` itself."""
+    import os
+    import signal
+
     from sciga.transforms.common.quick_exit import exit_now
 
+    global _COMMAND_PID
+    _COMMAND_PID = os.getpid()
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         code = main()
     except SystemExit as e:  # what the interpreter would print and return for it

@@ -208,14 +208,24 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def run_fetch(args: argparse.Namespace):
     """`sciga fetch`: a plan, a bulk metadata import, or the fetch job (``transforms/fetch/job.py``)."""
+    from sciga.pipelines.paths import check_input_file, check_input_folder
     from sciga.transforms.fetch.job import PARTS, FetchOptions, run_fetch_job
 
     raw_ids = list(args.ids or [])
     if args.id_file:
         from sciga.pipelines.sources_options import read_id_file
 
+        check_input_file(args.id_file, "--id-file", "a file with one arXiv id per line")  # a FIFO never blocks
         raw_ids += read_id_file(args.id_file)
     mode = _check_corpus_flags(args, raw_ids)
+    for value, name, what in (
+        (args.metadata_snapshot, "--metadata-snapshot", "arXiv's metadata snapshot (JSON lines)"),
+        (args.eprints_manifest, "--eprints-manifest", "a copy of arXiv_src_manifest.xml"),
+    ):
+        if value:
+            check_input_file(value, name, what)
+    if args.eprints_bulk:
+        check_input_folder(args.eprints_bulk, "--eprints-bulk", "the folder of arXiv's bulk source tars")
     if mode == "plan":
         return run_plan(args, raw_ids)
     check_output_folder(args.output, "--output")

@@ -442,7 +442,7 @@ def build_run_options(o: UpdateOptions, plan):
     """The build of this update, as typed options (and what is left for Apache Beam): the
     selected papers' cache folders into OUT, with the build flags the corpus definition
     saved and this run's."""
-    from sciga.pipelines.build import build_flags, build_options
+    from sciga.pipelines.build import build_flags, build_options, check_build_paths
     from sciga.pipelines.flags import replace_flags
     from sciga.schemas.ids import safe_filename
 
@@ -450,6 +450,7 @@ def build_run_options(o: UpdateOptions, plan):
     specs = [os.path.join(d.cache, "papers", safe_filename(pid)) for pid in plan.selected]
     specs = [s for s in specs if os.path.isdir(s)]
     flags, beam_args = build_flags([*d.build_args, *o.run_build_args], prog="sciga update (build)")
+    check_build_paths(flags)
     flags = replace_flags(flags, output=o.out, input=specs, quiet=flags.run.quiet or not o.progress)
     return build_options(flags), beam_args
 

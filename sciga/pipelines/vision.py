@@ -59,7 +59,15 @@ class VisionFlags:
     ga_manifest: Optional[str] = flag(
         "--ga-manifest",
         metavar="FILE.csv",
-        help="graphical abstracts: CSV with columns arxiv_id,path[,source,caption]; path local or http(s) URL",
+        help="graphical abstracts: CSV with columns arxiv_id,path[,source,caption]; paths are read from the "
+        "manifest's folder and the --input folders only (see --ga-allow-outside)",
+    )
+    ga_allow_outside: bool = flag(
+        "--ga-allow-outside",
+        default=False,
+        action="store_true",
+        help="read --ga-manifest paths wherever they point (absolute, ../, other buckets) and fetch http(s) "
+        "URLs; only for a manifest you trust (default: confined to its folder and the --input folders)",
     )
     ga_embedding_weights: Optional[str] = flag(
         "--ga-embedding-weights",
@@ -180,8 +188,9 @@ class VisionFlags:
         except ValueError as e:
             raise SystemExit(f"sciga build: {e}") from None
 
-    def options(self, max_image_mb: int) -> VisionOptions:
-        """The vision stage's options (``--max-image-mb`` is a build flag: the writer uses it too)."""
+    def options(self, max_image_mb: int, input_roots: tuple[str, ...] = ()) -> VisionOptions:
+        """The vision stage's options (``--max-image-mb`` is a build flag: the writer uses it
+        too; ``input_roots``: the build's --input folders, where GA paths may also lie)."""
         return VisionOptions(
             max_image_bytes=max_image_mb * 1024 * 1024,
             max_pixels=self.max_image_pixels,
@@ -190,6 +199,8 @@ class VisionFlags:
             top_k=self.medical_top_k,
             classify_all=self.medical_classify == "all",
             ga_manifest=self.ga_manifest,
+            ga_roots=tuple(input_roots),
+            ga_allow_outside=self.ga_allow_outside,
             ga_embedding_weights=self.ga_embedding_weights,
             ga_max_bytes=self.ga_max_mb << 20,
             ga_timeout=self.ga_timeout,

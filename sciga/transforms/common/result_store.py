@@ -419,12 +419,22 @@ class ResultStore:
         of killed writers (``.tmp``); the count of results deleted."""
         files = self._files()
         gone = [p for p in files if p.endswith(".zip") and posixpath.basename(p)[:-4] not in keep]
-        for p in gone + [p for p in files if p.endswith(".tmp")]:
+        self._remove([*gone, *(p for p in files if p.endswith(".tmp"))])
+        return len(gone)
+
+    def remove_partial_writes(self) -> int:
+        """Delete the ``.tmp`` files of writers that were stopped (Ctrl-C, SIGTERM) once no
+        writer runs; the count deleted."""
+        partial = [p for p in self._files() if p.endswith(".tmp")]
+        self._remove(partial)
+        return len(partial)
+
+    def _remove(self, paths: list[str]) -> None:
+        for p in paths:
             try:
                 self._fs.rm(p)
             except (FileNotFoundError, OSError):
                 pass
-        return len(gone)
 
 
 # The modules whose code makes a paper's result: each per-paper step (and, through its

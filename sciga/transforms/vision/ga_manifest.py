@@ -45,6 +45,7 @@ from sciga.transforms.common.input_files import (
     NotAFileError,
     OutsideRootError,
     file_size,
+    fs_and_path,
     is_chain,
     is_local,
     local_path,
@@ -56,6 +57,10 @@ log = logging.getLogger("sciga.vision")
 
 DEFAULT_MAX_GA_BYTES = 32 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
+# How long a GA in a bucket (gs://, s3://) may take to answer whether it is there: a store
+# that does not answer (a wrong endpoint, no network) would otherwise be retried by its
+# client for a minute and more, and its silence reported as "not found".
+STORE_PROBE_SECONDS = 5.0
 
 
 class ManifestError(Exception):
@@ -226,6 +231,8 @@ def fetch_ga_bytes(entry: GAEntry, max_bytes: int = DEFAULT_MAX_GA_BYTES, timeou
         raise GAReadError(entry.refused, entry.refused_status or OUTSIDE_INPUT)
     if _is_url(entry.uri):
         return _http_get(entry.uri, max_bytes, timeout)
+    if not is_local(entry.uri) and not is_chain(entry.uri):
+        remote_size(entry, min(timeout, STORE_PROBE_SECONDS))  # raises GAReadError: not found, unreachable
     try:
         # Only a regular file (a FIFO must not block the build), inside ``entry.root``.
         size = file_size(entry.uri, entry.root)
@@ -255,6 +262,56 @@ def fetch_ga_bytes(entry: GAEntry, max_bytes: int = DEFAULT_MAX_GA_BYTES, timeou
         raise GAReadError(f"GA image {entry.path} could not be read ({type(e).__name__}: {e})") from None
 
 
+_UNREACHABLE: dict[str, str] = {}  # store (protocol://bucket) -> why, once per process
+
+
+def _store_of(uri: str) -> str:
+    proto, rest = uri.split("://", 1)
+    return f"{proto}://{rest.split('/', 1)[0]}"
+
+
+def remote_size(entry: GAEntry, seconds: float) -> int:
+    """The size of a GA in a bucket, asked once with a deadline. Raises ``GAReadError``:
+    ``not_found`` when the store answers that nothing is there, ``unreadable`` with a reason
+    that says *unreachable* when it does not answer within ``seconds`` or the connection
+    fails (and at once for the process's later GAs in that store)."""
+    import threading
+
+    store = _store_of(entry.uri)
+    if store in _UNREACHABLE:
+        raise GAReadError(_UNREACHABLE[store], UNREADABLE)
+    got: dict = {}
+
+    def ask() -> None:
+        try:
+            fs, path = fs_and_path(entry.uri)
+            got["info"] = fs.info(path)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            got["error"] = e
+
+    t = threading.Thread(target=ask, name="ga-store-probe", daemon=True)  # a silent store may hold it
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        why = f"did not answer within {seconds:g} s"
+    elif isinstance(got.get("error"), FileNotFoundError):
+        raise GAReadError(f"GA image {entry.path} not found (looked at {entry.uri})", NOT_FOUND)
+    elif "error" in got:
+        e = got["error"]
+        if isinstance(e, PermissionError):
+            raise GAReadError(f"GA image {entry.path} may not be read ({e}); check the credentials for {store}")
+        why = f"failed to connect: {type(e).__name__}: {str(e)[:200]}"
+    elif got["info"].get("type") != "file":
+        raise GAReadError(f"GA image {entry.path} is a folder, not a file; it was not read", NOT_A_FILE)
+    else:
+        return int(got["info"].get("size") or 0)
+    _UNREACHABLE[store] = (
+        f"GA image {entry.path}: the store {store} is unreachable (it {why}); check the network and the "
+        "store's endpoint, then build again"
+    )
+    raise GAReadError(_UNREACHABLE[store], UNREADABLE)
+
+
 def ga_file_dep(entry: GAEntry):
     """The result's dependency on the GA file (changing it retypes the GA), or None for a GA
     that is not read from a file (a URL, a refused path: the manifest row's own dependency
@@ -264,6 +321,8 @@ def ga_file_dep(entry: GAEntry):
     if entry.refused or _is_url(entry.uri):
         return None
     try:
+        if not is_local(entry.uri) and not is_chain(entry.uri):
+            remote_size(entry, STORE_PROBE_SECONDS)  # a store that does not answer: no dependency
         if file_size(entry.uri, entry.root) is None:
             return absent_dep(entry.uri)
         return file_dep(entry.uri, root=entry.root)

@@ -16,17 +16,23 @@ leaves the marker, and the next build reuses no shard.
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import json
+import os
 import posixpath
+import shutil
 from collections.abc import Iterable
+from typing import Optional
 
 import fsspec
 
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
 from sciga.schemas.manifest import ShardFile
-from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, store_root
+from sciga.transforms.common.input_files import is_local, local_path
+from sciga.transforms.common.result_store import FINALIZING, SHARD_MEMBERS, STORE_DIR, store_root
 from sciga.transforms.write.shard_names import empty_table_bytes, shard_name
 
 
@@ -45,9 +51,14 @@ def read_part_infos(parts_root: str) -> list[PartInfo]:
     return infos
 
 
-def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[ShardFile]]:
-    """Move the parts into ``<out>/data/<config>/``; the manifest's ``files`` entries."""
+def finalize_parts(
+    out_dir: str, infos: Iterable[PartInfo], data_root: Optional[str] = None
+) -> dict[str, list[ShardFile]]:
+    """Move the parts into ``<out>/data/<config>/`` (or into ``data_root/<config>/``: the
+    next generation of a local build, ``generation_data``); the manifest's ``files``
+    entries (named ``data/<config>/...`` either way)."""
     fs, out_root = fsspec.core.url_to_fs(out_dir)
+    data_dir = data_root if data_root is not None else posixpath.join(out_root, "data")
     by_config: dict[str, list[PartInfo]] = {c: [] for c in CONFIGS}
     for info in infos:
         if info.path and info.rows:
@@ -55,7 +66,7 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[Sh
     files: dict[str, list[ShardFile]] = {}
     for config in CONFIGS:
         parts = sorted(by_config[config], key=lambda i: (i.group, i.part))
-        dest = posixpath.join(out_root, "data", config)
+        dest = posixpath.join(data_dir, config)
         fs.makedirs(dest, exist_ok=True)
         keep = set()
         entries = []
@@ -101,6 +112,90 @@ def finalize_parts(out_dir: str, infos: Iterable[PartInfo]) -> dict[str, list[Sh
                 fs.rm(old)
         files[config] = entries
     return files
+
+
+# ------------------------------------------------------------------ generations (local builds)
+
+NEXT = "next"  # OUT/.sciga/next: the generation being assembled (then the one replaced)
+MANIFEST_IN_DATA = ".manifest.json"  # the generation's manifest, inside its data folder
+CARD = "README.md"
+CARD_IN_DATA = ".README.md"  # the generation's dataset card (README.md links to it)
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def generation_data(out_dir: str) -> Optional[str]:
+    """A fresh, empty folder for the next generation's data of a local build (whatever a
+    killed build left there removed), or None for a build into a bucket."""
+    if not is_local(out_dir):
+        return None
+    nxt = os.path.join(local_path(store_root(out_dir)), NEXT)
+    shutil.rmtree(nxt, ignore_errors=True)
+    if os.path.islink(os.path.join(local_path(out_dir), "data")):
+        return None  # data/ links elsewhere (another disk): its shards are moved in place
+    data = os.path.join(nxt, "data")
+    os.makedirs(data)
+    return data
+
+
+def manifest_target(out_dir: str) -> str:
+    """Where ``write_manifest`` writes this build's manifest: inside the next generation of
+    a local build (committed with its shards), else ``OUT`` itself."""
+    nxt = os.path.join(local_path(store_root(out_dir)), NEXT) if is_local(out_dir) else ""
+    return nxt if nxt and os.path.isdir(os.path.join(nxt, "data")) else out_dir
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two folders atomically (Linux renameat2 RENAME_EXCHANGE); False where the system
+    or the file system cannot."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), a)
+
+
+def commit_generation(out_dir: str) -> None:
+    """Make the assembled next generation the build (one atomic exchange of ``data``), point
+    ``manifest.json`` at its manifest, and remove the generation it replaced."""
+    from sciga.transforms.write.manifest import MANIFEST
+
+    if manifest_target(out_dir) == out_dir:
+        return  # no generation assembled: a bucket, or a data/ that links elsewhere
+    out = local_path(out_dir)
+    nxt = os.path.join(local_path(store_root(out_dir)), NEXT)
+    linked = [(MANIFEST, MANIFEST_IN_DATA)]
+    os.replace(os.path.join(nxt, MANIFEST), os.path.join(nxt, "data", MANIFEST_IN_DATA))
+    if os.path.isfile(os.path.join(nxt, CARD)):  # rendered into the generation (executors/finalize.py)
+        os.replace(os.path.join(nxt, CARD), os.path.join(nxt, "data", CARD_IN_DATA))
+        linked.append((CARD, CARD_IN_DATA))
+    live, new = os.path.join(out, "data"), os.path.join(nxt, "data")
+    if os.path.isdir(live):
+        if not _exchange(new, live):
+            old = os.path.join(nxt, "replaced")
+            os.rename(live, old)
+            os.rename(new, live)
+    else:
+        os.rename(new, live)
+    for name, inside in linked:
+        link = os.path.join(out, name)
+        target = posixpath.join("data", inside)
+        if not (os.path.islink(link) and os.readlink(link) == target):
+            tmp = os.path.join(nxt, f"{name}.link")
+            if os.path.lexists(tmp):
+                os.remove(tmp)
+            os.symlink(target, tmp)
+            os.replace(tmp, link)  # a file written by an earlier builder becomes the link
+    key = os.path.join(nxt, STORE_DIR, "card.key")
+    if os.path.isfile(key):  # after the card it names is in place (a kill before: rendered again)
+        os.replace(key, os.path.join(out, STORE_DIR, "card.key"))
+    shutil.rmtree(nxt, ignore_errors=True)
 
 
 def previous_parts(out_dir: str) -> dict:
