@@ -2,6 +2,10 @@
 
 Exit status 0 when every expectation holds, 1 when any fails (the terminal names each failed
 expectation with its unexpected count and example ids), 2 when OUT is not a build.
+
+Checking never writes where it reads from a remote: the report of a build on hf://, gs://
+or s3:// goes to ``./quality`` in the working folder (``--report`` chooses another place),
+so validating a published version leaves its repo (commits, files, tags) as it was.
 """
 
 from __future__ import annotations
@@ -74,8 +78,17 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--report",
         metavar="PATH",
         help="report file (.md or .html; .json for machine-readable) or folder; "
-        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}",
+        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}, or ./{REPORT_DIR}/ for a build on "
+        "hf://, gs:// or s3:// (checking never writes to a remote build)",
     )
+
+
+def default_report_folder(out: str) -> str:
+    """Where the report goes without --report: beside the shards of a local build; in the
+    working folder for a build on remote storage, which a checking command never writes to."""
+    from sciga.transforms.common.storage import is_remote
+
+    return REPORT_DIR if is_remote(out) else posixpath.join(out.rstrip("/"), REPORT_DIR)
 
 
 def gate_from_args(args):
@@ -104,7 +117,7 @@ def check_report_target(out: str, report: str | None) -> None:
         check_output_folder(report, "--report")
     else:
         check_output_folder(
-            posixpath.join(out.rstrip("/"), REPORT_DIR),
+            default_report_folder(out),
             "the report folder",
             advice="give --report PATH (a folder, or a .md / .html / .json file) where you can write",
         )
@@ -117,7 +130,7 @@ def write_reports(result, out: str, report: str | None) -> list[str]:
     if report and posixpath.splitext(report)[1] in renderers:
         targets = [report]
     else:
-        folder = report or posixpath.join(out.rstrip("/"), REPORT_DIR)
+        folder = report or default_report_folder(out)
         targets = [posixpath.join(folder, f"report{ext}") for ext in (".md", ".html", ".json")]
     for path in targets:
         fs, p = fsspec.core.url_to_fs(path)
