@@ -147,7 +147,14 @@ def run(args, rest=None) -> int:
 
     result = gate_from_args(args)
     paths = write_reports(result, args.out, args.report)
-    stream = sys.stdout if result.success else sys.stderr
-    print(summary_text(result), file=stream)
-    print(f"report: {', '.join(paths)}", file=stream)
+    # The verdict is the command's result: stdout, pass or fail (`sciga validate OUT > gate.txt`
+    # keeps it). A failure also says so on stderr, in one line, with the exit status 1.
+    print(summary_text(result))
+    print(f"report: {', '.join(paths)}")
+    if not result.success:
+        print(
+            f"sciga validate: the quality gate failed on {args.out} ({len(result.failed)} of "
+            f"{len(result.checks)} expectations not met, listed above); see {paths[0]}.",
+            file=sys.stderr,
+        )
     return 0 if result.success else 1
