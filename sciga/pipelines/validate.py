@@ -4,7 +4,7 @@ Exit status 0 when every expectation holds, 1 when any fails (the terminal names
 expectation with its unexpected count and example ids), 2 when OUT is not a build.
 
 Checking never writes where it reads from a remote: the report of a build on hf://, gs://
-or s3:// goes to ``./quality`` in the working folder (``--report`` chooses another place),
+or s3:// goes to ``./quality-report`` in the working folder (``--report`` chooses another place),
 so validating a published version leaves its repo (commits, files, tags) as it was.
 """
 
@@ -23,6 +23,7 @@ from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MIS
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 REPORT_DIR = "quality"
+LOCAL_REPORT_DIR = "quality-report"  # in the working folder, for a build on remote storage
 
 
 class ArgumentAdder(Protocol):
@@ -78,7 +79,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--report",
         metavar="PATH",
         help="report file (.md or .html; .json for machine-readable) or folder; "
-        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}, or ./{REPORT_DIR}/ for a build on "
+        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}, or ./{LOCAL_REPORT_DIR}/ for a build on "
         "hf://, gs:// or s3:// (checking never writes to a remote build)",
     )
 
@@ -88,7 +89,8 @@ def default_report_folder(out: str) -> str:
     working folder for a build on remote storage, which a checking command never writes to."""
     from sciga.transforms.common.storage import is_remote
 
-    return REPORT_DIR if is_remote(out) else posixpath.join(out.rstrip("/"), REPORT_DIR)
+    # Not ./quality: in a clone of this repository that is a link to the package's sciga/quality.
+    return LOCAL_REPORT_DIR if is_remote(out) else posixpath.join(out.rstrip("/"), REPORT_DIR)
 
 
 def gate_from_args(args):

@@ -45,12 +45,12 @@ def test_validate_reads_the_build_where_it_lies(gs_sample_build, tmp_path):
     assert not (home / ".duckdb").exists(), "no DuckDB extension was downloaded or installed"
     assert FAKE_ACCESS_TOKEN not in res.stdout + res.stderr and "private_key" not in res.stdout + res.stderr
     assert "Task was destroyed" not in res.stderr
-    # Checking never writes where it reads from a remote (issue 41): the report is local, ./quality.
-    report = json.loads((tmp_path / "quality" / "report.json").read_text())
+    # Checking never writes where it reads from a remote (issue 41): the report is local, ./quality-report.
+    report = json.loads((tmp_path / "quality-report" / "report.json").read_text())
     assert report["success"] is True
     assert not gcs().exists("sciga-sample/build/quality")
     written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert written == ["quality/report.html", "quality/report.json", "quality/report.md"]
+    assert written == ["quality-report/report.html", "quality-report/report.json", "quality-report/report.md"]
 
 
 def test_sql_on_gs_and_export_to_gs(gs_sample_build, local_sample_twin, capsys):

@@ -3,7 +3,7 @@ and `sciga stats` on hf:// in a subprocess against the loopback Hub (tests/hub_f
 
 - A checking command never writes where it reads: the repo has the same commits, files and
   tags after `validate` and `stats` as before, and no write request reached the Hub; the
-  reports land in a local folder (./quality, ./stats) or where --report / --output say.
+  reports land in a local folder (./quality-report, ./stats) or where --report / --output say.
 - A published version passes the gate: publish uploads what the gate needs (manifest.json),
   and the gate's verdict on the published version is the verdict publish gated on.
 """
@@ -80,13 +80,13 @@ def test_validate_and_stats_on_the_hub_write_nothing_there_and_a_published_versi
             timeout=600,
         )
 
-    # The tagged version: passes, reports in ./quality (the default for a remote build).
+    # The tagged version: passes, reports in ./quality-report (the default for a remote build).
     r = cli("validate", f"hf://datasets/{REPO}@v1.0.0", "--image-workers", "1")
     assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     assert "PASSED" in r.stdout
-    report = json.loads((work / "quality" / "report.json").read_text())
+    report = json.loads((work / "quality-report" / "report.json").read_text())
     assert report["success"] is True
-    assert "report: quality/report.md" in r.stdout
+    assert "report: quality-report/report.md" in r.stdout
 
     # main, with --report choosing the folder; stats to ./stats.
     r = cli("validate", f"hf://datasets/{REPO}", "--report", str(tmp_path / "mine"), "--image-check", "header")
