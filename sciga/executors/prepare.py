@@ -95,13 +95,21 @@ def _write_staged(staging: str, name: str, text: str) -> str:
 def list_inputs(opts: BuildOptions) -> list[str]:
     """The build's inputs: the ids to fetch, or the pages its specs name; one sentence when
     there are none."""
-    from sciga.transforms.inputs.build_inputs import list_build_inputs
+    from sciga.transforms.inputs.build_inputs import list_build_inputs, output_inside_inputs
 
     if opts.fetch_ids:
         return list(opts.fetch_ids)
     if not opts.specs:
         raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
-    inputs = list_build_inputs(opts.specs, opts.html_from)
+    around = output_inside_inputs(opts.specs, opts.output)
+    if around:
+        log.warning(
+            "the output folder %s lies inside the input %s: its files (shards, browse pages, reports) are "
+            "skipped, never read as inputs",
+            opts.output,
+            around[0],
+        )
+    inputs = list_build_inputs(opts.specs, opts.html_from, exclude=opts.output if around else None)
     if not inputs:
         raise SystemExit(
             f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"

@@ -125,7 +125,7 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
     to read it with (the Hub with an explicit endpoint); else the location's own."""
     from sciga.transforms.common.storage import check_location
 
-    check_location(location)
+    check_location(location, fs=fs)  # the Hub at the caller's endpoint, when it gives one
     if fs is None:
         if location.startswith("hf://"):
             from sciga.transforms.common.storage import hub_filesystem

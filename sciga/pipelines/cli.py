@@ -269,7 +269,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 130
         from sciga.transforms.common.storage import StorageError, storage_error_message
 
-        msg = str(e) if isinstance(e, StorageError) else (storage_error_message(e) or _path_error_sentence(e))
+        remote = next(
+            (u for u in (getattr(args, k, None) for k in ("out", "build", "output")) if isinstance(u, str)), None
+        )
+        msg = str(e) if isinstance(e, StorageError) else (storage_error_message(e, remote) or _path_error_sentence(e))
         if msg is None:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)

@@ -24,6 +24,9 @@ KNOWN_NOISE = (
     # INFO, so only under -v: Beam notes every string annotation of our DoFns (modules use
     # `from __future__ import annotations`), a few dozen lines per build.
     ("apache_beam.typehints.native_type_compatibility", "Converting string literal type hint to Any"),
+    # gcsfs logs its last retry's exception with the whole traceback (ERROR); the command then
+    # says in one sentence which endpoint it could not reach (transforms/common/storage.py).
+    ("gcsfs", "_request out of retries on exception"),
 )
 
 

@@ -202,6 +202,10 @@ def run(args, rest=None) -> int:
         return 2
     if not args.out.startswith("hf://"):
         check_is_build(args.out)
+    else:  # a missing repo or revision, or a Hub out of reach: one sentence, before DuckDB's error
+        from sciga.transforms.common.storage import check_location
+
+        check_location(args.out)
     try:
         con = open_build(args.out, parse_param_args(args.param), args.view)
     except ViewParamError as e:

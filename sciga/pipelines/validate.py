@@ -2,6 +2,10 @@
 
 Exit status 0 when every expectation holds, 1 when any fails (the terminal names each failed
 expectation with its unexpected count and example ids), 2 when OUT is not a build.
+
+Checking never writes where it reads from a remote: the report of a build on hf://, gs://
+or s3:// goes to ``./quality-report`` in the working folder (``--report`` chooses another place),
+so validating a published version leaves its repo (commits, files, tags) as it was.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MIS
 from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
 
 REPORT_DIR = "quality"
+LOCAL_REPORT_DIR = "quality-report"  # in the working folder, for a build on remote storage
 
 
 class ArgumentAdder(Protocol):
@@ -74,8 +79,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--report",
         metavar="PATH",
         help="report file (.md or .html; .json for machine-readable) or folder; "
-        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}",
+        f"default: OUT/{REPORT_DIR}/report.{{md,html,json}}, or ./{LOCAL_REPORT_DIR}/ for a build on "
+        "hf://, gs:// or s3:// (checking never writes to a remote build)",
     )
+
+
+def default_report_folder(out: str) -> str:
+    """Where the report goes without --report: beside the shards of a local build; in the
+    working folder for a build on remote storage, which a checking command never writes to."""
+    from sciga.transforms.common.storage import is_remote
+
+    # Not ./quality: in a clone of this repository that is a link to the package's sciga/quality.
+    return LOCAL_REPORT_DIR if is_remote(out) else posixpath.join(out.rstrip("/"), REPORT_DIR)
 
 
 def gate_from_args(args):
@@ -104,7 +119,7 @@ def check_report_target(out: str, report: str | None) -> None:
         check_output_folder(report, "--report")
     else:
         check_output_folder(
-            posixpath.join(out.rstrip("/"), REPORT_DIR),
+            default_report_folder(out),
             "the report folder",
             advice="give --report PATH (a folder, or a .md / .html / .json file) where you can write",
         )
@@ -117,7 +132,7 @@ def write_reports(result, out: str, report: str | None) -> list[str]:
     if report and posixpath.splitext(report)[1] in renderers:
         targets = [report]
     else:
-        folder = report or posixpath.join(out.rstrip("/"), REPORT_DIR)
+        folder = report or default_report_folder(out)
         targets = [posixpath.join(folder, f"report{ext}") for ext in (".md", ".html", ".json")]
     for path in targets:
         fs, p = fsspec.core.url_to_fs(path)
@@ -134,7 +149,14 @@ def run(args, rest=None) -> int:
 
     result = gate_from_args(args)
     paths = write_reports(result, args.out, args.report)
-    stream = sys.stdout if result.success else sys.stderr
-    print(summary_text(result), file=stream)
-    print(f"report: {', '.join(paths)}", file=stream)
+    # The verdict is the command's result: stdout, pass or fail (`sciga validate OUT > gate.txt`
+    # keeps it). A failure also says so on stderr, in one line, with the exit status 1.
+    print(summary_text(result))
+    print(f"report: {', '.join(paths)}")
+    if not result.success:
+        print(
+            f"sciga validate: the quality gate failed on {args.out} ({len(result.failed)} of "
+            f"{len(result.checks)} expectations not met, listed above); see {paths[0]}.",
+            file=sys.stderr,
+        )
     return 0 if result.success else 1

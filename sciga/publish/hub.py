@@ -11,7 +11,14 @@
    - otherwise one commit adds changed files and deletes shards the build no longer has,
      then the version tag points at it. Unchanged shards are not uploaded again; a new
      version of a build that is already on ``main`` is only a new tag.
-3. Resumable: LFS objects that reached the Hub before an interruption are not sent again
+3. ``manifest.json`` travels with the data, as the gate reads it (the shards with their
+   sha256, the counts, the versions, the options), plus the verdict publish gated on
+   (``quality_gate``), so ``sciga validate hf://ORG/NAME@vX.Y.Z`` checks the published version
+   on what it has. It leaves out what describes the run and the machine, not the data:
+   ``run`` (seconds, timestamps, runner), ``incremental``, and the folders of option files
+   (an option naming a local path keeps only its last component). The same data published
+   again gives the same bytes, so a new version of unchanged data is only a tag.
+4. Resumable: LFS objects that reached the Hub before an interruption are not sent again
    (the LFS batch API reports them present), and a commit that landed without its tag is
    found unchanged on the next run, which only adds the tag.
 
@@ -22,6 +29,7 @@ module never reads, prints or logs it.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import posixpath
 import re
@@ -33,7 +41,7 @@ import fsspec
 from sciga.explore.dataset_card import CARD
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.manifest import BuildManifest
-from sciga.transforms.write.manifest import read_manifest
+from sciga.transforms.write.manifest import MANIFEST, read_manifest
 
 log = logging.getLogger("sciga.publish")
 VERSION_RE = re.compile(r"^v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.\-]+)?$")
@@ -134,6 +142,35 @@ def local_files(out_dir: str, manifest: BuildManifest, card: str, extra: Optiona
     for path, data in sorted({CARD: card.encode("utf-8"), **(extra or {})}.items()):
         files[path] = LocalFile(path, data, len(data), hashlib.sha256(data).hexdigest(), git_blob_oid(data))
     return files
+
+
+# Keys of manifest.json that describe a run or a machine rather than the data: not published.
+RUN_ONLY_MANIFEST_KEYS = ("run", "incremental")
+
+
+def _without_machine_path(value):
+    """A local path (``/home/me/meta``, ``../pages``) -> its last component; URLs and other
+    values unchanged; lists element by element."""
+    if isinstance(value, list):
+        return [_without_machine_path(v) for v in value]
+    if isinstance(value, str) and "://" not in value and ("/" in value or "\\" in value):
+        return posixpath.basename(value.replace("\\", "/").rstrip("/")) or value
+    return value
+
+
+def published_manifest(out_dir: str, gate) -> bytes:
+    """The ``manifest.json`` a publish uploads: the build's manifest without the run's facts
+    and the machine's paths, with the gate's summary (``quality_gate``); deterministic."""
+    from sciga.explore.dataset_card import gate_summary
+
+    fs, root = fsspec.core.url_to_fs(out_dir)
+    with fs.open(posixpath.join(root, MANIFEST), "r", encoding="utf-8") as f:
+        data = json.load(f)
+    for key in RUN_ONLY_MANIFEST_KEYS:
+        data.pop(key, None)
+    data["options"] = {k: _without_machine_path(v) for k, v in (data.get("options") or {}).items()}
+    data["quality_gate"] = gate_summary(gate)
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def remote_files(api, repo_id: str, revision: str) -> dict:
@@ -285,6 +322,7 @@ def publish(
     # then the files this version consists of (the card says what changed since the
     # previous version, and the full diff goes into the same commit).
     manifest = read_manifest(out_dir)
+    travels = {MANIFEST: published_manifest(out_dir, gate)}
     result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
     api = HfApi(endpoint=endpoint)
     try:
@@ -306,13 +344,13 @@ def publish(
         problem = _hub_error(e, "reading the repo", repo_id) if isinstance(e, HfHubHTTPError) else _unreachable(api, e)
         if dry_run:
             result.notes.append(f"remote state unknown: {problem}")
-            local = local_files(out_dir, manifest, build_card(out_dir, result.notes, write=False))
+            local = local_files(out_dir, manifest, build_card(out_dir, result.notes, write=False), travels)
             result.added = sorted(local)
             result.upload_bytes = sum(f.size for f in local.values())
             return result
         raise problem from None
     card = build_card(out_dir, result.notes, write=not dry_run, text=card)
-    local = local_files(out_dir, manifest, card, extra)
+    local = local_files(out_dir, manifest, card, {**extra, **travels})
 
     if at_tag is not None:
         add, delete, unchanged = diff(local, at_tag)

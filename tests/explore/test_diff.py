@@ -406,4 +406,6 @@ def test_changelog_of_a_published_version_and_diff_of_two_hub_versions(hub, samp
     assert [c["id"] for c in d["changed_papers"]] == ["2511.99001", "2511.99002", "2511.99003"]
     assert d["builder_version"]["old"] == d["builder_version"]["new"] != [], "read from the cards"
     rc, out, err = diff(f"hf://datasets/{REPO}@v9.9.9", str(v2), env=env)
-    assert rc == 2 and "OLD hf://datasets/sciga-org/living@v9.9.9 is not a build" in err and "Traceback" not in err
+    # A revision that does not exist is named as such (issue 41), not "not a build".
+    assert rc == 2 and "the Hub repo sciga-org/living at " in err and "has no revision 'v9.9.9'" in err
+    assert "Traceback" not in err and err.count("\n") == 1

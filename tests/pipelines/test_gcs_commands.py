@@ -45,9 +45,12 @@ def test_validate_reads_the_build_where_it_lies(gs_sample_build, tmp_path):
     assert not (home / ".duckdb").exists(), "no DuckDB extension was downloaded or installed"
     assert FAKE_ACCESS_TOKEN not in res.stdout + res.stderr and "private_key" not in res.stdout + res.stderr
     assert "Task was destroyed" not in res.stderr
-    report = json.loads(gcs().cat_file("sciga-sample/build/quality/report.json"))
+    # Checking never writes where it reads from a remote (issue 41): the report is local, ./quality-report.
+    report = json.loads((tmp_path / "quality-report" / "report.json").read_text())
     assert report["success"] is True
-    assert not [p for p in tmp_path.rglob("*") if p.is_file()], "nothing was written to local disk"
+    assert not gcs().exists("sciga-sample/build/quality")
+    written = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["quality-report/report.html", "quality-report/report.json", "quality-report/report.md"]
 
 
 def test_sql_on_gs_and_export_to_gs(gs_sample_build, local_sample_twin, capsys):
@@ -67,8 +70,14 @@ def test_sql_on_gs_and_export_to_gs(gs_sample_build, local_sample_twin, capsys):
     gcs().rm(export.removeprefix("gs://"))
 
 
-def test_stats_written_beside_the_build(gs_sample_build, local_sample_twin, tmp_path, capsys):
-    assert main(["stats", gs_sample_build]) == 0
+def test_stats_written_beside_the_build(gs_sample_build, local_sample_twin, tmp_path, capsys, monkeypatch):
+    # By default a remote build's stats go to ./stats (checking never writes to a remote, issue 41) ...
+    monkeypatch.chdir(tmp_path)
+    assert main(["stats", gs_sample_build, "--no-plots"]) == 0
+    assert (tmp_path / "stats" / "stats.md").is_file() and not gcs().exists("sciga-sample/build/stats")
+    capsys.readouterr()
+    # ... and beside the build when --output says so.
+    assert main(["stats", gs_sample_build, "--output", f"{gs_sample_build}/stats"]) == 0
     printed = capsys.readouterr().out
     files = gs_files(f"{gs_sample_build}/stats")
     assert files == [

@@ -69,7 +69,7 @@ def test_publish_lifecycle_one_commit_per_version_and_idempotent(hub, build_copy
     assert repo.tags["v1.0.0"][0] == commits[0].oid
     assert BUILDER_VERSION in repo.tags["v1.0.0"][1] and SCHEMA_VERSION in repo.tags["v1.0.0"][1]
     files = hub.files_at(REPO, "v1.0.0")
-    assert sorted(files) == sorted([".gitattributes", "README.md"] + local_shards)
+    assert sorted(files) == sorted([".gitattributes", "README.md", "manifest.json"] + local_shards)
     for path in local_shards:
         assert files[path] == (build_copy / path).read_bytes()
         assert repo.resolve("v1.0.0").files[path].lfs  # shards went through the LFS batch API
@@ -472,12 +472,10 @@ def test_browse_a_published_version(hub, build_copy, tmp_path):
         "2511.99001_F3.3.png",
     ]
     assert TOKEN not in res.stdout + res.stderr + page
-    # A published version has no manifest.json: the index takes versions and counts from the shards.
+    # A published version carries its manifest.json (issue 41): the index shows the build's counts.
     index = (site / "index.html").read_text()
-    assert (
-        f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, figures 14, mentions 27, papers 4"
-        in index
-    )
+    assert f"sciga-builder {BUILDER_VERSION}, schema {SCHEMA_VERSION}; dead_letter 0, " in index
+    assert "figures 14, images_embedded 23, mentions 27, papers 4, subfigures 15" in index
 
 
 @pytest.mark.corpus

@@ -224,8 +224,11 @@ def test_validate_cli_exit_codes_and_reports(build_copy, tmp_path, capsys):
     capsys.readouterr()
     html_path = tmp_path / "gate.html"
     assert main(["validate", str(build_copy), "--report", str(html_path)]) == 1
-    err = capsys.readouterr().err
-    assert "FAILED references [resolved]" in err and "by mentions.figure_id: 1" in err and "_F99" in err
+    said = capsys.readouterr()
+    # The verdict goes to stdout, pass or fail; stderr says in one line that the gate failed (issue 41).
+    out, err = said.out, said.err
+    assert "FAILED references [resolved]" in out and "by mentions.figure_id: 1" in out and "_F99" in out
+    assert err.startswith("sciga validate: the quality gate failed on ") and err.count("\n") == 1
     page = html_path.read_text()
     assert "FAILED" in page and "_F99" in page and "expect_column_values_to_not_be_null" in page
 

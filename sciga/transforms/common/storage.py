@@ -138,9 +138,14 @@ def _listing_probe(fs, proto: str, bucket: str) -> None:
         fs.ls(bucket)
 
 
-def check_location(url: str) -> None:
+def check_location(url: str, fs=None) -> None:
     """Raise StorageError when ``url`` lies in a bucket that does not exist or that this
-    account may not list. Local paths and protocols without buckets pass."""
+    account may not list, in a Hub repo or revision that does not exist, or on a server that
+    cannot be reached: one sentence naming the endpoint, bucket, repo or revision. Local
+    paths pass."""
+    if protocol_of(url) == "hf":
+        check_hub_location(url, fs)
+        return
     bucket = bucket_of(url)
     if bucket is None:
         return
@@ -155,6 +160,99 @@ def check_location(url: str) -> None:
         if msg is None:
             raise
         raise StorageError(msg) from None
+
+
+def hub_endpoint() -> str:
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT
+
+
+def check_hub_location(url: str, fs=None) -> None:
+    """StorageError (one sentence) when the repo or revision ``hf://...`` names does not exist
+    or the Hub cannot be reached; one cheap request (the repo's info at that revision).
+    ``fs``: the Hub filesystem to ask (one at an explicit endpoint); else HF_ENDPOINT's."""
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    fs = fs if fs is not None else hub_filesystem()
+    path = fsspec.core.split_protocol(url)[1]
+    endpoint = getattr(fs, "endpoint", None) or hub_endpoint()
+    try:
+        fs.resolve_path(path)
+    except Exception as e:
+        causes = list(exception_chain(e))
+        repo, revision = _hub_repo_and_revision(path)
+        if any(isinstance(c, RevisionNotFoundError) for c in causes):
+            raise StorageError(
+                f"the Hub repo {repo} at {endpoint} has no revision {revision!r}; give one of its tags or "
+                f"branches (e.g. hf://{_hub_prefix(path)}{repo}@main), as `sciga publish --version` made them."
+            ) from None
+        if any(isinstance(c, RepositoryNotFoundError) for c in causes):
+            raise StorageError(
+                f"the Hub has no dataset repo {repo} at {endpoint} (or this token cannot see it, if it is "
+                "private); check the repo id, HF_ENDPOINT and HF_TOKEN."
+            ) from None
+        if type(e).__name__ == "HfUriError" or isinstance(e, (ValueError, NotImplementedError)):
+            raise StorageError(
+                f"{url} is not a Hub path like hf://datasets/ORG/NAME or hf://datasets/ORG/NAME@v1.0.0; check it."
+            ) from None
+        if any(is_network_error(c) for c in causes):
+            raise StorageError(
+                f"cannot reach the Hub at {endpoint} for {url} ({type(e).__name__}); check the network and "
+                "the endpoint (HF_ENDPOINT, --endpoint), then run the same command again."
+            ) from None
+        msg = storage_error_message(e, url)
+        if msg is None:
+            raise
+        raise StorageError(msg) from None
+
+
+def _hub_prefix(path: str) -> str:
+    return "datasets/" if path.startswith("datasets/") else ""
+
+
+def _hub_repo_and_revision(path: str) -> tuple[str, str]:
+    """``datasets/ORG/NAME@rev/x`` -> (``ORG/NAME``, ``rev``); revision ``main`` when none."""
+    rest = path[len("datasets/") :] if path.startswith("datasets/") else path
+    parts = rest.split("/")
+    repo = "/".join(parts[:2])
+    revision = "main"
+    if "@" in repo:
+        repo, revision = repo.split("@", 1)
+    return repo, revision
+
+
+def is_network_error(e: BaseException) -> bool:
+    """Connection refused, DNS, TLS, timeouts, from any of the HTTP clients the storage
+    libraries use (huggingface_hub: httpx; gcsfs and s3fs: aiohttp; boto: botocore)."""
+    if isinstance(e, (ConnectionError, TimeoutError)):
+        return True
+    mod = (type(e).__module__ or "").split(".")[0]
+    if mod in ("httpx", "httpx2", "httpcore", "urllib3"):
+        return True
+    name = type(e).__name__
+    if mod == "requests":
+        return name in ("ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout", "SSLError")
+    if mod == "aiohttp":
+        return name.startswith(("ClientConnector", "ServerTimeout", "ServerDisconnected", "ClientOSError"))
+    if mod == "botocore":
+        return name in ("EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError")
+    return False
+
+
+def _endpoint_of(url: Optional[str]) -> str:
+    import os
+
+    proto = protocol_of(url) if url else None
+    if proto == "hf":
+        return f"the Hub at {hub_endpoint()} (HF_ENDPOINT)"
+    if proto in ("gs", "gcs"):
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+        return f"Google Cloud Storage at {emulator} (STORAGE_EMULATOR_HOST)" if emulator else "Google Cloud Storage"
+    if proto in ("s3", "s3a"):
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        return f"S3 at {endpoint}" if endpoint else "S3"
+    return "the storage server"
 
 
 def _missing_bucket(proto: str, bucket: str) -> str:
@@ -178,6 +276,17 @@ def storage_error_message(exc: BaseException, url: Optional[str] = None) -> Opti
     for e in exception_chain(exc):
         mod = type(e).__module__ or ""
         text = str(e)
+        if is_network_error(e) and url and is_remote(url):
+            return (
+                f"cannot reach {_endpoint_of(url)} for {url} ({type(e).__name__}); "
+                "check the network and the endpoint, then run the same command again."
+            )
+        if is_network_error(e):
+            detail = text.splitlines()[0][:160] if text else ""
+            return (
+                f"cannot reach a server this command needs ({type(e).__name__}{': ' + detail if detail else ''}); "
+                "check the network and the endpoint, then run the same command again."
+            )
         if mod.startswith("google.auth") and type(e).__name__ == "DefaultCredentialsError":
             return (
                 "no Google Cloud credentials found; run `gcloud auth application-default login` "

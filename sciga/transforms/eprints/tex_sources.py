@@ -92,6 +92,26 @@ def locate_source_checked(
     return None, looked
 
 
+LONE_EPRINT_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src")
+
+
+def lone_eprint(folder_uri: str) -> Optional[str]:
+    """The e-print file a folder holds when it holds nothing else (``1709.07020/`` holding
+    ``1709.07020v1.tar.gz``, the layout the own-pages how-to documents), else None: such a
+    folder is that e-print, not an extracted tree."""
+    fs, path = input_files.fs_and_path(folder_uri)
+    try:
+        entries = fs.ls(path, detail=True)
+    except OSError:
+        return None
+    if len(entries) != 1 or entries[0].get("type") == "directory":
+        return None
+    name = entries[0]["name"]
+    if not name.lower().endswith(LONE_EPRINT_SUFFIXES):
+        return None
+    return _with_protocol(fs, name, folder_uri)
+
+
 def _with_protocol(fs, path: str, like: str) -> str:
     """``path`` as fsspec returned it, with the protocol put back for remote stores."""
     proto = fs.protocol[0] if isinstance(fs.protocol, (list, tuple)) else fs.protocol
@@ -134,15 +154,9 @@ def load_source(uri: str, *, paper_id: Optional[str] = None, limits: Limits = DE
         except input_files.OutsideRootError as e:
             raise _refused(uri, e, paper_id) from None
     if is_dir:
-        entries = [e for e in fs.ls(path, detail=True)]
-        files = [e for e in entries if e.get("type") != "directory"]
-        # A folder that holds just one e-print file (1709.07020/1709.07020v1.tar.gz).
-        if (
-            len(entries) == 1
-            and len(files) == 1
-            and files[0]["name"].lower().endswith((".tar.gz", ".tgz", ".tar", ".gz", ".eprint", ".src"))
-        ):
-            return load_source(_with_protocol(fs, files[0]["name"], uri), paper_id=paper_id, limits=limits)
+        lone = lone_eprint(uri)
+        if lone is not None:
+            return load_source(lone, paper_id=paper_id, limits=limits)
         return read_source_dir(uri, label=uri, paper_id=paper_id, limits=limits)
     try:
         size = input_files.file_size(uri, root)

@@ -75,11 +75,37 @@ def planned_input_from_line(line: str) -> Union[str, tuple[str, str]]:
     return (got[0], got[1]) if isinstance(got, list) else got
 
 
-def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[str]:
+def _normalized(uri: str) -> str:
+    """A location in one spelling: local paths absolute and resolved, URLs without a trailing slash."""
+    import os
+
+    if "://" in uri and not uri.startswith("file://"):
+        return uri.rstrip("/")
+    path = uri[len("file://") :] if uri.startswith("file://") else uri
+    return os.path.realpath(path)
+
+
+def is_inside(uri: str, folder: str) -> bool:
+    """``uri`` is ``folder`` or lies below it (both spelled as the listing spells them)."""
+    u, f = _normalized(uri), _normalized(folder)
+    return u == f or u.startswith(f.rstrip("/") + "/")
+
+
+def output_inside_inputs(specs: Sequence[str], output: str) -> list[str]:
+    """The input folders the build's output folder lies inside (``--input . --output out``)."""
+    return [s for s in specs if "::" not in s and not any(ch in s for ch in "*?[") and is_inside(output, s)]
+
+
+def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv", exclude: Optional[str] = None) -> list[str]:
     """The input-list lines: pages, and with ``--html-from latexml|auto`` requests to make a
-    paper's page from its e-print (``latexml:<metadata sidecar>``)."""
+    paper's page from its e-print (``latexml:<metadata sidecar>``). Nothing below ``exclude``
+    (the build's own output folder, when it lies inside an input folder) is an input: its
+    browse pages and reports are no papers, and a rerun must not read them."""
     pages = list_inputs(specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
     metas = list_metadata(specs)
+    if exclude and output_inside_inputs(specs, exclude):
+        pages = [p for p in pages if not is_inside(p, exclude)]
+        metas = [m for m in metas if not is_inside(m, exclude)]
     page_set = set(pages)
     beside = [m for m in metas if any(c in page_set for c in page_candidates(m))]
     if html_from == "ar5iv":
@@ -102,7 +128,7 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv") -> list[st
     sources = [
         t
         for t in tex_sources(specs, skip=keys if html_from == "auto" else ())
-        if not (id_keys(source_paper_id(t)[0]) & meta_keys)
+        if not (id_keys(source_paper_id(t)[0]) & meta_keys) and not (exclude and is_inside(t, exclude))
     ]
     if html_from == "auto":
         convert = [m for m in metas if m not in beside and not (id_keys(metas_by_id[m]) & keys)]

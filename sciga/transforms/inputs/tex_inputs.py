@@ -75,6 +75,12 @@ def _one_eprint(names: list[str]) -> bool:
     return len(names) == 1 and names[0].lower().endswith(EPRINT_SUFFIXES)
 
 
+def _named_by_id(name: str) -> bool:
+    """An e-print named for its paper (``1709.07020v1.tar.gz``): in a folder given with
+    ``--input`` it is one paper of a folder of e-prints, not the folder's own source."""
+    return source_paper_id(name)[1] == "filename"
+
+
 def tex_sources(specs: Sequence[str], skip: Iterable[str] = ()) -> list[str]:
     """The TeX sources (folders and e-print files) the ``--input`` folders hold, sorted. A
     folder that holds pages is a folder of pages (its ``source/`` is that page's), not a source.
@@ -97,7 +103,7 @@ def tex_sources(specs: Sequence[str], skip: Iterable[str] = ()) -> list[str]:
         files = [posixpath.basename(e["name"]) for e in entries if e.get("type") != "directory"]
         if any(f.lower().endswith(HTML_SUFFIXES) for f in files):
             continue
-        if _is_tex_tree(files) or _one_eprint(files):
+        if _is_tex_tree(files) or (_one_eprint(files) and not _named_by_id(files[0])):
             found.add(_keep_protocol(spec, root))  # the folder given is one paper's source
             continue
         for e in entries:

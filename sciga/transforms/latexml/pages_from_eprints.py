@@ -189,10 +189,17 @@ def _read_eprint_source(src: str, pid: str) -> bytes:
     from sciga.transforms.common import input_files
     from sciga.transforms.common.errors import StageError
     from sciga.transforms.eprints.eprint import DEFAULT_LIMITS, read_source_dir
+    from sciga.transforms.eprints.tex_sources import lone_eprint
 
     root = input_files.parent_of(src)
     fs, path = input_files.fs_and_path(src)
     try:
+        lone = lone_eprint(src) if fs.isdir(path) else None
+        if lone is not None:  # a paper's folder holding just its e-print (1709.07020/1709.07020v1.tar.gz)
+            if input_files.is_local(src):
+                input_files.check_inside(path, input_files.local_path(root))
+            src, path = lone, input_files.fs_and_path(lone)[1]
+            root = input_files.parent_of(src)
         if fs.isdir(path):
             if input_files.is_local(src):
                 input_files.check_inside(path, input_files.local_path(root))
