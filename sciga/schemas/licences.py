@@ -151,3 +151,23 @@ def policy_allows_restricted(policy: str) -> bool:
 
 def policy_is_non_commercial(policy: str) -> bool:
     return policy == "redistributable-nc"
+
+
+def licence_kind_sql(column: str) -> str:
+    """A DuckDB expression giving the kind (``Licence.kind``) of the licence URL in
+    ``column``, or ``unknown``: the same reading as ``read_licence``, for checks that run
+    over the shards."""
+    bare = rf"rtrim(regexp_replace(lower(trim(coalesce({column}, ''))), '^https?://(www\.)?', ''), '/')"
+    fixed = " ".join(f"WHEN {bare} = '{_bare(url)}' THEN '{kind}'" for kind, url in _FIXED_URLS.items())
+    cc = rf"regexp_extract({bare}, '^creativecommons\.org/licenses/(by(-nc)?(-sa|-nd)?)/\d+(\.\d+)?(/.*)?$', 1)"
+    return f"(CASE {fixed} WHEN {cc} <> '' THEN 'cc-' || {cc} ELSE '{UNKNOWN}' END)"
+
+
+def admitted_kinds(policy: str) -> list[str]:
+    """The licence kinds written in full under ``policy`` (``unknown`` too under ``all``)."""
+    kinds = [k for k, lic in LICENCES.items() if admits(policy, _FIXED_URLS.get(k) or _example_url(k))]
+    return sorted(kinds + ([UNKNOWN] if policy == "all" else []))
+
+
+def _example_url(kind: str) -> str:
+    return f"http://creativecommons.org/licenses/{kind[3:]}/4.0/"
