@@ -18,8 +18,8 @@ import great_expectations.expectations as gxe
 from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
-from sciga.schemas.licences import admitted_kinds, licence_kind_sql
 from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST, WITH_BYTES
+from sciga.schemas.licences import admitted_kinds, licence_kind_sql
 from sciga.schemas.records import FIGURE_ROW_KINDS, IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
 
