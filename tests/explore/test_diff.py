@@ -354,6 +354,7 @@ def publish(build, version, hub, *extra):
             "header",
             "--max-dead-letter-rate",
             "0.5",
+            "--allow-any-licence",  # the sample build's policy is "all" (tests/publish covers the refusal)
             *extra,
         ]
     )
