@@ -1,13 +1,12 @@
 """The licence table (``schemas/licences.py``): every URL arXiv uses, read however it is
 written; what each policy lets in; the SQL reading the gate uses agrees with the Python one;
-the card's ``license`` field per policy."""
+what each policy lets in."""
 
 from __future__ import annotations
 
 import duckdb
 import pytest
 
-from sciga.explore.dataset_card import card_licence
 from sciga.schemas.licences import (
     LICENCES,
     POLICIES,
@@ -91,22 +90,3 @@ def test_the_sql_reading_agrees_with_the_python_one():
         (got,) = con.execute(f"SELECT {licence_kind_sql('l')} FROM (SELECT ?::VARCHAR AS l)", [u]).fetchone()
         known = read_licence(u)
         assert got == (known.licence.kind if known else "unknown"), u
-
-
-def test_card_licence_field_follows_the_policy_and_the_papers_written():
-    assert card_licence("all", ["http://creativecommons.org/licenses/by/4.0/"])["license"] == "other"
-    assert card_licence("redistributable", ["https://creativecommons.org/licenses/by/4.0"]) == {"license": "cc-by-4.0"}
-    assert card_licence("redistributable", ["http://creativecommons.org/publicdomain/zero/1.0/"]) == {
-        "license": "cc0-1.0"
-    }
-    mixed = card_licence(
-        "redistributable",
-        ["http://creativecommons.org/licenses/by/4.0/", "http://creativecommons.org/licenses/by-sa/4.0/"],
-    )
-    assert mixed["license"] == "other" and "CC BY 4.0" in mixed["license_details"]
-    assert "CC BY-SA 4.0" in mixed["license_details"] and mixed["license_name"] == "mixed-cc"
-    nc = card_licence(
-        "redistributable-nc",
-        ["http://creativecommons.org/licenses/by/4.0/", "http://creativecommons.org/licenses/by-nc-sa/4.0/"],
-    )
-    assert nc["license"] == "other" and "non-commercial" in nc["license_details"]
