@@ -1,6 +1,5 @@
 """The licence table (``schemas/licences.py``): every URL arXiv uses, read however it is
-written; what each policy lets in; the SQL reading the gate uses agrees with the Python one;
-what each policy lets in."""
+written; what each policy lets in; the SQL reading the gate uses agrees with the Python one."""
 
 from __future__ import annotations
 
