@@ -91,8 +91,8 @@ def summary_text(d: BuildDiff, max_listed: int = 20) -> str:
                 + ", ".join(shown)
                 + (f" ... and {total - len(shown):,} more" if total > len(shown) else "")
             )
-    for label, it in (("withheld", d.withheld_papers()), ("released", d.released_papers())):
-        shown, total = take_first(it, max_listed)
+    for label, pairs in (("withheld", d.withheld_papers()), ("released", d.released_papers())):
+        shown, total = take_first(pairs, max_listed)
         if total:
             lines.append(
                 f"  {label:<11} "
@@ -201,11 +201,11 @@ def markdown(d: BuildDiff, max_listed: Optional[int] = None, title: Optional[str
             if total > len(shown):
                 out.append(f"- ... and {total - len(shown):,} more")
             out.append("")
-    for label, it in (
+    for label, pairs in (
         ("Papers withheld for their licence", d.withheld_papers()),
         ("Papers released (no longer withheld)", d.released_papers()),
     ):
-        shown, total = take_first(it, max_listed)
+        shown, total = take_first(pairs, max_listed)
         if total:
             out += [f"{h}# {label} ({total:,})", ""] + [f"- `{pid}` ({lic})" for pid, lic in shown]
             if total > len(shown):
