@@ -262,19 +262,23 @@ WITHHELD_KEEPS = (
 def shape_papers_table(table: pa.Table, withheld: Optional[str], assumed_licence: Optional[str]) -> pa.Table:
     """A stored papers table as the policy writes it: the assumed licence filled in, and a
     withheld paper's content (abstract, sections, figures, tables, teaser, graphical
-    abstract) emptied, ``withheld`` set."""
+    abstract) emptied, ``withheld`` set. Column by column in Arrow (no row is converted to
+    Python: the rows of a withheld paper are written without reading its text)."""
     if withheld is None and assumed_licence is None:
         return table
-    rows = table.to_pylist()
-    for r in rows:
-        if assumed_licence and not r.get("license"):
-            r["license"] = assumed_licence
-        if withheld is not None:
-            for name in list(r):
-                if name not in WITHHELD_KEEPS:
-                    r[name] = [] if isinstance(r[name], list) else None
-            r["withheld"] = withheld
-    return rows_table(rows, table.schema)
+    n = table.num_rows
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name == "license" and assumed_licence:
+            col = pa.array([v if v else assumed_licence for v in col.to_pylist()], pa.string())
+        elif withheld is not None and name == "withheld":
+            col = pa.array([withheld] * n, pa.string())
+        elif withheld is not None and name not in WITHHELD_KEEPS:
+            kind = col.type
+            col = pa.array([[]] * n, kind) if pa.types.is_list(kind) else pa.nulls(n, kind)
+        columns[name] = col
+    return pa.table(columns, schema=table.schema)
 
 
 class CollectStep(Step):
