@@ -56,6 +56,8 @@ class BuildOptions:
     papers_per_shard: int = DEFAULT_ROWS_PER_SHARD["papers"]
     figures_per_shard: int = DEFAULT_ROWS_PER_SHARD["figures"]
     no_images: bool = False
+    licences: str = "all"  # the licence policy (schemas/licences.py: POLICIES)
+    assume_licence: Optional[str] = None  # the licence of a paper without one
     html_from: str = "ar5iv"  # ar5iv | latexml | auto (pages made from e-prints)
     eprints_bulk: Optional[str] = None  # arXiv's bulk source tars
     latexml: LatexmlOptions = field(default_factory=lambda: _default_latexml())
@@ -107,6 +109,8 @@ class BuildOptions:
             max_image_bytes=self.vision.max_image_bytes,
             progress_dir=progress_dir,
             previous_parts=previous_parts,
+            licences=self.licences,
+            assume_licence=self.assume_licence,
         )
 
 

@@ -13,7 +13,7 @@ result in the commit message.
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import Any, Optional
 
 import duckdb
 import fsspec
@@ -83,7 +83,38 @@ def listed_configs(facts: dict) -> list[str]:
     return [c for c in CONFIGS if facts[c]["rows"]]
 
 
-def card_metadata(facts: dict, papers: int) -> dict:
+def card_licence(policy: str, in_full: list[str]) -> dict[str, str]:
+    """The card's ``license`` fields for a build under licence ``policy`` whose papers written
+    in full carry the licence URLs ``in_full``: the one Hub licence id when they share one
+    (``cc-by-4.0``), else ``other`` with ``license_name`` and ``license_details`` naming them
+    (and, under ``redistributable-nc``, that the dataset is for non-commercial use)."""
+    from sciga.schemas.licences import policy_is_non_commercial, read_licence
+
+    per_paper = {
+        "license": "other",
+        "license_name": "per-paper-licenses",
+        "license_details": "Each paper keeps the licence its authors chose on arXiv (papers.license); "
+        "the builder's code is Apache-2.0.",
+    }
+    if policy == "all":
+        return per_paper
+    known = [read_licence(u) for u in in_full]
+    ids = sorted({k.hub_id for k in known if k is not None and k.hub_id})
+    if len(ids) == 1 and all(k is not None for k in known):
+        return {"license": ids[0]}
+    names = sorted({k.licence.name + (f" {k.version}" if k.version else "") for k in known if k is not None})
+    nc = policy_is_non_commercial(policy)
+    return {
+        "license": "other",
+        "license_name": "mixed-cc-non-commercial" if nc else "mixed-cc",
+        "license_details": f"Built under the licence policy {policy}: each paper written in full carries "
+        f"its own licence (papers.license): {', '.join(names) or 'none'}. "
+        + ("Some of them are non-commercial: use the dataset for non-commercial purposes only. " if nc else "")
+        + "Papers withheld for their licence keep only their metadata (papers.withheld).",
+    }
+
+
+def card_metadata(facts: dict, papers: int, licence: Optional[dict] = None) -> dict:
     configs: list[dict[str, Any]] = []
     infos: list[dict[str, Any]] = []
     for config in listed_configs(facts):
@@ -105,10 +136,7 @@ def card_metadata(facts: dict, papers: int) -> dict:
     return {
         "pretty_name": PRETTY_NAME,
         "language": ["en"],
-        "license": "other",
-        "license_name": "per-paper-licenses",
-        "license_details": "Each paper keeps the licence its authors chose on arXiv (papers.license); "
-        "the builder's code is Apache-2.0.",
+        **(licence or card_licence("all", [])),
         "tags": ["arxiv", "scientific-figures", "graphical-abstract", "figure-captions", "latexml", "sciga"],
         "task_categories": ["image-to-text", "text-to-image"],
         "size_categories": [_size_category(papers)],
@@ -123,7 +151,8 @@ def _facts_sql(con: duckdb.DuckDBPyConnection) -> dict:
 
     return {
         "licenses": rows(
-            "SELECT coalesce(license, 'unknown') AS l, count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
+            "SELECT coalesce(license, 'unknown') AS l, count(*) FILTER (WHERE withheld IS NULL), "
+            "count(*) FILTER (WHERE withheld IS NOT NULL) FROM papers GROUP BY ALL ORDER BY 2 DESC, 3 DESC, 1"
         ),
         "sources": rows(
             "SELECT coalesce(provenance.source, 'unknown'), count(*) FROM papers GROUP BY ALL ORDER BY 2 DESC, 1"
@@ -203,7 +232,9 @@ def render_card(out_dir: str, manifest: BuildManifest) -> str:
     extra = _facts_sql(con)
     con.close()
     counts = manifest.counts
-    meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]))
+    policy = str(manifest.options.get("licences") or "all")
+    licence = card_licence(policy, [lic for lic, n, _ in extra["licenses"] if n and lic != "unknown"])
+    meta = card_metadata(facts, counts.get("papers", facts["papers"]["rows"]), licence)
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
 
     empty = [c for c in CONFIGS if c not in listed_configs(facts)]
@@ -273,15 +304,50 @@ arXiv id carry a local id from their file name (`provenance.id_source = 'stem'`)
 
 ## Licence
 
-`license: other`: every paper keeps the licence its authors gave it on arXiv, recorded per row
-in `papers.license`. Check it before redistributing a paper's text or figures.
-
-{_table(["papers.license", "papers"], extra["licenses"])}
+{_licence_section(policy, licence, extra["licenses"])}
 
 ## How it was built
 
 {_build_section(manifest, counts, facts, extra)}"""
     return f"---\n{front}---\n{body}"
+
+
+def _licence_section(policy: str, licence: dict, licenses: list) -> str:
+    """The card's licence section: the policy, what the ``license`` field says, and the
+    papers by licence (written in full, withheld)."""
+    if policy == "all":
+        return (
+            "`license: other`: every paper keeps the licence its authors gave it on arXiv, recorded per row\n"
+            "in `papers.license`. Check it before redistributing a paper's text or figures.\n\n"
+            + _table(["papers.license", "papers"], [(lic, n + w) for lic, n, w in licenses])
+        )
+    withheld = sum(w for _, _, w in licenses)
+    return (
+        f"Built under the licence policy `{policy}` (`--licences {policy}`): "
+        + (
+            "papers whose licence lets anyone share and adapt them (CC0, CC BY, CC BY-SA"
+            + (", and the non-commercial CC BY-NC, CC BY-NC-SA" if policy == "redistributable-nc" else "")
+            + ") are written in full. "
+        )
+        + f"`license: {licence['license']}`"
+        + (f" ({licence['license_name']})" if "license_name" in licence else "")
+        + ".\n"
+        + (
+            "The policy is non-commercial: it lets in papers under CC BY-NC and CC BY-NC-SA, which may be "
+            "used for non-commercial purposes only (see each paper's `papers.license`).\n"
+            if policy == "redistributable-nc"
+            else ""
+        )
+        + (
+            f"\n{withheld} papers were withheld for their licence: each keeps a metadata row (id, title, authors, "
+            "dates, categories, licence) with `papers.withheld` set to its licence, and none of its text, "
+            "figures, images or mentions.\n"
+            if withheld
+            else ""
+        )
+        + "\n"
+        + _table(["papers.license", "written in full", "withheld"], licenses)
+    )
 
 
 def _statistics_section(stats) -> str:

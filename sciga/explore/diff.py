@@ -332,6 +332,7 @@ class BuildDiff:
         self.schema_versions = (sorted(old.schema_versions), sorted(new.schema_versions))
         self.builder_versions = (sorted(old.builder_versions), sorted(new.builder_versions))
         self.added = self.removed = self.changed = 0
+        self.withheld = self.released = 0  # papers the licence policy withheld / released (in both)
         self.field_counts: dict = {c: 0 for c in CATEGORIES}
         self.dead_letter_types: dict = {}  # error type -> (old rows, new rows)
         self.dead_letters_added = self.dead_letters_removed = 0
@@ -382,6 +383,14 @@ class BuildDiff:
 
     def removed_ids(self) -> Iterator[str]:
         yield from (r[0] for r in self._stream("SELECT id FROM diff_removed ORDER BY id"))
+
+    def withheld_papers(self) -> Iterator[tuple[str, str]]:
+        """(paper id, its licence) of the papers ``new`` withholds and ``old`` held in full."""
+        yield from self._stream("SELECT id, licence FROM diff_withheld ORDER BY id")
+
+    def released_papers(self) -> Iterator[tuple[str, str]]:
+        """(paper id, the licence ``old`` withheld it for) of the papers ``new`` holds in full."""
+        yield from self._stream("SELECT id, licence FROM diff_released ORDER BY id")
 
     def changed_papers(self) -> Iterator[tuple[str, list[str]]]:
         """(paper id, the categories that changed, in ``CATEGORIES`` order)."""
@@ -468,14 +477,32 @@ def _compare(d: BuildDiff) -> None:
     d.files_read["papers"] = (len(o_files), len(n_files))
     hashes = paper_hashes(*cols["papers"])
     select = ", ".join(f"{expr} AS {cat}" for cat, expr in hashes.items())
-    for side, files in (("old", o_files), ("new", n_files)):
+    for side, files, side_cols in (("old", o_files, cols["papers"][0]), ("new", n_files, cols["papers"][1])):
+        # the licence policy's word (schema 1.4.0); a build before it withheld nothing
+        withheld = "withheld" if "withheld" in side_cols else "NULL::VARCHAR"
         if files:
-            body = f"SELECT id, {select} FROM {_read(files)}"
+            body = f"SELECT id, {select}, {withheld} AS withheld FROM {_read(files)}"
         else:
-            body = "SELECT NULL::VARCHAR AS id, " + ", ".join(f"NULL::UBIGINT AS {c}" for c in hashes) + " LIMIT 0"
+            body = (
+                "SELECT NULL::VARCHAR AS id, "
+                + ", ".join(f"NULL::UBIGINT AS {c}" for c in hashes)
+                + ", NULL::VARCHAR AS withheld LIMIT 0"
+            )
         con.execute(f"CREATE TABLE p_{side} AS {body}")
     con.execute("CREATE TABLE diff_added AS SELECT id FROM p_new ANTI JOIN p_old USING (id)")
     con.execute("CREATE TABLE diff_removed AS SELECT id FROM p_old ANTI JOIN p_new USING (id)")
+    # Papers the licence policy withheld in new but not in old, and released (the reverse):
+    # a policy changed, or an author gave a new version another licence.
+    con.execute(
+        "CREATE TABLE diff_withheld AS SELECT id, p_new.withheld AS licence FROM p_old JOIN p_new USING (id) "
+        "WHERE p_old.withheld IS NULL AND p_new.withheld IS NOT NULL"
+    )
+    con.execute(
+        "CREATE TABLE diff_released AS SELECT id, p_old.withheld AS licence FROM p_old JOIN p_new USING (id) "
+        "WHERE p_old.withheld IS NOT NULL AND p_new.withheld IS NULL"
+    )
+    d.withheld = con.execute("SELECT count(*) FROM diff_withheld").fetchone()[0]
+    d.released = con.execute("SELECT count(*) FROM diff_released").fetchone()[0]
     changes = [
         f"SELECT id, '{c}' AS field FROM p_old JOIN p_new USING (id) WHERE p_old.{c} IS DISTINCT FROM p_new.{c}"
         for c in hashes

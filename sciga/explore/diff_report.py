@@ -91,6 +91,15 @@ def summary_text(d: BuildDiff, max_listed: int = 20) -> str:
                 + ", ".join(shown)
                 + (f" ... and {total - len(shown):,} more" if total > len(shown) else "")
             )
+    for label, pairs in (("withheld", d.withheld_papers()), ("released", d.released_papers())):
+        shown, total = take_first(pairs, max_listed)
+        if total:
+            lines.append(
+                f"  {label:<11} "
+                + ", ".join(f"{pid} ({lic})" for pid, lic in shown)
+                + (f" ... and {total - len(shown):,} more" if total > len(shown) else "")
+                + " (licence policy)"
+            )
     shown, total = take_first(d.changed_papers(), max_listed)
     for pid, fields in shown:
         lines.append(f"  changed     {pid}: {', '.join(fields)}")
@@ -112,6 +121,8 @@ def to_json(d: BuildDiff) -> dict:
             "added": d.added,
             "removed": d.removed,
             "changed": d.changed,
+            "withheld": d.withheld,
+            "released": d.released,
         },
         "fields": {c: d.field_counts[c] for c in CATEGORIES},
         "rows": {c: {"old": a, "new": b} for c, (a, b) in d.rows.items()},
@@ -143,6 +154,8 @@ def write_json(d: BuildDiff, out: TextIO) -> None:
     array("added_papers", d.added_ids())
     array("removed_papers", d.removed_ids())
     array("changed_papers", ({"id": pid, "fields": fields} for pid, fields in d.changed_papers()))
+    array("withheld_papers", ({"id": pid, "licence": lic} for pid, lic in d.withheld_papers()))
+    array("released_papers", ({"id": pid, "licence": lic} for pid, lic in d.released_papers()))
     array("dead_letters_added", d.dead_letters("added"))
     array("dead_letters_removed", d.dead_letters("removed"))
     out.write("\n}\n")
@@ -185,6 +198,16 @@ def markdown(d: BuildDiff, max_listed: Optional[int] = None, title: Optional[str
         shown, total = take_first(it, max_listed)
         if total:
             out += [f"{h}# {label} ({total:,})", ""] + [f"- `{pid}`" for pid in shown]
+            if total > len(shown):
+                out.append(f"- ... and {total - len(shown):,} more")
+            out.append("")
+    for label, pairs in (
+        ("Papers withheld for their licence", d.withheld_papers()),
+        ("Papers released (no longer withheld)", d.released_papers()),
+    ):
+        shown, total = take_first(pairs, max_listed)
+        if total:
+            out += [f"{h}# {label} ({total:,})", ""] + [f"- `{pid}` ({lic})" for pid, lic in shown]
             if total > len(shown):
                 out.append(f"- ... and {total - len(shown):,} more")
             out.append("")

@@ -121,6 +121,16 @@ def render_text(rec: PaperRecord) -> str:
         facts = [f"{k} {p[k]}" for k in ("version", "published", "primary_category", "license") if p.get(k)]
         if facts:
             out.append("  " + ", ".join(facts))
+        if p.get("withheld"):
+            out.append(
+                f"  withheld: its licence ({p['withheld']}) is outside the build's licence policy (--licences), "
+                "so only its metadata is in the build: no text, figures, images or mentions"
+                + (
+                    "; give a licence in its sidecar's license field, or --assume-licence URL for pages you own"
+                    if p["withheld"] == "unknown"
+                    else ""
+                )
+            )
         prov = p.get("provenance") or {}
         out.append(
             f"  from {prov.get('input_uri') or '?'} ({prov.get('source') or '?'}, "

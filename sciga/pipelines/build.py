@@ -27,6 +27,7 @@ from sciga.executors.local_run import PAPERS_PER_WORKER_START
 from sciga.executors.options import EXECUTORS
 from sciga.pipelines.arg_types import positive_float, positive_int
 from sciga.pipelines.flags import add_flags, flag, flag_values, flags_of, from_args, replace_flags
+from sciga.pipelines.licence_flags import LicenceFlags
 from sciga.pipelines.sources_options import SourceFlags, sample_tex_dir
 from sciga.pipelines.vision import VisionFlags
 from sciga.transforms.write.shard_names import DEFAULT_ROWS_PER_SHARD
@@ -159,6 +160,7 @@ class BuildFlags:
     run: RunFlags = flags_of(RunFlags)
     vision: VisionFlags = flags_of(VisionFlags)
     sources: SourceFlags = flags_of(SourceFlags)
+    licence: LicenceFlags = flags_of(LicenceFlags)
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -215,6 +217,8 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         papers_per_shard=flags.papers_per_shard,
         figures_per_shard=flags.figures_per_shard,
         no_images=flags.no_images,
+        licences=flags.licence.policy,
+        assume_licence=flags.licence.assume_licence,
         html_from=s.html_from,
         eprints_bulk=s.eprints_bulk,
         latexml=s.latexml_options(),
@@ -226,7 +230,8 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         executor=r.executor,
         dask_address=r.dask_address,
         verbose=verbose,
-        recorded=dict(sorted(flag_values(flags, recorded_only=True).items())),
+        # the policy as applied (its default too): the card, the gate and publish read it
+        recorded=dict(sorted({**flag_values(flags, recorded_only=True), "licences": flags.licence.policy}.items())),
         locations=tuple(_locations(flags, specs)),
     )
 

@@ -20,6 +20,12 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)"
     )
     ap.add_argument(
+        "--allow-any-licence",
+        action="store_true",
+        help="publish to a public repo a build whose licence policy (--licences all) let in papers "
+        "that may not be redistributed (you hold the rights)",
+    )
+    ap.add_argument(
         "--no-changelog",
         dest="changelog",
         action="store_false",
@@ -53,6 +59,7 @@ def run(args, rest=None) -> int:
             endpoint=args.endpoint or os.environ.get("HF_ENDPOINT") or None,
             gate_options=gate_options,
             changelog=args.changelog,
+            allow_any_licence=args.allow_any_licence,
         )
     except GateFailed as e:
         print(summary_text(e.result), file=sys.stderr)

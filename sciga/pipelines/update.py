@@ -452,7 +452,16 @@ def build_run_options(o: UpdateOptions, plan):
     flags, beam_args = build_flags([*d.build_args, *o.run_build_args], prog="sciga update (build)")
     check_build_paths(flags)
     flags = replace_flags(flags, output=o.out, input=specs, quiet=flags.run.quiet or not o.progress)
+    if flags.licence.licences is None:  # not in the saved build flags nor this run's
+        flags = replace_flags(flags, licences=default_update_policy(d))
     return build_options(flags), beam_args
+
+
+def default_update_policy(d: CorpusDefinition) -> str:
+    """The licence policy of an update whose build flags name none: ``redistributable`` when
+    it publishes to a public repository (a weekly public update must not redistribute what
+    only arXiv may), else ``all``."""
+    return "redistributable" if d.repo_id and not d.private else "all"
 
 
 def _build(o: UpdateOptions, plan, steps: Steps) -> Optional[int]:

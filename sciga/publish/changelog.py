@@ -132,6 +132,11 @@ def card_section(d, previous: str, version: str, base: str) -> str:
         if total:
             more = f" ... and {total - len(shown):,} more" if total > len(shown) else ""
             lines.append(f"- {label}: " + ", ".join(f"`{pid}`" for pid in shown) + more)
+    for label, it in (("Withheld for their licence", d.withheld_papers()), ("Released", d.released_papers())):
+        shown, total = take_first(it, CARD_LISTED)
+        if total:
+            more = f" ... and {total - len(shown):,} more" if total > len(shown) else ""
+            lines.append(f"- {label}: " + ", ".join(f"`{pid}` ({lic})" for pid, lic in shown) + more)
     shown, total = take_first(d.changed_papers(), CARD_LISTED)
     if total:
         more = f" ... and {total - len(shown):,} more" if total > len(shown) else ""

@@ -279,6 +279,45 @@ def build_card(out_dir: str, notes: list, write: bool = True, text: Optional[str
     return text
 
 
+def restricted_papers(out_dir: str) -> dict[str, int]:
+    """The papers a build writes in full although their licence does not let a third party
+    share and adapt them (``schemas/licences.py``, even non-commercially), by licence."""
+    from sciga.explore.views import connect
+    from sciga.schemas.licences import admits, canonical_url
+
+    con = connect(out_dir, tasks=False)
+    try:
+        rows = con.execute("SELECT license, count(*) FROM papers WHERE withheld IS NULL GROUP BY ALL").fetchall()
+    finally:
+        con.close()
+    out: dict[str, int] = {}
+    for lic, n in rows:
+        if not admits("redistributable-nc", lic):
+            out[canonical_url(lic)] = out.get(canonical_url(lic), 0) + int(n)
+    return out
+
+
+def check_licences_for_public(out_dir: str, manifest: BuildManifest, repo_id: str) -> None:
+    """Refuse (``PublishError``) a build for a public repository when its licence policy let
+    in papers that may not be redistributed."""
+    from sciga.schemas.licences import policy_allows_restricted
+
+    policy = str(manifest.options.get("licences") or "all")
+    if not policy_allows_restricted(policy):
+        return
+    restricted = restricted_papers(out_dir)
+    if not restricted:
+        return
+    n = sum(restricted.values())
+    top = ", ".join(f"{k} {v}" for k, v in sorted(restricted.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+    raise PublishError(
+        f"{out_dir} was built under --licences {policy} and holds {n} papers whose licence does not let "
+        f"a third party redistribute them ({top}), and {repo_id} is public; rebuild it with "
+        f"`sciga build --output {out_dir} --licences redistributable` and the same inputs (it recomputes nothing), "
+        "publish to a private repository (--private), or pass --allow-any-licence if you hold the rights."
+    )
+
+
 def publish(
     out_dir: str,
     repo_id: str,
@@ -291,6 +330,7 @@ def publish(
     changelog: bool = True,
     gate_result=None,
     changes=None,
+    allow_any_licence: bool = False,
 ) -> PublishResult:
     """``gate_result``: the gate's result on this very build, when the caller just ran it
     (`sciga update`); ``changes``: the changelog against the previous version, when the
@@ -331,6 +371,9 @@ def publish(
             repo_exists = True
         except RepositoryNotFoundError:
             refs, repo_exists = None, False
+        public = not (api.repo_info(repo_id, repo_type=REPO_TYPE).private if repo_exists else private)
+        if public and not allow_any_licence:
+            check_licences_for_public(out_dir, manifest, repo_id)
         tags = {t.name: t.target_commit for t in (refs.tags if refs else [])}
         head = next((b.target_commit for b in (refs.branches if refs else []) if b.name == "main"), None)
         at_tag = remote_files(api, repo_id, tags[version]) if version in tags else None

@@ -384,6 +384,7 @@ def run_gate(
         "max_pixels": max_pixels,
         "max_pixels_source": pixel_source,
         "max_missing_image_rate": max_missing_image_rate,
+        "licences": ((manifest or {}).get("options") or {}).get("licences") or "all",  # the build's policy
     }
     shards = facts.shards_table(out_dir, manifest)
     timings["shards"] = time.perf_counter() - t

@@ -19,6 +19,7 @@ from sciga.quality.tokens import BALANCED_SKELETON, skeleton_sql
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.ids import ARXIV_ID_RE, SECTION_ID_RE
 from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST, WITH_BYTES
+from sciga.schemas.licences import admitted_kinds, licence_kind_sql
 from sciga.schemas.records import FIGURE_ROW_KINDS, IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
 
@@ -71,7 +72,8 @@ PARAGRAPHS = """SELECT paper_id, s.id AS section_id, unnest(s.paragraphs) AS par
 SETUP_SQL = [
     f"""CREATE OR REPLACE TEMP TABLE _pap AS
         SELECT id, provenance.input_uri AS input_uri, coalesce(provenance.id_source, '') AS id_source,
-               length(trim(coalesce(title, ''))) AS title_chars, length(trim(coalesce(abstract, ''))) AS abstract_chars,
+               length(trim(coalesce(title, ''))) AS title_chars,
+               CASE WHEN withheld IS NULL THEN length(trim(coalesce(abstract, ''))) END AS abstract_chars,
                provenance.schema_version AS schema_version, {_sk("title")} AS title_sk, {_sk("abstract")} AS abstract_sk,
                {_sk("graphical_abstract.caption")} AS ga_sk, teaser, graphical_abstract.components AS ga_components
         FROM papers""",
@@ -308,7 +310,7 @@ def _papers(o):
         _d(gxe.ExpectColumnValuesToBeBetween(column="title_chars", min_value=1), "every paper has a non-empty title"),
         _d(
             gxe.ExpectColumnValuesToBeBetween(column="abstract_chars", min_value=1),
-            "every paper has a non-empty abstract",
+            "every paper has a non-empty abstract (a paper withheld for its licence has none)",
         ),
         _d(
             gxe.ExpectColumnValuesToBeInSet(column="schema_version", value_set=[SCHEMA_VERSION]),
@@ -516,6 +518,39 @@ def _images(o):
     ]
 
 
+# One row per paper: its licence's kind, whether the policy withheld it, and whether any of
+# its content is in the shards (for a withheld paper there must be none).
+LICENCES_SQL = f"""
+    WITH fig AS (SELECT paper_id, count(*) AS n FROM figures GROUP BY ALL),
+         men AS (SELECT paper_id, count(*) AS n FROM mentions GROUP BY ALL)
+    SELECT p.id || ' (' || coalesce(p.license, 'no licence') || ')' AS record,
+           {licence_kind_sql("p.license")} AS licence_kind, p.withheld IS NOT NULL AS withheld,
+           p.withheld IS NULL OR (p.abstract IS NULL AND len(coalesce(p.sections, [])) = 0
+             AND len(coalesce(p.figures, [])) = 0 AND len(coalesce(p.tables, [])) = 0
+             AND len(coalesce(p.teaser, [])) = 0 AND p.graphical_abstract IS NULL
+             AND fig.n IS NULL AND men.n IS NULL) AS content_absent
+    FROM papers p LEFT JOIN fig ON fig.paper_id = p.id LEFT JOIN men ON men.paper_id = p.id"""
+
+
+def _licences(o):
+    policy = o.get("licences") or "all"
+    return [
+        _true(
+            "content_absent",
+            "a paper withheld for its licence has no text, figures, figures rows, images or mentions in the shards",
+        ),
+        _d(
+            gxe.ExpectColumnValuesToBeInSet(
+                column="licence_kind",
+                value_set=admitted_kinds(policy),
+                row_condition="withheld == False",
+                condition_parser="pandas",
+            ),
+            f"every paper written in full has a licence the build's policy ({policy}) lets in",
+        ),
+    ]
+
+
 def _missing(v) -> bool:
     return v is None or str(v) in ("<NA>", "nan", "NaN")  # None, NaN, pandas NA
 
@@ -631,6 +666,15 @@ def flat_tables() -> list[FlatTable]:
                                 length(trim(coalesce(message, ''))) AS message_chars FROM dead_letter""",
         ),
     ]
+    tables.append(
+        FlatTable(
+            "licences",
+            "papers+figures+mentions",
+            "the licence policy: withheld papers have no content, the others a licence it lets in",
+            _licences,
+            sql=LICENCES_SQL,
+        )
+    )
     tables.append(
         FlatTable(
             "references",

@@ -152,6 +152,7 @@ PAPERS = _with_version(
             ("conference", pa.struct([("venue", _str), ("year", pa.int16()), ("track", _str)])),
             ("dois", _strs),
             ("license", _str),
+            ("withheld", _str),
             ("abstract", _str),
             ("sections", pa.list_(SECTION)),
             ("figures", pa.list_(FIGURE)),

@@ -113,6 +113,7 @@ class ResultRef:
     n_figures: int = 0
     n_paragraphs: int = 0
     content_sha256: Optional[str] = None
+    license: Optional[str] = None  # the paper's licence URL, as parsed (the writer's policy reads it)
     dead: list[DeadLetter] = field(default_factory=list)
     stats: dict[str, int] = field(default_factory=dict)
     # config -> [rows, Arrow bytes, image bytes] of the stored tables (``table_size``);
@@ -158,6 +159,11 @@ class WriteItem:
     final: bool = True  # ResultRef.final
     stats: dict[str, int] = field(default_factory=dict)  # the result's stage counters (papers config only)
     digest: Optional[str] = None  # SHA-256 of its stored table for this config (``ResultHeader.digests``)
+    # The licence policy's word on a papers row (``schemas/licences.py``): the licence it is
+    # withheld for (only its metadata is written), and the licence given by --assume-licence
+    # to a paper without one. ``digest`` then names the row as written, not as stored.
+    withheld: Optional[str] = None
+    assumed_licence: Optional[str] = None
 
 
 # ------------------------------------------------------------------ what the writer keeps on disk
@@ -184,6 +190,7 @@ class ResultHeader:
     n_figures: int = 0
     n_paragraphs: int = 0
     content_sha256: Optional[str] = None
+    license: Optional[str] = None  # the paper's licence URL (written since schema 1.4.0)
     dead: list[DeadLetter] = field(default_factory=list)
     deps: list[FileDep] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)  # model steps whose annotations are still to merge
@@ -221,6 +228,8 @@ class ResultHeader:
         }
         if self.digests:  # written since 0.1.3; a header without them reads as it always did
             out["digests"] = dict(sorted(self.digests.items()))
+        if self.license is not None:
+            out["license"] = self.license
         return out
 
     @classmethod
@@ -235,6 +244,7 @@ class ResultHeader:
             n_figures=int(d.get("n_figures") or 0),
             n_paragraphs=int(d.get("n_paragraphs") or 0),
             content_sha256=d.get("content_sha256"),
+            license=d.get("license"),
             dead=[DeadLetter(**x) for x in d.get("dead") or []],
             deps=[FileDep(**x) for x in d.get("deps") or []],
             pending=list(d.get("pending") or []),

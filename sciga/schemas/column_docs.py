@@ -88,7 +88,9 @@ COLUMNS: dict[str, dict[str, str]] = {
         "conference.year": "conference year",
         "conference.track": "`main` or `workshop`",
         "dois": "DOIs of the paper",
-        "license": "licence URL from the arXiv metadata",
+        "license": "licence URL from the arXiv metadata (or `--assume-licence` for a page without one)",
+        "withheld": "null, or the licence (`unknown`: none) for which the build's licence policy "
+        "(`--licences`) withheld the paper: only its metadata is written, no text, figures or mentions",
         "abstract": "abstract, " + _TAGS,
         "sections": "the section tree, flattened in document order",
         "sections.id": "section id derived from LaTeXML's (`2401.13641_S2.1` from `S2.SS1`)",

@@ -83,6 +83,8 @@ class BuildManifest:
     stats: dict[str, int] = field(default_factory=dict)
     dead_letter_by_type: dict[str, int] = field(default_factory=dict)
     image_status: dict[str, int] = field(default_factory=dict)
+    # papers the licence policy withheld, by licence; None for a build under policy "all"
+    withheld: Optional[dict[str, int]] = None
     reconciled: bool = False
     files: dict[str, list[ShardFile]] = field(default_factory=dict)  # config -> its shards
     options: dict[str, Any] = field(default_factory=dict)  # the build's options as given
@@ -90,7 +92,7 @@ class BuildManifest:
     extra: dict[str, Any] = field(default_factory=dict)  # keys of a later builder, kept as they are
 
     def to_json(self) -> dict:
-        return {
+        out = {
             **self.extra,
             "schema_version": self.schema_version,
             "builder_version": self.builder_version,
@@ -105,6 +107,9 @@ class BuildManifest:
             "options": self.options,
             "run": self.run,
         }
+        if self.withheld is not None:
+            out["withheld"] = dict(sorted(self.withheld.items()))
+        return out
 
     def dumps(self) -> str:
         """The file's text (sorted keys, indent 2, a final newline)."""
@@ -125,6 +130,7 @@ class BuildManifest:
             "files",
             "options",
             "run",
+            "withheld",
         )
         inputs, inc = d.get("inputs") or {}, d.get("incremental") or {}
         return cls(
@@ -142,6 +148,7 @@ class BuildManifest:
             files={c: [ShardFile.from_json(e) for e in es or []] for c, es in (d.get("files") or {}).items()},
             options=dict(d.get("options") or {}),
             run=dict(d.get("run") or {}),
+            withheld=dict(d["withheld"]) if d.get("withheld") is not None else None,
             extra={k: v for k, v in d.items() if k not in known},
         )
 

@@ -179,6 +179,8 @@ class Paper:
     conference: Conference = field(default_factory=Conference)
     dois: list[str] = field(default_factory=list)
     license: Optional[str] = None
+    # set by the writer, never by a stage: the licence the build's policy withheld the paper for
+    withheld: Optional[str] = None
     sections: list[Section] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     tables: list[Table] = field(default_factory=list)

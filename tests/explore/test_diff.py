@@ -60,7 +60,15 @@ def test_a_build_against_itself_is_empty(sample_build):
     assert rc == 0, err
     assert "no differences" in out and len(out.strip().splitlines()) == 2
     d = diff_json(sample_build, sample_build)
-    assert d["empty"] and d["papers"] == {"old": 4, "new": 4, "added": 0, "removed": 0, "changed": 0}
+    assert d["empty"] and d["papers"] == {
+        "old": 4,
+        "new": 4,
+        "added": 0,
+        "removed": 0,
+        "changed": 0,
+        "withheld": 0,  # by the licence policy (tests/explore/test_diff_licences.py)
+        "released": 0,
+    }
     assert d["added_papers"] == d["removed_papers"] == d["changed_papers"] == []
     rc, out, _ = diff(str(sample_build), str(sample_build), "--markdown")
     assert rc == 0 and "No differences" in out
@@ -354,6 +362,7 @@ def publish(build, version, hub, *extra):
             "header",
             "--max-dead-letter-rate",
             "0.5",
+            "--allow-any-licence",  # the sample build's policy is "all" (tests/publish covers the refusal)
             *extra,
         ]
     )

@@ -22,6 +22,8 @@ max_image_pixels max_page_mb max_retries medical_classify medical_keywords medic
 no_images no_tex papers_per_shard rasterize_dpi rasterize_max_side rasterize_timeout rate_limit rebuild retry_backoff
 sample sentencizer source tex_input tex_match_threshold tex_number_min_jaccard timeout vision_batch_size
 vision_min_batch_size vision_model_copies vision_precision vision_share_model vision_torch_threads workers""".split()
+# Added since: the licence policy (issue 46) changes which rows are written, so it is recorded.
+RECORDED_SINCE = ["assume_licence", "licences"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,9 @@ def test_the_build_records_the_options_it_recorded_before(tmp_path):
     ap = argparse.ArgumentParser()
     add_arguments(ap)
     opts = build_options_from_args(ap.parse_args(["--sample", "--output", str(tmp_path / "o")]))
-    # and since (issue 43): --ga-allow-outside changes which GA images are read
-    assert sorted(opts.recorded) == sorted(RECORDED_BEFORE + ["ga_allow_outside"])
+    # since (issue 43): --ga-allow-outside changes which GA images are read; (issue 46) the licence policy
+    assert sorted(opts.recorded) == sorted(RECORDED_BEFORE + RECORDED_SINCE + ["ga_allow_outside"])
+    assert opts.recorded["licences"] == "all" and opts.recorded["assume_licence"] is None  # the default, as applied
     assert opts.recorded["sample"] is True and opts.recorded["metadata"].endswith("samples/meta")
     assert opts.executor == "auto" and opts.dask_address is None  # not recorded: they change no byte
     ids = build_options_from_args(ap.parse_args(["--ids", "2401.00001", "--output", "gs://b/o", "--executor", "beam"]))

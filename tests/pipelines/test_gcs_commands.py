@@ -132,6 +132,7 @@ def test_publish_from_gs(gs_sample_build, monkeypatch, tmp_path, capsys, caplog)
                 hub.url,
                 "--image-workers",
                 "1",
+                "--allow-any-licence",
             ]
         )
         out = capsys.readouterr()

@@ -42,7 +42,20 @@ def hub(monkeypatch, tmp_path):
 
 
 def publish(build, version, hub, *extra):
-    return main(["publish", str(build), "--repo-id", REPO, "--version", version, "--endpoint", hub.url, *extra])
+    return main(
+        [
+            "publish",
+            str(build),
+            "--repo-id",
+            REPO,
+            "--version",
+            version,
+            "--endpoint",
+            hub.url,
+            "--allow-any-licence",
+            *extra,
+        ]
+    )
 
 
 def puts(hub):
@@ -500,7 +513,23 @@ def test_builds_without_images_publish_and_load_every_row(hub, tmp_path):
         # Real pages without their images fail the gate's default missing-image rate: say so to publish them.
         extra = ["--max-missing-image-rate", "1"] if name == "corpus" else []
         repo = f"sciga-org/{name.replace('_', '-')}"
-        assert main(["publish", str(out), "--repo-id", repo, "--version", "v1.0.0", "--endpoint", hub.url, *extra]) == 0
+        assert (
+            main(
+                [
+                    "publish",
+                    str(out),
+                    "--repo-id",
+                    repo,
+                    "--version",
+                    "v1.0.0",
+                    "--endpoint",
+                    hub.url,
+                    "--allow-any-licence",
+                    *extra,
+                ]
+            )
+            == 0
+        )
         manifest = json.loads((out / "manifest.json").read_text())
         cwd = tmp_path / f"elsewhere{i}"
         cwd.mkdir()
@@ -568,7 +597,7 @@ def test_a_build_with_author_provided_gas_builds_validates_and_publishes(hub, tm
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASSED" in r.stdout + r.stderr
 
-    r = cli("publish", "out", "--repo-id", REPO, "--version", "v1.0.0", "--endpoint", hub.url)
+    r = cli("publish", "out", "--repo-id", REPO, "--version", "v1.0.0", "--endpoint", hub.url, "--allow-any-licence")
     assert r.returncode == 0, r.stderr[-3000:]
     assert len(commit_posts(hub)) == 1 and "v1.0.0" in hub.repos[("dataset", REPO)].tags
     published = hub.files_at(REPO, "v1.0.0")

@@ -197,6 +197,7 @@ def ref_from_header(header: ResultHeader, reused: bool) -> ResultRef:
         n_figures=header.n_figures,
         n_paragraphs=header.n_paragraphs,
         content_sha256=header.content_sha256,
+        license=header.license,
         dead=list(header.dead),
         stats=dict(header.stats),
         sizes={k: list(v) for k, v in header.sizes.items()},

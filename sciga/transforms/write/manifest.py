@@ -56,6 +56,8 @@ class BuildCounts:
     stats: dict = field(default_factory=dict)
     # figures rows by image_status (schemas/images.py): why a row has its image or not.
     image_status: dict = field(default_factory=dict)
+    # papers the licence policy withheld (metadata rows only), by licence (``unknown``: none)
+    withheld: dict = field(default_factory=dict)
 
     @property
     def without_image(self) -> dict:
@@ -98,6 +100,10 @@ def count_build(out_dir: str) -> tuple[BuildCounts, dict[str, list[ShardFile]]]:
                 elif config == "papers" and n:
                     t = pf.read(columns=["teaser"])
                     counts.teasers += sum(len(x or []) for x in t.column("teaser").to_pylist())
+                    if "withheld" in pf.schema_arrow.names:
+                        for w in pf.read(columns=["withheld"]).column("withheld").to_pylist():
+                            if w is not None:
+                                counts.withheld[w] = counts.withheld.get(w, 0) + 1
                 elif config == "dead_letter" and n:
                     cols = ["error_type"] + (["scope"] if "scope" in pf.schema_arrow.names else [])
                     t = pf.read(columns=cols)
@@ -151,6 +157,9 @@ def counts_from_parts(parts: list[PartInfo]) -> BuildCounts:
             for name, v in k.items():
                 if name.startswith("stat:"):
                     c.stats[name[5:]] = c.stats.get(name[5:], 0) + v
+                elif name.startswith("withheld:"):
+                    w = name[len("withheld:") :]
+                    c.withheld[w] = c.withheld.get(w, 0) + v
         elif cfg == "figures":
             c.figures += k.get("figures", 0)
             c.subfigures += k.get("subfigures", 0)
@@ -191,6 +200,7 @@ def counts_from_manifest(manifest: BuildManifest) -> BuildCounts:
         recomputed=manifest.recomputed,
         stats=dict(manifest.stats),
         image_status=dict(manifest.image_status),
+        withheld=dict(manifest.withheld or {}),
     )
 
 
@@ -222,6 +232,7 @@ def write_manifest(
         stats=dict(counts.stats),
         dead_letter_by_type=dict(counts.dead_letter_by_type),
         image_status=dict(counts.image_status),
+        withheld=dict(sorted(counts.withheld.items())) if options.get("licences", "all") != "all" else None,
         reconciled=counts.reconciled,
         files=files,
         options=options,
@@ -259,6 +270,22 @@ def image_lines(counts: BuildCounts) -> list[str]:
     return lines
 
 
+def withheld_lines(counts: BuildCounts) -> list[str]:
+    """``withheld (licence): N`` by licence, with what to do about it; nothing when the
+    licence policy withheld no paper."""
+    if not counts.withheld:
+        return []
+    n = sum(counts.withheld.values())
+    lines = [f"  withheld        {n:>8}  (licence policy: metadata rows only, papers.withheld says why)"]
+    lines += [f"    {k}: {v}" for k, v in sorted(counts.withheld.items(), key=lambda kv: (-kv[1], kv[0]))]
+    if counts.withheld.get("unknown"):
+        lines.append(
+            "    unknown: pages with no licence; give one in the sidecar's license field, "
+            "or --assume-licence URL for pages you own"
+        )
+    return lines
+
+
 def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = None) -> str:
     lines = [
         f"sciga build -> {out_dir}",
@@ -288,6 +315,7 @@ def summary_text(counts: BuildCounts, out_dir: str, seconds: Optional[float] = N
             else "(NOT reconciled: see manifest.json)"
         )
     )
+    lines += withheld_lines(counts)
     if counts.reused:
         lines.append(
             f"  reused          {counts.reused:>8}  (unchanged since the last build; recomputed {counts.recomputed})"

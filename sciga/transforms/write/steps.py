@@ -68,6 +68,11 @@ class WriteOptions:
     # The previous build's part files by fingerprint (a JSON map staged by the launcher),
     # so that parts of unchanged papers are taken over instead of written again.
     previous_parts: Optional[str] = None
+    # The licence policy (``schemas/licences.py``): papers outside it are written as
+    # metadata rows only. Applied here, not when papers are parsed, so that another policy
+    # rebuilds from the stored results without computing any paper again.
+    licences: str = "all"
+    assume_licence: Optional[str] = None  # the licence of a paper that has none (--assume-licence)
 
 
 # ------------------------------------------------------------------ results into the store
@@ -101,6 +106,7 @@ def _paper_facts(work: PaperWork) -> dict:
         "n_figures": len(p.figures) if p else 0,
         "n_paragraphs": _count_paragraphs(p) if p else 0,
         "content_sha256": p.provenance.content_sha256 if p else None,
+        "license": p.license if p else None,
     }
 
 
@@ -204,6 +210,77 @@ def merge_annotations(result: StoredResult, annotations: Iterable) -> dict[str, 
     return tables
 
 
+@dataclass(frozen=True)
+class LicenceShape:
+    """What the licence policy does to a paper's papers row: withhold it (its licence, or
+    ``unknown``), and/or fill in the licence given for papers without one."""
+
+    withheld: Optional[str] = None
+    assumed_licence: Optional[str] = None
+
+
+def licence_shape(licence: Optional[str], policy: str, assume: Optional[str]) -> LicenceShape:
+    """The policy's word on a paper of ``licence`` (None: it has none)."""
+    from sciga.schemas.licences import withheld_reason
+
+    assumed = assume if not licence and assume else None
+    return LicenceShape(withheld_reason(policy, licence or assumed), assumed)
+
+
+def shaped_digest(digest: Optional[str], shape: LicenceShape) -> Optional[str]:
+    """The digest of a papers row as written: the stored table's, unless the policy changes
+    the row (then a digest of both, so that parts and previous shards holding the row as it
+    was are not taken for it)."""
+    import hashlib
+
+    if digest is None or (shape.withheld is None and shape.assumed_licence is None):
+        return digest
+    blob = f"{digest}|withheld={shape.withheld or ''}|license={shape.assumed_licence or ''}"
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# The papers columns a withheld paper keeps: its metadata, never its content.
+WITHHELD_KEEPS = (
+    "id",
+    "version",
+    "title",
+    "authors",
+    "published",
+    "updated",
+    "subjects",
+    "primary_category",
+    "comment",
+    "journal_ref",
+    "conference",
+    "dois",
+    "license",
+    "withheld",
+    "provenance",
+)
+
+
+def shape_papers_table(table: pa.Table, withheld: Optional[str], assumed_licence: Optional[str]) -> pa.Table:
+    """A stored papers table as the policy writes it: the assumed licence filled in, and a
+    withheld paper's content (abstract, sections, figures, tables, teaser, graphical
+    abstract) emptied, ``withheld`` set. Column by column in Arrow (no row is converted to
+    Python: the rows of a withheld paper are written without reading its text)."""
+    if withheld is None and assumed_licence is None:
+        return table
+    n = table.num_rows
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        if name == "license" and assumed_licence:
+            col = pa.array([v if v else assumed_licence for v in col.to_pylist()], pa.string())
+        elif withheld is not None and name == "withheld":
+            col = pa.array([withheld] * n, pa.string())
+        elif withheld is not None and name not in WITHHELD_KEEPS:
+            kind = col.type
+            col = pa.array([[]] * n, kind) if pa.types.is_list(kind) else pa.nulls(n, kind)
+        columns[name] = col
+    return pa.table(columns, schema=table.schema)
+
+
 class CollectStep(Step):
     """(paper id, [ResultRef | MedicalResult | GAResult]) -> ((config, group), WriteItem).
 
@@ -239,7 +316,13 @@ class CollectStep(Step):
             done = completed.get(kept.key) if kept.key else None
             sizes = done.sizes if done is not None else kept.sizes
             digests = done.digests if done is not None else kept.digests
+            shape = licence_shape(kept.license, self.options.licences, self.options.assume_licence)
             for config in CONFIGS_OF_A_PAPER:
+                if shape.withheld and config != "papers":
+                    continue  # a withheld paper's figures, images and mentions are not written
+                digest = digests.get(config)
+                if config == "papers":
+                    digest = shaped_digest(digest, shape)
                 yield (
                     (config, layout.group_of(config, pid)),
                     WriteItem(
@@ -249,7 +332,9 @@ class CollectStep(Step):
                         size=sizes.get(config),
                         final=kept.final,
                         stats=dict(kept.stats) if config == "papers" else {},
-                        digest=digests.get(config),
+                        digest=digest,
+                        withheld=shape.withheld if config == "papers" else None,
+                        assumed_licence=shape.assumed_licence if config == "papers" else None,
                     ),
                 )
             for d in kept.dead:  # parts of the kept paper that failed (scope "part")
@@ -445,7 +530,7 @@ PAPER_ID_COLUMN = {"papers": "id", "figures": "paper_id", "mentions": "paper_id"
 # ids and the columns the counts come from (of ``image``, its path alone: whether the
 # struct is null, not the bytes).
 COUNT_COLUMNS = {
-    "papers": ["id", "teaser", "graphical_abstract"],
+    "papers": ["id", "teaser", "graphical_abstract", "withheld"],
     "figures": ["paper_id", "kind", "image_status", "image.path"],
     "mentions": ["paper_id"],
 }
@@ -789,6 +874,8 @@ class WritePartStep(Step):
             _count_rows(config, table, it, counts)
         else:
             table = read_stored_table(self.store, it, config)
+            if config == "papers":
+                table = shape_papers_table(table, it.withheld, it.assumed_licence)
             if config == "figures":
                 table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
                 _merge(counts, _figure_counts(table, embedded))
@@ -876,6 +963,10 @@ def _merge(counts: dict, more: dict) -> None:
 def _paper_counts(table: pa.Table, it: WriteItem) -> dict:
     teaser = table.column("teaser").to_pylist()
     counts = {"teasers": sum(len(t or []) for t in teaser), "reused": int(it.reused), "recomputed": int(not it.reused)}
+    if "withheld" in table.column_names:
+        for w in table.column("withheld").to_pylist():
+            if w is not None:
+                counts[f"withheld:{w}"] = counts.get(f"withheld:{w}", 0) + 1
     ga = table.column("graphical_abstract").to_pylist()[0]
     if ga:
         counts["ga_" + ("de_facto" if ga.get("de_facto") else (ga.get("type") or "untyped")).lower()] = 1

@@ -128,6 +128,7 @@ def test_publish_gate_uses_the_builds_limit(build_copy, big, monkeypatch, tmp_pa
                 "v1.1.0",
                 "--endpoint",
                 server.url,
+                "--allow-any-licence",
                 "--dry-run",
                 "--image-check",
                 "header",
