@@ -418,8 +418,10 @@ def test_build_folder_is_a_dataset_with_its_card(build_copy, tmp_path):
     meta = read_front_matter(card)
     manifest = json.loads((build_copy / "manifest.json").read_text())
     c = manifest["counts"]
-    # the sample has no dead letters: the config is declared all the same (it streams as zero rows)
-    assert [x["config_name"] for x in meta["configs"]] == ["papers", "figures", "mentions", "dead_letter"]
+    # the sample has no dead letters: only configs with rows are declared (every declared config
+    # loads with `datasets`, streaming or not); the empty one is named in the body
+    assert [x["config_name"] for x in meta["configs"]] == ["papers", "figures", "mentions"]
+    assert "no dead letter: every input became a paper" in card
     infos = {i["config_name"]: i for i in meta["dataset_info"]}
     assert infos["mentions"]["splits"] == [
         {"name": "train", "num_bytes": infos["mentions"]["dataset_size"], "num_examples": c["mentions"]}

@@ -112,13 +112,15 @@ def test_de_facto_ga_of_the_embedded_sample(sample_build):
     assert f3.units[0].caption.startswith("Results of Glimpse.") and f3.units[0].caption.endswith(
         "Accuracy against compute."
     )
-    # figures without a raster image (inline SVG, none) are not candidates
+    # figures without an image are not candidates; an inline SVG is one since it is rasterized
+    # (image_status rasterized_svg, with a width), so F5 is a candidate like the raster ones
     haptic = examples["2511.99002"]
     assert {c.figure_id for c in haptic.candidates} == {
         "2511.99002_F1",
         "2511.99002_F2",
         "2511.99002_F3",
         "2511.99002_F4",
+        "2511.99002_F5",
         "2511.99002_F6",
     }
     assert examples["q-bio/0601999"].gt == []  # no figures: not in the experiment subset

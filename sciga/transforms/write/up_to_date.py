@@ -138,7 +138,7 @@ class _Vouches:
         self.dirs: list = dirs if isinstance(dirs, list) else []
         self._dir_ok: dict[int, bool] = {}
 
-    def _dir_unchanged(self, i: Any) -> bool:
+    def dir_unchanged(self, i: Any) -> bool:
         got = self._dir_ok.get(i)
         if got is None:
             try:
@@ -174,7 +174,7 @@ class _Vouches:
                 st = _stat(local_path(dep_uri))
                 if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != size or _file_token(st) != token:
                     return False
-            return all(self._dir_unchanged(i) for i in dirs)
+            return all(self.dir_unchanged(i) for i in dirs)
         except (TypeError, ValueError):
             return False
 
@@ -231,7 +231,7 @@ def _carried_deps(prev: tuple, old: _Vouches) -> Optional[list]:
     """The dependencies a previous vouch stands for, as ``_deps_of`` gives them: None where
     a folder it names is not as it was (its absent files are not known without the header)."""
     try:
-        if not all(old._dir_unchanged(i) for i in prev[4]):
+        if not all(old.dir_unchanged(i) for i in prev[4]):
             return None
         present = [("file", u, int(size), str(token)) for u, size, token in prev[3]]
         folders = [("folder", old.dirs[i][0]) for i in prev[4]]

@@ -246,7 +246,8 @@ def test_an_oversized_single_file_is_cut_at_the_limit_while_streaming(tmp_path):
 
 @pytest.mark.e2e  # reads a 200 MiB archive member
 def test_an_accepted_200_mib_member_is_held_once_not_twice(tmp_path):
-    ti = tarfile.TarInfo("main.tex")
+    # a figure, not TeX text: TeX text is bounded at 64 MiB per e-print since issue 43 (item 9)
+    ti = tarfile.TarInfo("figures/plot.png")
     ti.size = 200 << 20
     path = tmp_path / "big.tar.gz"
     path.write_bytes(_gzip_of_repeated(ti.tobuf(format=tarfile.GNU_FORMAT), 200, b"%"))

@@ -16,6 +16,7 @@ from lxml import etree
 
 from sciga.schemas.records import PaperMeta
 from sciga.transforms.inputs.page_images import candidate_paths
+from sciga.transforms.inputs.pages import fallback_paper_id
 from sciga.transforms.link.link_paper import link_paper
 from sciga.transforms.link.mentions import mention_rows
 from sciga.transforms.parse import ParseError, parse_latexml_html
@@ -26,7 +27,11 @@ FAILED = OXIDE / "2608.30667v1.html"
 
 
 def parsed(data: bytes | None = None, meta: PaperMeta | None = None, uri: str = "in/2410.00260v2.html"):
-    return parse_latexml_html(PAGE.read_bytes() if data is None else data, meta, input_uri=uri, fallback_id="stem")
+    # the id and its source as the parse step derives them from the file name
+    fid, how = fallback_paper_id(uri)
+    return parse_latexml_html(
+        PAGE.read_bytes() if data is None else data, meta, input_uri=uri, fallback_id=fid, fallback_id_source=how
+    )
 
 
 def fig(paper, number):
