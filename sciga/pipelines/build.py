@@ -237,8 +237,10 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
 
 
 def input_roots(specs: list[str]) -> tuple[str, ...]:
-    """The folders the --input specs read from (a glob's folder before its first wildcard, a
-    file's folder): where a GA manifest's paths may also lie."""
+    """The folders the --input specs read from (a folder, or a glob's folder before its first
+    wildcard): where a GA manifest's paths may also lie. A single file given as --input (a
+    page, an ar5iv dump) names no folder: the folder it sits in was not given, and may hold
+    anything (a GA path into it stays outside)."""
     from sciga.transforms.common.input_files import is_local, local_path
 
     roots = []
@@ -246,14 +248,12 @@ def input_roots(specs: list[str]) -> tuple[str, ...]:
         parts = spec.split("/")
         wild = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), None)
         if wild is not None:
-            root = "/".join(parts[:wild]) or ("/" if spec.startswith("/") else ".")
+            roots.append("/".join(parts[:wild]) or ("/" if spec.startswith("/") else "."))
         elif is_local(spec):
-            root = local_path(spec)
-            root = root if os.path.isdir(root) else os.path.dirname(root) or "."
-        else:
-            last = spec.rstrip("/").rsplit("/", 1)[-1]
-            root = posixpath.dirname(spec.rstrip("/")) if "." in last else spec.rstrip("/")
-        roots.append(root)
+            if os.path.isdir(local_path(spec)):
+                roots.append(local_path(spec))
+        elif "." not in spec.rstrip("/").rsplit("/", 1)[-1]:
+            roots.append(spec.rstrip("/"))
     return tuple(dict.fromkeys(roots))
 
 

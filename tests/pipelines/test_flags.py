@@ -77,3 +77,17 @@ def test_update_turns_its_saved_build_flags_into_typed_options(tmp_path):
     opts = build_options(flags)
     assert isinstance(flags, BuildFlags) and not opts.tex.enabled and opts.workers == 2 and opts.quiet
     assert opts.specs == (str(tmp_path),) and opts.output == str(tmp_path / "o")
+
+
+def test_ga_paths_may_lie_in_the_input_folders_not_beside_an_input_file(tmp_path):
+    """A folder or a glob given as --input is a root for GA manifest paths; a single file (a
+    page, an ar5iv dump) is not: the folder it sits in was never given (the fuzz run's dump in
+    the test folder once made a canary beside it readable)."""
+    from sciga.pipelines.build import input_roots
+
+    (tmp_path / "in").mkdir()
+    dump = tmp_path / "dump.zip"
+    dump.write_bytes(b"PK")
+    assert input_roots([str(tmp_path / "in"), str(dump)]) == (str(tmp_path / "in"),)
+    assert input_roots([f"{tmp_path}/in/*.html"]) == (f"{tmp_path}/in",)
+    assert input_roots(["gs://b/pages", "gs://b/dumps/d.tar"]) == ("gs://b/pages",)

@@ -63,7 +63,22 @@ def _snapshot(hub) -> tuple:
 
 
 def test_validate_and_stats_on_the_hub_write_nothing_there_and_a_published_version_passes(hub, build_copy, tmp_path):
-    assert main(["publish", str(build_copy), "--repo-id", REPO, "--version", "v1.0.0", "--endpoint", hub.url]) == 0
+    assert (
+        main(
+            [
+                "publish",
+                str(build_copy),
+                "--repo-id",
+                REPO,
+                "--version",
+                "v1.0.0",
+                "--endpoint",
+                hub.url,
+                "--allow-any-licence",
+            ]
+        )
+        == 0
+    )
     published = hub.files_at(REPO, "v1.0.0")
     assert "manifest.json" in published  # what the gate needs travels with the data
     before, n_requests = _snapshot(hub), len(hub.requests)
@@ -106,7 +121,22 @@ def test_the_published_manifest_names_no_machine_path_and_changes_only_with_the_
     """The manifest that travels keeps the build's facts about the data and leaves out the
     run's (seconds, timestamps, runner) and the machine's (absolute paths of option files):
     a rebuild of the same data publishes the same bytes, so a new version is only a tag."""
-    assert main(["publish", str(build_copy), "--repo-id", REPO, "--version", "v1.0.0", "--endpoint", hub.url]) == 0
+    assert (
+        main(
+            [
+                "publish",
+                str(build_copy),
+                "--repo-id",
+                REPO,
+                "--version",
+                "v1.0.0",
+                "--endpoint",
+                hub.url,
+                "--allow-any-licence",
+            ]
+        )
+        == 0
+    )
     text = hub.files_at(REPO, "v1.0.0")["manifest.json"].decode()
     published = json.loads(text)
     local = json.loads((build_copy / "manifest.json").read_text())
@@ -123,6 +153,21 @@ def test_the_published_manifest_names_no_machine_path_and_changes_only_with_the_
     from quality_fixtures import edit_manifest
 
     edit_manifest(build_copy, rerun)
-    assert main(["publish", str(build_copy), "--repo-id", REPO, "--version", "v1.1.0", "--endpoint", hub.url]) == 0
+    assert (
+        main(
+            [
+                "publish",
+                str(build_copy),
+                "--repo-id",
+                REPO,
+                "--version",
+                "v1.1.0",
+                "--endpoint",
+                hub.url,
+                "--allow-any-licence",
+            ]
+        )
+        == 0
+    )
     repo = hub.repos[("dataset", REPO)]
     assert repo.tags["v1.1.0"][0] == repo.tags["v1.0.0"][0]  # only a tag: nothing that travels changed

@@ -98,7 +98,7 @@ def test_validate_checks_images_against_the_builds_limit(build_copy, big, capsys
     )
     # An explicit flag still wins over the manifest.
     assert main(["validate", str(build_copy), "--image-check", "header", "--max-image-pixels", "100000000"]) == 1
-    assert "exceeds the limit of 100000000 pixels" in capsys.readouterr().err
+    assert "exceeds the limit of 100000000 pixels" in capsys.readouterr().out  # the verdict is a result: stdout
 
 
 def test_a_build_made_with_the_default_limit_still_fails_the_large_image(build_copy, big):
