@@ -95,10 +95,13 @@ def default_report_folder(out: str) -> str:
 
 def gate_from_args(args):
     from sciga.explore.build_folder import check_is_build
-    from sciga.quality.gate import run_gate
 
+    # Where the build lies is checked before the gate's libraries load (Great Expectations
+    # takes seconds to import): a typo or an unreachable store is said at once.
     check_is_build(args.out)
     check_report_target(args.out, getattr(args, "report", None))
+    from sciga.quality.gate import run_gate
+
     return run_gate(
         args.out,
         max_dead_letter_rate=args.max_dead_letter_rate,
@@ -145,9 +148,9 @@ def write_reports(result, out: str, report: str | None) -> list[str]:
 
 
 def run(args, rest=None) -> int:
+    result = gate_from_args(args)
     from sciga.quality.report import summary_text
 
-    result = gate_from_args(args)
     paths = write_reports(result, args.out, args.report)
     # The verdict is the command's result: stdout, pass or fail (`sciga validate OUT > gate.txt`
     # keeps it). A failure also says so on stderr, in one line, with the exit status 1.

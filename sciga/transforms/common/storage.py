@@ -138,6 +138,48 @@ def _listing_probe(fs, proto: str, bucket: str) -> None:
         fs.ls(bucket)
 
 
+PROBE_TIMEOUT_S = 5.0
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def _store_address(proto: str) -> Optional[tuple[str, int]]:
+    """(host, port) the store's client connects to, where it is known without a request:
+    the emulator's or the endpoint's when one is set, Google's for gs://; None otherwise
+    (S3's regional hosts, or a proxy in between)."""
+    import os
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(v) for v in _PROXY_VARS):
+        return None
+    if proto == "gs":
+        endpoint = os.environ.get("STORAGE_EMULATOR_HOST")
+        if not endpoint:
+            return ("storage.googleapis.com", 443)
+    else:
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if not endpoint:
+            return None
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _reachable_probe(proto: str) -> None:
+    """Raise ConnectionError within ``PROBE_TIMEOUT_S`` when the store's server cannot be
+    reached at all: gcsfs retries a refused connection six times with backoff (about 30 s a
+    request), so an unreachable endpoint otherwise took a minute to say so."""
+    import socket
+
+    address = _store_address(proto)
+    if address is None:
+        return
+    try:
+        socket.create_connection(address, timeout=PROBE_TIMEOUT_S).close()
+    except OSError as e:
+        raise ConnectionError(f"{address[0]}:{address[1]}: {e}") from None
+
+
 def check_location(url: str, fs=None) -> None:
     """Raise StorageError when ``url`` lies in a bucket that does not exist or that this
     account may not list, in a Hub repo or revision that does not exist, or on a server that
@@ -151,6 +193,7 @@ def check_location(url: str, fs=None) -> None:
         return
     proto = BUCKET_PROTOCOLS[protocol_of(url) or ""]
     try:
+        _reachable_probe(proto)
         fs = fsspec.filesystem(proto)
         _listing_probe(fs, proto, bucket)
     except FileNotFoundError:
