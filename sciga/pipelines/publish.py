@@ -14,8 +14,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
     ap.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
-    ap.add_argument("--version", required=True, metavar="vX.Y.Z", help="the version; becomes a git tag on the Hub")
-    ap.add_argument("--dry-run", action="store_true", help="run the gate and show the plan; send nothing")
+    ap.add_argument(
+        "--version",
+        required=True,
+        metavar="vX.Y.Z",
+        help="the version, MAJOR.MINOR.PATCH with or without the v (1.0.1 and v1.0.1 are the same); "
+        "becomes the git tag vX.Y.Z on the Hub",
+    )
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run the gate and show the plan (the gate's verdict, the tag, the files); send nothing",
+    )
     ap.add_argument(
         "--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)"
     )
