@@ -5,6 +5,8 @@ handed to Apache Beam (``--runner DataflowRunner ...``)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -117,7 +119,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> Parser:
         version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
         help="print the builder and data schema versions and exit",
     )
-    ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
+    ap.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     ap.command_parsers = {}
     for c in COMMANDS:
@@ -128,7 +130,22 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> Parser:
         module = importlib.import_module(c.module)
         module.add_arguments(p)
         p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module, forwards_to=c.forwards_to)
+        add_verbose_flag(p)
     return ap
+
+
+VERBOSE_HELP = "log progress (INFO); before or after the command"
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` after the command too (``sciga build ... -v``), and after a
+    command's own subcommand (``sciga train medical-filter -v``). Its default is SUPPRESS,
+    so a command line without it keeps what the top-level flag set."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in dict.fromkeys(action.choices.values()):
+                add_verbose_flag(nested)
 
 
 def forwarded_parser(command: str, target: str) -> argparse.ArgumentParser:
@@ -249,7 +266,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     args.started = started
     try:
-        code = int(args.func(args, rest) or 0)
+        with bars_only_on_a_terminal():
+            code = int(args.func(args, rest) or 0)
         sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
         return code
     except UserError as e:
@@ -277,6 +295,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)
         return 2
+
+
+# tqdm (fetch, evaluate, model and dataset libraries) and huggingface_hub (publish's uploads)
+# read these; tqdm's TQDM_* variables set its defaults, so a bar a caller asks for explicitly
+# still shows.
+NO_BARS_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+@contextlib.contextmanager
+def bars_only_on_a_terminal(stream=None):
+    """No progress bars while the command runs when its stderr is not a terminal (a log file,
+    a pipe, CI): a bar redrawn with carriage returns is noise in a log. The variables are set
+    for the run (its worker processes inherit them) and restored after it."""
+    stream = sys.stderr if stream is None else stream
+    if bool(getattr(stream, "isatty", lambda: False)()):
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in NO_BARS_ENV}
+    for k, v in NO_BARS_ENV.items():
+        os.environ.setdefault(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class Terminated(KeyboardInterrupt):
