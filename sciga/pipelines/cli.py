@@ -89,12 +89,37 @@ COMMANDS = (
 )
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """`--help` shows each option's default after its help ("(default: 16)"), except where
+    there is none to show (no value, a switch, a required option) or the help names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        d = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or action.nargs == 0
+            or d is None
+            or d is False
+            or d == []
+            or d is argparse.SUPPRESS
+            or "default" in text
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error: ``sciga build: argument --workers: 0 is not allowed;
     give 1 or more; see `sciga build --help`.`` (not the usage block, which for `sciga build`
-    is a screen long and buries the one line that matters)."""
+    is a screen long and buries the one line that matters), and defaults in `--help`."""
 
     command_parsers: dict[str, argparse.ArgumentParser]  # `sciga`'s own: each command's parser
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")

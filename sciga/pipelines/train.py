@@ -31,7 +31,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, cuda:1 ...")
     p.add_argument("--no-amp", dest="amp", action="store_false", help="disable mixed precision on GPU")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (split shuffling, initialisation, batches)")
     p.add_argument("--split-salt", default="sciga-split-v1", help="salt of the hash-based 8:1:1 split")
     p.add_argument("--min-candidates", type=int, default=2, help="papers need this many figures to be a query")
     p.add_argument(
@@ -69,12 +69,12 @@ def _add_baselines(train_sub) -> None:
         p = train_sub.add_parser(method, help=help_text)
         add_common_options(p)
         p.add_argument("--output", required=True, metavar="MODEL_DIR", help="folder for model.pt and model.json")
-        p.add_argument("--epochs", type=int, default=1)
+        p.add_argument("--epochs", type=int, default=1, help="passes over the training split")
         p.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
-        p.add_argument("--batch-size", type=int, default=16)
-        p.add_argument("--lr", type=float, default=1e-4)
-        p.add_argument("--weight-decay", type=float, default=0.01)
-        p.add_argument("--image-size", type=int, default=224)
+        p.add_argument("--batch-size", type=int, default=16, help="items per optimiser step")
+        p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+        p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+        p.add_argument("--image-size", type=int, default=224, help="images are resized to this many pixels square")
         p.add_argument("--shuffle-buffer", type=int, default=512, help="streaming shuffle buffer (items)")
         p.add_argument(
             "--check-batches", type=int, default=4, help="batches scored before/after training in the model card"
