@@ -251,7 +251,21 @@ def _is_network_error(e: BaseException) -> bool:
     )
 
 
-def _unreachable(api, e: BaseException) -> PublishError:
+def _xet_enabled() -> bool:
+    import huggingface_hub.constants as hf_constants
+
+    return not getattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+
+
+def _unreachable(api, e: BaseException, uploading: bool = False) -> PublishError:
+    if _xet_enabled() and (uploading or "xet" in str(e).lower()):
+        # The shards go through Xet storage, which the real Hub has and a Hub-compatible
+        # server (a mirror, a test server) may not: its refusal looks like a dead network.
+        return PublishError(
+            f"cannot reach the Hub's Xet storage from {api.endpoint} while uploading the shards "
+            f"({type(e).__name__}); a Hub-compatible server without Xet needs HF_HUB_DISABLE_XET=1, "
+            "otherwise check --endpoint / HF_ENDPOINT and the network, then run the same command again."
+        )
     return PublishError(
         f"cannot reach the Hub at {api.endpoint} ({type(e).__name__}); check --endpoint / HF_ENDPOINT and "
         "the network, then run the same command again."
@@ -470,6 +484,7 @@ def _commit_and_tag(
     from sciga.explore.dataset_card import gate_summary
 
     add, delete = result.added, result.deleted
+    uploading = False  # the shards' bytes are going to the Hub's large-file storage (LFS / Xet)
     try:
         if not repo_exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
@@ -480,6 +495,7 @@ def _commit_and_tag(
             result.added, result.deleted, result.unchanged = add, delete, unchanged
         commit = head
         if add or delete:
+            uploading = True  # through create_commit, which uploads what _additions left
             ops = _additions(api, repo_id, local, add)
             ops += [CommitOperationDelete(path_in_repo=p) for p in delete]
             title, desc = _commit_texts(manifest, version, gate_summary(gate))
@@ -488,6 +504,7 @@ def _commit_and_tag(
                 repo_id, ops, commit_message=title, commit_description=desc, repo_type=REPO_TYPE, parent_commit=head
             )
             commit = info.oid
+            uploading = False
         else:
             result.status = "tagged"
             result.notes.append(
@@ -506,12 +523,12 @@ def _commit_and_tag(
         raise _hub_error(e, "publishing", repo_id) from None
     except Exception as e:
         if _is_network_error(e):
-            raise _unreachable(api, e) from None
+            raise _unreachable(api, e, uploading) from None
         if not isinstance(e, RuntimeError):  # huggingface_hub wraps failed LFS uploads in RuntimeError
             raise
         cause = e.__cause__
         if cause is not None and _is_network_error(cause):
-            raise _unreachable(api, cause) from None
+            raise _unreachable(api, cause, uploading) from None
         if isinstance(cause, HfHubHTTPError):
             raise _hub_error(cause, "uploading a shard", repo_id) from None
         raise PublishError(

@@ -243,6 +243,23 @@ def test_dry_run_prints_the_gate_verdict_and_the_tag_and_versions_are_one_form(h
     assert all(m == "GET" for m, _ in hub.requests) and hub.repos == {}
 
 
+def test_a_hub_without_xet_is_named_in_the_error(hub, build_copy, tmp_path):
+    """The loopback Hub has no Xet storage, as some Hub-compatible servers: with Xet left on,
+    publish fails in one sentence that names the Xet step and HF_HUB_DISABLE_XET=1."""
+    env = {k: v for k, v in _hub_env(hub, tmp_path).items() if k != "HF_HUB_DISABLE_XET"}
+    res = subprocess.run(
+        [sys.executable, "-m", "sciga", "publish", str(build_copy), "--repo-id", REPO, "--version", "v1.0.0"]
+        + ["--endpoint", hub.url, "--allow-any-licence"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    err = res.stderr.strip()
+    assert res.returncode == 1 and err.count("\n") == 0 and "Traceback" not in err, err
+    assert "Xet" in err and "HF_HUB_DISABLE_XET=1" in err, err
+
+
 def test_private_repo_is_private(hub, build_copy):
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError
