@@ -89,6 +89,27 @@ COMMANDS = (
 )
 
 
+# The exit statuses, for the docs' CLI page (scripts/docs_gen.py ``exit-codes``): the ones
+# every command shares, then what 1 (and any other status) means per command.
+EXIT_STATUSES_ALL = {
+    0: "done (or nothing to do)",
+    2: "a mistake in the command line or its inputs, said in one sentence (`sciga COMMAND: ...`): "
+    "an unknown flag, a bad value, a path that is not there or cannot be written",
+    130: "interrupted (Ctrl-C); run the same command again to resume where that applies",
+    143: "stopped by SIGTERM (`kill`, a scheduler), as 130",
+}
+EXIT_STATUSES = {
+    "build": {1: "every input failed, the counts do not reconcile, or a started job failed"},
+    "fetch": {1: "some ids failed for good (they are listed); the others are in the cache"},
+    "validate": {1: "the quality gate failed"},
+    "publish": {1: "the quality gate failed, or the Hub refused or could not be reached (one sentence)"},
+    "update": {1: "a step failed: the harvest stopped, the gate failed, or publishing failed"},
+    "diff": {1: "with --exit-code: the builds differ"},
+    "browse": {1: "some --paper ids are not in the build (they are listed)"},
+    "evaluate": {3: "the split has no query to evaluate; the results row says n/a and why"},
+}
+
+
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """`--help` shows each option's default after its help ("(default: 16)"), except where
     there is none to show (no value, a switch, a required option) or the help names it."""
@@ -386,9 +407,9 @@ def run() -> None:
     except SystemExit as e:  # what the interpreter would print and return for it
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
-        else:
+        else:  # a command's one-sentence refusal of its options: a usage mistake, as UserError
             print(e.code, file=sys.stderr)
-            code = 1
+            code = 2
     exit_now(code)
 
 

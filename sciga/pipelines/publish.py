@@ -59,6 +59,20 @@ def run(args, rest=None) -> int:
         "image_workers": args.image_workers,
         "max_missing_image_rate": args.max_missing_image_rate,
     }
+    from sciga.publish.hub import REPO_ID_RE, normalize_version
+
+    if not REPO_ID_RE.match(args.repo_id):
+        print(
+            f"sciga publish: --repo-id {args.repo_id!r} is not ORG/NAME; give the dataset repo as e.g. "
+            "my-org/sciga-arxiv.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        normalize_version(args.version)
+    except PublishError as e:
+        print(f"sciga publish: {e}", file=sys.stderr)
+        return 2
     try:
         result = publish(
             args.out,

@@ -38,3 +38,39 @@ def test_help_shows_the_defaults():
     assert "(default: test)" in evaluate and "(default: [5, 10])" in evaluate
     build = " ".join(parsers["sciga build"].format_help().split())
     assert "(default: " in build
+
+
+def test_usage_mistakes_exit_2_in_every_command(tmp_path):
+    """A mistake in the command line is exit status 2 with one sentence, whichever command
+    (fetch's and publish's own checks used to exit 1), as the CLI page's table says."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cases = [
+        (["fetch", "--ids", "2401.00001", "--parts", "html", "--output", str(tmp_path / "c")], "--parts"),
+        (["publish", str(tmp_path), "--repo-id", "o/n", "--version", "v1.0"], "MAJOR.MINOR.PATCH"),
+        (["publish", str(tmp_path), "--repo-id", "not a repo", "--version", "v1.0.0"], "--repo-id"),
+        (["build", "--output", str(tmp_path / "o"), "--wokers", "2"], "--wokers"),
+    ]
+    for argv, needle in cases:
+        r = subprocess.run([sys.executable, "-m", "sciga", *argv], env=env, capture_output=True, text=True, timeout=120)
+        err = r.stderr.strip()
+        assert r.returncode == 2, (argv, r.returncode, err)
+        assert needle in err and "\n" not in err and "Traceback" not in err, (argv, err)
+
+
+def test_the_cli_page_lists_every_commands_exit_statuses():
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import docs_gen
+
+    table = docs_gen.exit_codes()
+    assert "| every command | 2 |" in table and "| `sciga validate` | 1 | the quality gate failed |" in table
+    assert "<!-- sciga:exit-codes -->" in (ROOT / "docs" / "reference" / "cli.md").read_text()

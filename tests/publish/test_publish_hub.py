@@ -236,7 +236,7 @@ def test_dry_run_prints_the_gate_verdict_and_the_tag_and_versions_are_one_form(h
         assert re.search(r"^  tag +v1\.0\.1 \(new", res.stdout, re.M), res.stdout
         assert "sciga publish sciga-org/sample v1.0.1: dry run" in res.stdout
     res = cli("v1.0")
-    assert res.returncode != 0 and res.stdout == ""
+    assert res.returncode == 2 and res.stdout == ""
     err = res.stderr.strip()
     assert err.count("\n") == 0 and "Traceback" not in err, err
     assert "'v1.0' is not a version" in err and "MAJOR.MINOR.PATCH" in err and "v1.0.0" in err
