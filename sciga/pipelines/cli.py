@@ -364,11 +364,11 @@ def bars_only_on_a_terminal(stream=None):
     try:
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
+        for k, before in saved.items():
+            if before is None:
                 os.environ.pop(k, None)
             else:
-                os.environ[k] = v
+                os.environ[k] = before
 
 
 class Terminated(KeyboardInterrupt):
