@@ -184,14 +184,10 @@ VERBOSE_HELP = "log progress (INFO); before or after the command"
 
 
 def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
-    """``-v/--verbose`` after the command too (``sciga build ... -v``), and after a
-    command's own subcommand (``sciga train medical-filter -v``). Its default is SUPPRESS,
-    so a command line without it keeps what the top-level flag set."""
+    """``-v/--verbose`` after the command too (``sciga build ... -v``); a command with
+    subcommands of its own adds it to each (``sciga train medical-filter -v``). Its default
+    is SUPPRESS, so a command line without it keeps what the top-level flag set."""
     parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for nested in dict.fromkeys(action.choices.values()):
-                add_verbose_flag(nested)
 
 
 def forwarded_parser(command: str, target: str) -> argparse.ArgumentParser:

@@ -53,6 +53,12 @@ def add_dual_encoder_options(p: argparse.ArgumentParser, prefix: str = "") -> No
     )
 
 
+def add_verbose_flag(p: argparse.ArgumentParser) -> None:
+    from sciga.pipelines.cli import add_verbose_flag as add
+
+    add(p)  # `sciga train METHOD ... -v`
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     methods = ap.add_subparsers(dest="method", metavar="METHOD")
     for name, path in TRAIN_METHODS.items():
@@ -60,6 +66,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         p = methods.add_parser(name, help=module.HELP, description=(module.__doc__ or "").strip().split("\n\n")[0])
         module.add_arguments(p)
         p.set_defaults(train_run=module.run)
+        add_verbose_flag(p)
     _add_baselines(methods)
     ap.set_defaults(train_help=ap.format_help)
 
@@ -67,6 +74,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 def _add_baselines(train_sub) -> None:
     for method, help_text in TRAIN_HELP.items():
         p = train_sub.add_parser(method, help=help_text)
+        add_verbose_flag(p)
         add_common_options(p)
         p.add_argument("--output", required=True, metavar="MODEL_DIR", help="folder for model.pt and model.json")
         p.add_argument("--epochs", type=int, default=1, help="passes over the training split")
