@@ -15,7 +15,8 @@ parts are made from the real objects every time the site is built and cannot dri
 - ``code-map``: the packages and modules of the tree with their docstrings, and the import
   layers of pyproject.toml;
 - ``readme``: the repository's README.md, its links made relative to the site;
-- ``version [builder|schema]``: `sciga --version`'s line, or one of its numbers.
+- ``version [builder|schema]``: `sciga --version`'s line, or one of its numbers;
+- ``exit-codes``: every command's exit statuses (``sciga.pipelines.cli.EXIT_STATUSES``).
 
 Plain functions, importable by the tests (tests/project/test_docs.py) without MkDocs.
 """
@@ -562,7 +563,24 @@ def versions(arg: str | None = None) -> str:
     return found[arg]
 
 
+def exit_codes(arg: str | None = None) -> str:
+    """Every command's exit statuses, from ``sciga.pipelines.cli.EXIT_STATUSES``."""
+    from sciga.pipelines.cli import COMMANDS, EXIT_STATUSES, EXIT_STATUSES_ALL
+
+    lines = ["| command | status | means |", "|---|---:|---|"]
+    for code, text in sorted(EXIT_STATUSES_ALL.items()):
+        lines.append(f"| every command | {code} | {_escape(text)} |")
+    for c in COMMANDS:
+        for code, text in sorted(EXIT_STATUSES.get(c.name, {}).items()):
+            lines.append(f"| `sciga {c.name}` | {code} | {_escape(text)} |")
+    unknown = set(EXIT_STATUSES) - {c.name for c in COMMANDS}
+    if unknown:
+        raise DocsError(f"EXIT_STATUSES names commands that do not exist: {', '.join(sorted(unknown))}")
+    return "\n".join(lines)
+
+
 MARKERS = {
+    "exit-codes": exit_codes,
     "version": versions,
     "cli": lambda arg: command_reference(arg) if arg else global_options(),
     "data": lambda arg: data_reference(),

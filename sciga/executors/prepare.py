@@ -168,7 +168,7 @@ def resolve_vision_options(opts: BuildOptions, staging: str) -> ResolvedVision:
     from sciga.transforms.vision.options import VisionConfigError, resolve_vision
 
     try:
-        with notices_off(opts.quiet):  # --quiet: no notice about options (the medical filter's stage 1 only)
+        with notices_off(opts.quiet):  # --quiet: no notice about options
             return resolve_vision(opts.vision, staging)
     except VisionConfigError as e:
         raise SystemExit(f"sciga build: {e}") from None
@@ -228,6 +228,12 @@ def prepare_build(
         run={"started_unix": t0},  # the runner and its workers: the executor's
     )
     to_compute = _inputs_to_compute(inputs, hashes, signature, opts.rebuild)
+    if to_compute:
+        from sciga.executors.local_run import notices_off
+        from sciga.transforms.vision.options import warn_keywords_only
+
+        with notices_off(opts.quiet):  # --quiet: no notice about options
+            warn_keywords_only(opts.vision)
     _unclaim_pages(sroot)
     return PreparedBuild(
         opts, inputs, hashes, vision, layout, fingerprint, signature, fin, to_compute, workers_hash, t0

@@ -5,6 +5,8 @@ handed to Apache Beam (``--runner DataflowRunner ...``)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -87,12 +89,58 @@ COMMANDS = (
 )
 
 
+# The exit statuses, for the docs' CLI page (scripts/docs_gen.py ``exit-codes``): the ones
+# every command shares, then what 1 (and any other status) means per command.
+EXIT_STATUSES_ALL = {
+    0: "done (or nothing to do)",
+    2: "a mistake in the command line or its inputs, said in one sentence (`sciga COMMAND: ...`): "
+    "an unknown flag, a bad value, a path that is not there or cannot be written",
+    130: "interrupted (Ctrl-C); run the same command again to resume where that applies",
+    143: "stopped by SIGTERM (`kill`, a scheduler), as 130",
+}
+EXIT_STATUSES = {
+    "build": {1: "every input failed, the counts do not reconcile, or a started job failed"},
+    "fetch": {1: "some ids failed for good (they are listed); the others are in the cache"},
+    "validate": {1: "the quality gate failed"},
+    "publish": {1: "the quality gate failed, or the Hub refused or could not be reached (one sentence)"},
+    "update": {1: "a step failed: the harvest stopped, the gate failed, or publishing failed"},
+    "diff": {1: "with --exit-code: the builds differ"},
+    "browse": {1: "some --paper ids are not in the build (they are listed)"},
+    "evaluate": {3: "the split has no query to evaluate; the results row says n/a and why"},
+}
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """`--help` shows each option's default after its help ("(default: 16)"), except where
+    there is none to show (no value, a switch, a required option) or the help names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        d = action.default
+        if (
+            not action.option_strings
+            or action.required
+            or action.nargs == 0
+            or d is None
+            or d is False
+            or d == []
+            or d is argparse.SUPPRESS
+            or "default" in text
+        ):
+            return text
+        return text + " (default: %(default)s)"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with a one-line error: ``sciga build: argument --workers: 0 is not allowed;
     give 1 or more; see `sciga build --help`.`` (not the usage block, which for `sciga build`
-    is a screen long and buries the one line that matters)."""
+    is a screen long and buries the one line that matters), and defaults in `--help`."""
 
     command_parsers: dict[str, argparse.ArgumentParser]  # `sciga`'s own: each command's parser
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: {message}; see `{self.prog} --help`.\n")
@@ -117,7 +165,7 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> Parser:
         version=f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})",
         help="print the builder and data schema versions and exit",
     )
-    ap.add_argument("-v", "--verbose", action="store_true", help="log progress (INFO)")
+    ap.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     ap.command_parsers = {}
     for c in COMMANDS:
@@ -128,7 +176,18 @@ def make_parser(argv: Optional[Sequence[str]] = None) -> Parser:
         module = importlib.import_module(c.module)
         module.add_arguments(p)
         p.set_defaults(func=module.run, beam_flags=c.beam_flags, module=c.module, forwards_to=c.forwards_to)
+        add_verbose_flag(p)
     return ap
+
+
+VERBOSE_HELP = "log progress (INFO); before or after the command"
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` after the command too (``sciga build ... -v``); a command with
+    subcommands of its own adds it to each (``sciga train medical-filter -v``). Its default
+    is SUPPRESS, so a command line without it keeps what the top-level flag set."""
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
 
 
 def forwarded_parser(command: str, target: str) -> argparse.ArgumentParser:
@@ -249,7 +308,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     args.started = started
     try:
-        code = int(args.func(args, rest) or 0)
+        with bars_only_on_a_terminal():
+            code = int(args.func(args, rest) or 0)
         sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
         return code
     except UserError as e:
@@ -277,6 +337,34 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise
         print(f"sciga {args.command}: {msg}", file=sys.stderr)
         return 2
+
+
+# tqdm (fetch, evaluate, model and dataset libraries) and huggingface_hub (publish's uploads)
+# read these; tqdm's TQDM_* variables set its defaults, so a bar a caller asks for explicitly
+# still shows.
+NO_BARS_ENV = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+@contextlib.contextmanager
+def bars_only_on_a_terminal(stream=None):
+    """No progress bars while the command runs when its stderr is not a terminal (a log file,
+    a pipe, CI): a bar redrawn with carriage returns is noise in a log. The variables are set
+    for the run (its worker processes inherit them) and restored after it."""
+    stream = sys.stderr if stream is None else stream
+    if bool(getattr(stream, "isatty", lambda: False)()):
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in NO_BARS_ENV}
+    for k, v in NO_BARS_ENV.items():
+        os.environ.setdefault(k, v)
+    try:
+        yield
+    finally:
+        for k, before in saved.items():
+            if before is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = before
 
 
 class Terminated(KeyboardInterrupt):
@@ -315,9 +403,9 @@ def run() -> None:
     except SystemExit as e:  # what the interpreter would print and return for it
         if e.code is None or isinstance(e.code, int):
             code = e.code or 0
-        else:
+        else:  # a command's one-sentence refusal of its options: a usage mistake, as UserError
             print(e.code, file=sys.stderr)
-            code = 1
+            code = 2
     exit_now(code)
 
 

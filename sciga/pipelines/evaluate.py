@@ -12,17 +12,19 @@ EVAL_METHODS = ("abs2cap", "ga-bc", "abs2fig", "abs2fig-cap", "random")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("method", choices=EVAL_METHODS)
+    p.add_argument("method", choices=EVAL_METHODS, help="the method to evaluate: " + ", ".join(EVAL_METHODS))
     add_common_options(p)
     p.add_argument("--results", required=True, metavar="DIR", help="folder of results.json / results.md / predictions")
     p.add_argument(
         "--model", default=None, metavar="MODEL_DIR", help="trained model folder (ga-bc, abs2fig, abs2fig-cap)"
     )
-    p.add_argument("--split", choices=("train", "val", "test"), default="test")
+    p.add_argument(
+        "--split", choices=("train", "val", "test"), default="test", help="the split whose queries are scored"
+    )
     p.add_argument("--task", choices=("intra", "inter"), default=None, help="default: the model's task, else intra")
     p.add_argument("--scorer", choices=("bm25", "rouge-l"), default="bm25", help="Abs2Cap lexical scorer")
     p.add_argument("--alpha", type=float, default=0.5, help="CAR@k confidence threshold h = alpha * Hmax")
-    p.add_argument("--inter-k", type=int, nargs="+", default=[5, 10])
+    p.add_argument("--inter-k", type=int, nargs="+", default=[5, 10], help="the k of the inter-paper Recall@k")
     p.add_argument(
         "--sbert-model",
         default=None,

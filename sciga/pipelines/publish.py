@@ -14,8 +14,18 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
     ap.add_argument("out", metavar="OUT", help="build folder written by `sciga build`")
     ap.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
-    ap.add_argument("--version", required=True, metavar="vX.Y.Z", help="the version; becomes a git tag on the Hub")
-    ap.add_argument("--dry-run", action="store_true", help="run the gate and show the plan; send nothing")
+    ap.add_argument(
+        "--version",
+        required=True,
+        metavar="vX.Y.Z",
+        help="the version, MAJOR.MINOR.PATCH with or without the v (1.0.1 and v1.0.1 are the same); "
+        "becomes the git tag vX.Y.Z on the Hub",
+    )
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run the gate and show the plan (the gate's verdict, the tag, the files); send nothing",
+    )
     ap.add_argument(
         "--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)"
     )
@@ -49,6 +59,20 @@ def run(args, rest=None) -> int:
         "image_workers": args.image_workers,
         "max_missing_image_rate": args.max_missing_image_rate,
     }
+    from sciga.publish.hub import REPO_ID_RE, normalize_version
+
+    if not REPO_ID_RE.match(args.repo_id):
+        print(
+            f"sciga publish: --repo-id {args.repo_id!r} is not ORG/NAME; give the dataset repo as e.g. "
+            "my-org/sciga-arxiv.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        normalize_version(args.version)
+    except PublishError as e:
+        print(f"sciga publish: {e}", file=sys.stderr)
+        return 2
     try:
         result = publish(
             args.out,

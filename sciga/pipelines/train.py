@@ -31,7 +31,7 @@ def add_common_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--device", default="auto", help="auto (cuda when present), cpu, cuda, cuda:1 ...")
     p.add_argument("--no-amp", dest="amp", action="store_false", help="disable mixed precision on GPU")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed (split shuffling, initialisation, batches)")
     p.add_argument("--split-salt", default="sciga-split-v1", help="salt of the hash-based 8:1:1 split")
     p.add_argument("--min-candidates", type=int, default=2, help="papers need this many figures to be a query")
     p.add_argument(
@@ -53,6 +53,12 @@ def add_dual_encoder_options(p: argparse.ArgumentParser, prefix: str = "") -> No
     )
 
 
+def add_verbose_flag(p: argparse.ArgumentParser) -> None:
+    from sciga.pipelines.cli import add_verbose_flag as add
+
+    add(p)  # `sciga train METHOD ... -v`
+
+
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     methods = ap.add_subparsers(dest="method", metavar="METHOD")
     for name, path in TRAIN_METHODS.items():
@@ -60,6 +66,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         p = methods.add_parser(name, help=module.HELP, description=(module.__doc__ or "").strip().split("\n\n")[0])
         module.add_arguments(p)
         p.set_defaults(train_run=module.run)
+        add_verbose_flag(p)
     _add_baselines(methods)
     ap.set_defaults(train_help=ap.format_help)
 
@@ -67,14 +74,15 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 def _add_baselines(train_sub) -> None:
     for method, help_text in TRAIN_HELP.items():
         p = train_sub.add_parser(method, help=help_text)
+        add_verbose_flag(p)
         add_common_options(p)
         p.add_argument("--output", required=True, metavar="MODEL_DIR", help="folder for model.pt and model.json")
-        p.add_argument("--epochs", type=int, default=1)
+        p.add_argument("--epochs", type=int, default=1, help="passes over the training split")
         p.add_argument("--max-steps", type=int, default=None, help="stop after this many optimiser steps")
-        p.add_argument("--batch-size", type=int, default=16)
-        p.add_argument("--lr", type=float, default=1e-4)
-        p.add_argument("--weight-decay", type=float, default=0.01)
-        p.add_argument("--image-size", type=int, default=224)
+        p.add_argument("--batch-size", type=int, default=16, help="items per optimiser step")
+        p.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
+        p.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay")
+        p.add_argument("--image-size", type=int, default=224, help="images are resized to this many pixels square")
         p.add_argument("--shuffle-buffer", type=int, default=512, help="streaming shuffle buffer (items)")
         p.add_argument(
             "--check-batches", type=int, default=4, help="batches scored before/after training in the model card"

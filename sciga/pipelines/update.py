@@ -130,6 +130,10 @@ class UpdateOptions:
     progress: bool = True
     http: HttpOptions = field(default_factory=HttpOptions)
     gate: dict = field(default_factory=dict)  # run_gate keyword arguments
+    # The first run's definition, saved as OUT/corpus.json once its harvest succeeded: a first
+    # run whose harvest failed (a wrong --oai-url, a typo in the selection the server refuses)
+    # leaves nothing behind, so the corrected command is a first run again.
+    unsaved_definition: bool = False
 
 
 def _given_definition(args: argparse.Namespace) -> dict:
@@ -174,7 +178,7 @@ def _given_definition(args: argparse.Namespace) -> dict:
 
 def definition_from_args(args: argparse.Namespace, rest: list[str]):
     """The saved definition (flags given again must agree with it), or on the first run the
-    one the flags make, saved with the build."""
+    one the flags make (``run_update`` saves it once the harvest succeeded)."""
     from sciga.publish.hub import REPO_ID_RE
     from sciga.transforms.common.errors import UserError
     from sciga.transforms.metadata.corpus_definition import (
@@ -182,7 +186,6 @@ def definition_from_args(args: argparse.Namespace, rest: list[str]):
         DefinitionError,
         definition_path,
         load_definition,
-        save_definition,
     )
 
     given = _given_definition(args)
@@ -218,7 +221,6 @@ def definition_from_args(args: argparse.Namespace, rest: list[str]):
         definition = CorpusDefinition(build_args=tuple(rest), **given)
     except DefinitionError as e:
         raise UserError(str(e)) from None
-    save_definition(args.out, definition)
     return definition
 
 
@@ -251,6 +253,7 @@ def options_from_args(args: argparse.Namespace, rest: Optional[list[str]]) -> Up
         run_build_args=() if first_run else tuple(rest),
         http=http_options_from_args(args),
         gate=gate,
+        unsaved_definition=first_run,
     )
 
 
@@ -320,8 +323,14 @@ def run_update(o: UpdateOptions, stream=None) -> int:
             )
     code = _harvest(o, steps)
     if code is not None:
-        steps.save("harvest stopped")
+        if not o.unsaved_definition:  # a first run leaves no folder behind: it is a first run again
+            steps.save("harvest stopped")
         return code
+    if o.unsaved_definition:
+        from sciga.transforms.metadata.corpus_definition import definition_path, save_definition
+
+        save_definition(o.out, d)
+        steps.say("define", f"saved the corpus definition to {definition_path(o.out)}")
     plan = _select(o, steps)
     code = _fetch(o, plan, steps)
     if code is not None:

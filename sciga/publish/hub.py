@@ -94,9 +94,15 @@ class PublishResult:
     notes: list = field(default_factory=list)
     previous: Optional[str] = None  # the version the changelog compares with
     changes: Optional[str] = None  # the changelog's one-line summary
+    gate: Optional[str] = None  # the quality gate's verdict, one line
+    tag: Optional[str] = None  # what happens to the version tag, one line
 
     def summary(self) -> str:
         lines = [f"sciga publish {self.repo_id} {self.version}: {self.status}"]
+        if self.gate:
+            lines.append(f"  gate      {self.gate}")
+        if self.tag:
+            lines.append(f"  tag       {self.tag}")
         if self.commit:
             lines.append(f"  commit    {self.commit}")
         lines.append(
@@ -111,6 +117,17 @@ class PublishResult:
             lines.append(f"  changes   {self.changes}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def normalize_version(version: str) -> str:
+    """``1.2.0`` and ``v1.2.0`` are the same version, tagged ``v1.2.0`` on the Hub; anything
+    but MAJOR.MINOR.PATCH (``v1.0``, ``1``) is refused in one sentence naming the form."""
+    if not VERSION_RE.match(version):
+        raise PublishError(
+            f"--version {version!r} is not a version: give MAJOR.MINOR.PATCH, e.g. v1.0.0 or 1.0.0 "
+            "(it becomes the git tag v1.0.0 on the Hub)."
+        )
+    return version if version.startswith("v") else f"v{version}"
 
 
 def git_blob_oid(data: bytes) -> str:
@@ -234,7 +251,21 @@ def _is_network_error(e: BaseException) -> bool:
     )
 
 
-def _unreachable(api, e: BaseException) -> PublishError:
+def _xet_enabled() -> bool:
+    import huggingface_hub.constants as hf_constants
+
+    return not getattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+
+
+def _unreachable(api, e: BaseException, uploading: bool = False) -> PublishError:
+    if _xet_enabled() and (uploading or "xet" in str(e).lower()):
+        # The shards go through Xet storage, which the real Hub has and a Hub-compatible
+        # server (a mirror, a test server) may not: its refusal looks like a dead network.
+        return PublishError(
+            f"cannot reach the Hub's Xet storage from {api.endpoint} while uploading the shards "
+            f"({type(e).__name__}); a Hub-compatible server without Xet needs HF_HUB_DISABLE_XET=1, "
+            "otherwise check --endpoint / HF_ENDPOINT and the network, then run the same command again."
+        )
     return PublishError(
         f"cannot reach the Hub at {api.endpoint} ({type(e).__name__}); check --endpoint / HF_ENDPOINT and "
         "the network, then run the same command again."
@@ -343,8 +374,7 @@ def publish(
 
     if not REPO_ID_RE.match(repo_id):
         raise PublishError(f"--repo-id {repo_id!r} is not ORG/NAME; give the dataset repo as e.g. my-org/sciga-arxiv.")
-    if not VERSION_RE.match(version):
-        raise PublishError(f"--version {version!r} is not a version like v1.2.0; versions become git tags on the Hub.")
+    version = normalize_version(version)
     check_is_build(out_dir)
     if not dry_run and get_token() is None:
         raise PublishError(
@@ -357,13 +387,16 @@ def publish(
     if not gate.success:
         raise GateFailed(gate)
     log.info("quality gate passed (%d expectations)", len(gate.checks))
+    gate_verdict = f"passed ({len(gate.checks)} expectations)"
 
     # 2. What the Hub has: refs, and the files at the version's tag (if any) and at main;
     # then the files this version consists of (the card says what changed since the
     # previous version, and the full diff goes into the same commit).
     manifest = read_manifest(out_dir)
     travels = {MANIFEST: published_manifest(out_dir, gate)}
-    result = PublishResult(repo_id=repo_id, version=version, status="dry run" if dry_run else "published")
+    result = PublishResult(
+        repo_id=repo_id, version=version, status="dry run" if dry_run else "published", gate=gate_verdict
+    )
     api = HfApi(endpoint=endpoint)
     try:
         try:
@@ -387,6 +420,7 @@ def publish(
         problem = _hub_error(e, "reading the repo", repo_id) if isinstance(e, HfHubHTTPError) else _unreachable(api, e)
         if dry_run:
             result.notes.append(f"remote state unknown: {problem}")
+            result.tag = f"{version} (would be created if the Hub has no such tag)"
             local = local_files(out_dir, manifest, build_card(out_dir, result.notes, write=False), travels)
             result.added = sorted(local)
             result.upload_bytes = sum(f.size for f in local.values())
@@ -399,6 +433,7 @@ def publish(
         add, delete, unchanged = diff(local, at_tag)
         if not add and not delete:
             result.status, result.commit, result.unchanged = "already published", tags[version], unchanged
+            result.tag = f"{version} exists with these files"
             return result
         raise PublishError(
             f"version {version} already exists on {repo_id} with different files "
@@ -415,6 +450,7 @@ def publish(
             f"{'would create' if dry_run else 'created'} dataset repo {repo_id} ({'private' if private else 'public'})"
         )
     if dry_run:
+        result.tag = f"{version} (new; would point at {'a new commit' if (add or delete) else 'main, unchanged'})"
         result.notes.append(f"would {'commit and ' if (add or delete) else ''}tag {version}; nothing was sent")
         return result
 
@@ -422,6 +458,7 @@ def publish(
     result.commit = _commit_and_tag(
         api, repo_id, version, manifest, gate, local, result, repo_exists=repo_exists, private=private, head=head
     )
+    result.tag = f"{version} created"
     return result
 
 
@@ -447,6 +484,7 @@ def _commit_and_tag(
     from sciga.explore.dataset_card import gate_summary
 
     add, delete = result.added, result.deleted
+    uploading = False  # the shards' bytes are going to the Hub's large-file storage (LFS / Xet)
     try:
         if not repo_exists:
             api.create_repo(repo_id, repo_type=REPO_TYPE, private=private, exist_ok=True)
@@ -457,6 +495,7 @@ def _commit_and_tag(
             result.added, result.deleted, result.unchanged = add, delete, unchanged
         commit = head
         if add or delete:
+            uploading = True  # through create_commit, which uploads what _additions left
             ops = _additions(api, repo_id, local, add)
             ops += [CommitOperationDelete(path_in_repo=p) for p in delete]
             title, desc = _commit_texts(manifest, version, gate_summary(gate))
@@ -465,6 +504,7 @@ def _commit_and_tag(
                 repo_id, ops, commit_message=title, commit_description=desc, repo_type=REPO_TYPE, parent_commit=head
             )
             commit = info.oid
+            uploading = False
         else:
             result.status = "tagged"
             result.notes.append(
@@ -483,12 +523,12 @@ def _commit_and_tag(
         raise _hub_error(e, "publishing", repo_id) from None
     except Exception as e:
         if _is_network_error(e):
-            raise _unreachable(api, e) from None
+            raise _unreachable(api, e, uploading) from None
         if not isinstance(e, RuntimeError):  # huggingface_hub wraps failed LFS uploads in RuntimeError
             raise
         cause = e.__cause__
         if cause is not None and _is_network_error(cause):
-            raise _unreachable(api, cause) from None
+            raise _unreachable(api, cause, uploading) from None
         if isinstance(cause, HfHubHTTPError):
             raise _hub_error(cause, "uploading a shard", repo_id) from None
         raise PublishError(

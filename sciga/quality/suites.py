@@ -131,10 +131,12 @@ SETUP_SQL = [
        WHERE EXISTS (SELECT 1 FROM _men m WHERE m.context = c.context AND m.paper_id = c.paper_id
                      AND CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END = c.key)""",
     # The graphical abstracts that have a row of their own in the figures config: those given
-    # by --ga-manifest (a de-facto GA is one of the paper's figures).
+    # by --ga-manifest (a de-facto GA is one of the paper's figures; one with an error stands
+    # in for a manifest GA whose image could not be read, and that GA has its row).
     """CREATE OR REPLACE TEMP TABLE _ga AS
        SELECT graphical_abstract.id AS id, id AS paper_id FROM papers
-       WHERE graphical_abstract IS NOT NULL AND NOT coalesce(graphical_abstract.de_facto, false)""",
+       WHERE graphical_abstract IS NOT NULL
+         AND (NOT coalesce(graphical_abstract.de_facto, false) OR graphical_abstract.error IS NOT NULL)""",
     # The figures config, without image bytes.
     f"""CREATE OR REPLACE TEMP TABLE _figrows AS
         SELECT id, paper_id, parent_id, kind, image_kind, {_sk("caption")} AS caption_sk, {_sk("subcaption")} AS subcaption_sk,

@@ -51,18 +51,20 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--init-weights", metavar="PATH", default=None, help="ImageNet state dict of --arch to start from (local file)"
     )
-    ap.add_argument("--epochs", type=int, default=20)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument(
+        "--epochs", type=int, default=20, help="most passes over the training data (early stopping may end sooner)"
+    )
+    ap.add_argument("--batch-size", type=int, default=32, help="images per optimiser step")
+    ap.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate")
     ap.add_argument("--patience", type=int, default=3, help="early stopping: epochs without validation gain")
-    ap.add_argument("--input-size", type=int, default=224)
-    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--input-size", type=int, default=224, help="images are resized to this many pixels square")
+    ap.add_argument("--dropout", type=float, default=0.1, help="dropout before the classification head")
     ap.add_argument("--test-share", type=float, default=0.2, help="held-out share when the data has no test split")
     ap.add_argument("--val-share", type=float, default=0.1, help="validation share of the training data")
     ap.add_argument("--top-k", type=int, default=4, help="K of the Medical rule reported first")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="random seed (splits, initialisation, batches)")
     ap.add_argument("--workers", type=int, default=0, help="data loader processes")
-    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where to train")
     ap.add_argument("--report", metavar="FILE.json", default=None, help="also write the evaluation report here")
 
 

@@ -330,3 +330,20 @@ def _headers(out: Path) -> list[dict]:
     from sciga.transforms.common.result_store import HEADER, stored_member
 
     return [json.loads(stored_member(str(p), HEADER)) for p in sorted((out / ".sciga" / "results").rglob("*.zip"))]
+
+
+def test_a_build_with_nothing_to_do_prints_no_warning(corpus, tmp_path):
+    """As a user runs it (`sciga build` in a subprocess, not --quiet): the first build says once
+    that the medical filter runs its keyword stage only; the rebuild that is up to date runs
+    no stage and prints no warning at all."""
+    from conftest import run_cli
+
+    out = tmp_path / "out"
+    argv = ("build", "--input", str(corpus), "--output", str(out), "--workers", "1")
+    first = run_cli(*argv)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stderr.count("no --medical-weights given") == 1, first.stderr
+    again = run_cli(*argv)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "up to date" in again.stdout
+    assert "WARNING" not in again.stderr and "medical" not in again.stderr, again.stderr

@@ -61,3 +61,26 @@ def test_version_names_builder_and_schema():
     )
     assert res.returncode == 0
     assert res.stdout.strip() == f"sciga-builder {BUILDER_VERSION} (schema {SCHEMA_VERSION})"
+
+
+@pytest.mark.corpus  # the arXiv API's recorded answers
+def test_verbose_after_the_command_and_no_progress_bars_in_a_log(tmp_path):
+    """`sciga fetch ... -v` (the flag after the command) turns INFO on as `sciga -v fetch`
+    does; with stderr a pipe (a log file, CI), the fetch draws no progress bar even without
+    --no-progress."""
+    from sources_fixtures import CORPUS, FaultServer
+
+    page = (CORPUS / "latexml" / "a1709.html").read_bytes()
+    with FaultServer() as s:
+        s.add("/html/1605.08386", page, headers={"Content-Type": "text/html; charset=utf-8"})
+        env = {**_env(), **s.env()}
+        for n, where in enumerate(("after", "before")):
+            fetch = ["fetch", "--ids", "1605.08386", "--parts", "meta,html", "--output", str(tmp_path / f"cache{n}")]
+            fetch += ["--rate-limit", "0.01", "--retry-backoff", "0.01", "--timeout", "5"]
+            argv = [*fetch, "-v"] if where == "after" else ["-v", *fetch]
+            res = subprocess.run(
+                [sys.executable, "-m", "sciga", *argv], env=env, capture_output=True, text=True, timeout=300
+            )
+            assert res.returncode == 0, (where, res.stderr[-3000:])
+            assert "INFO " in res.stderr, (where, res.stderr[-3000:])
+            assert "\r" not in res.stderr and "part/s" not in res.stderr, (where, res.stderr[-3000:])

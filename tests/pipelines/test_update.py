@@ -365,3 +365,24 @@ def test_first_run_mistakes_are_one_sentence(tmp_path):
         timeout=120,
     )
     assert r.returncode == 2 and "already defines the corpus" in r.stderr and "--category" in r.stderr, r.stderr
+
+
+@pytest.mark.e2e
+def test_a_first_run_whose_harvest_failed_saves_no_definition(tmp_path):
+    """A first run with a wrong --oai-url (the loopback arXiv server answers 404 there) fails at
+    the harvest and leaves no OUT/corpus.json; the corrected command is a first run again,
+    not refused as a change to a definition that never built."""
+    with World(tmp_path) as w:
+        args = w.first_run_args()
+        wrong = list(args)
+        wrong[wrong.index("--oai-url") + 1] = w.web.html_base.rstrip("/") + "/no-oai-here"
+        r = w.update(*wrong, "--dry-run")
+        assert r.returncode != 0, r.stdout + r.stderr[-3000:]
+        assert "Traceback" not in r.stderr, r.stderr[-3000:]
+        assert not (w.out / "corpus.json").exists()
+
+        r = w.update(*args, "--dry-run")
+        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+        assert "already defines the corpus" not in r.stderr
+        assert "saved the corpus definition" in r.stdout, r.stdout
+        assert json.loads((w.out / "corpus.json").read_text())["harvest"]["oai_url"] == w.oai.url

@@ -214,6 +214,52 @@ def test_dry_run_sends_no_writes_and_missing_token_is_one_sentence(hub, build_co
     assert len(hub.requests) == n
 
 
+def test_dry_run_prints_the_gate_verdict_and_the_tag_and_versions_are_one_form(hub, build_copy, tmp_path):
+    """As a user meets it (the CLI in a subprocess): the dry run names the gate's verdict and the
+    tag it would create; 1.0.1 and v1.0.1 are the same version (tag v1.0.1); v1.0 is refused in
+    one sentence that names the accepted form."""
+
+    def cli(version):
+        return subprocess.run(
+            [sys.executable, "-m", "sciga", "publish", str(build_copy), "--repo-id", REPO, "--version", version]
+            + ["--endpoint", hub.url, "--allow-any-licence", "--dry-run"],
+            capture_output=True,
+            text=True,
+            env=_hub_env(hub, tmp_path),
+            timeout=300,
+        )
+
+    for version in ("1.0.1", "v1.0.1"):
+        res = cli(version)
+        assert res.returncode == 0, res.stderr
+        assert re.search(r"^  gate +passed \(\d+ expectations\)$", res.stdout, re.M), res.stdout
+        assert re.search(r"^  tag +v1\.0\.1 \(new", res.stdout, re.M), res.stdout
+        assert "sciga publish sciga-org/sample v1.0.1: dry run" in res.stdout
+    res = cli("v1.0")
+    assert res.returncode == 2 and res.stdout == ""
+    err = res.stderr.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err, err
+    assert "'v1.0' is not a version" in err and "MAJOR.MINOR.PATCH" in err and "v1.0.0" in err
+    assert all(m == "GET" for m, _ in hub.requests) and hub.repos == {}
+
+
+def test_a_hub_without_xet_is_named_in_the_error(hub, build_copy, tmp_path):
+    """The loopback Hub has no Xet storage, as some Hub-compatible servers: with Xet left on,
+    publish fails in one sentence that names the Xet step and HF_HUB_DISABLE_XET=1."""
+    env = {k: v for k, v in _hub_env(hub, tmp_path).items() if k != "HF_HUB_DISABLE_XET"}
+    res = subprocess.run(
+        [sys.executable, "-m", "sciga", "publish", str(build_copy), "--repo-id", REPO, "--version", "v1.0.0"]
+        + ["--endpoint", hub.url, "--allow-any-licence"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    err = res.stderr.strip()
+    assert res.returncode == 1 and err.count("\n") == 0 and "Traceback" not in err, err
+    assert "Xet" in err and "HF_HUB_DISABLE_XET=1" in err, err
+
+
 def test_private_repo_is_private(hub, build_copy):
     from huggingface_hub import HfApi
     from huggingface_hub.errors import RepositoryNotFoundError

@@ -17,12 +17,16 @@ null               none of these
 ``Paper.graphical_abstract``: for a manifest GA ``{id, type Reused|Modified|Original,
 paths [manifest path], components [figure ids], caption, de_facto False, source, score,
 error}``; for a de-facto GA ``{type null, components [figure id], paths [its images],
-de_facto True, source "teaser" | "first_intro_reference"}``. A GA whose image could not be
-fetched or decoded keeps ``type null`` and says why in ``error`` (the paper is kept).
+de_facto True, source "teaser" | "first_intro_reference"}``. A manifest GA whose image could
+not be fetched or decoded keeps its row in the ``figures`` config (``image_status`` says why:
+``not_found``, ``outside_input``, ``undecodable`` ...); the paper keeps its de-facto GA when it
+has one, with ``error`` saying why the manifest's GA was not used (a de-facto GA has an
+``error`` only then), else the manifest GA with ``type null`` and ``error``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -155,10 +159,12 @@ def annotate_ga(
     max_pixels: int,
     embeddings: Optional[dict[str, np.ndarray]] = None,
     matcher=None,
+    de_facto: Optional[GraphicalAbstract] = None,
 ) -> list[FigureRow]:
     """Type the manifest GA against the paper's figure images; returns the rows with roles
     set and the GA's own row appended. ``embeddings``: item id -> unit vector, where the GA
-    is ``"GA"`` and its tiles ``"GA#<n>"`` (optional)."""
+    is ``"GA"`` and its tiles ``"GA#<n>"`` (optional). ``de_facto``: the paper's de-facto GA
+    (its rows carry the ``de_facto_ga`` role), kept when the GA's image has no pixels."""
     from sciga.transforms.vision.decode import ImageDecodeError, decode_image
     from sciga.transforms.vision.figure_images import decode_row
     from sciga.transforms.vision.ga_match import decide, prepare
@@ -176,7 +182,6 @@ def annotate_ga(
         error=ga.error,
     )
     paper.graphical_abstract = record
-    _clear_roles(rows)
     row = ga_row(paper, ga)
     if matcher is not None:  # the medical keyword stage on the GA's caption, as for figures
         from sciga.schemas.records import Medical
@@ -194,6 +199,12 @@ def annotate_ga(
             dec = None
     else:
         dec = None
+    if dec is None and de_facto is not None:
+        # No pixels: the paper keeps the figure that stands in for its GA, and says why the
+        # manifest's was not used.
+        paper.graphical_abstract = dataclasses.replace(de_facto, error=record.error)
+    else:
+        _clear_roles(rows)
     if dec is not None:
         figures = []
         for r in rows:

@@ -22,7 +22,7 @@ import numpy as np
 
 from sciga.schemas.build import ImageRef, PaperWork
 from sciga.schemas.images import EMBEDDED, NOT_FOUND, RASTERIZED_SVG, REPEATED, SVG_ONLY, UNDECODABLE, UNREADABLE
-from sciga.schemas.records import FigureRow
+from sciga.schemas.records import FigureRow, GraphicalAbstract
 from sciga.transforms.common.counters import Counter
 from sciga.transforms.common.progress import Progress
 from sciga.transforms.common.result_store import absent_dep, file_dep
@@ -63,6 +63,7 @@ class GAFigure:
     kind: str
     parent_id: Optional[str]
     payload: Optional[Payload] = None  # None: the row has no decodable image
+    ga_role: Optional[str] = None  # the de-facto GA's role, kept when the manifest GA cannot be read
 
 
 @dataclass
@@ -72,6 +73,13 @@ class GARequest:
     entry: GAEntry
     figures: list[GAFigure] = field(default_factory=list)
     ga: Optional[GAInput] = None  # filled by LoadGA
+    # The paper's de-facto GA (its teaser, or the figure the Introduction references first):
+    # the paper keeps it when the manifest's GA image cannot be read or decoded.
+    de_facto: Optional[GraphicalAbstract] = None
+
+
+def _is_de_facto(ga: Optional[GraphicalAbstract]) -> bool:
+    return ga is not None and ga.de_facto
 
 
 # ------------------------------------------------------------------ per paper
@@ -101,8 +109,9 @@ class MeasureStep(PaperStep):
         entry = self.ga_index.get(paper.id) if v.ga_entries_uri else None
         if v.ga_entries_uri:
             work.deps.append(self.ga_index.dep(paper.id))
-        if entry is None:
-            apply_de_facto(paper, rows)
+        # Also with a manifest GA: the de-facto GA stands in when that GA's image cannot be
+        # read (TypeGA drops it when the GA is read).
+        apply_de_facto(paper, rows)
         out: list = []
         payloads: dict[str, Payload] = {}
         input_size: Optional[int] = getattr(v.medical_meta, "input_size", None)  # a CheckpointMeta
@@ -138,7 +147,8 @@ class MeasureStep(PaperStep):
                         key=work.key or "",
                         paper_id=paper.id,
                         entry=entry,
-                        figures=[GAFigure(r.id, r.kind, r.parent_id, payloads.get(r.id)) for r in rows],
+                        figures=[GAFigure(r.id, r.kind, r.parent_id, payloads.get(r.id), r.ga_role) for r in rows],
+                        de_facto=paper.graphical_abstract if _is_de_facto(paper.graphical_abstract) else None,
                     ),
                 )
             )

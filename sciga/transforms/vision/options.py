@@ -110,6 +110,17 @@ def _sha256_of(uri: str) -> str:
     return h.hexdigest()
 
 
+def warn_keywords_only(options: VisionOptions) -> None:
+    """The notice that the medical filter runs stage 1 only. Said by the build when it is about
+    to compute papers, not when the options are checked: a build that is up to date runs no
+    stage, so it has nothing to warn about."""
+    if not options.medical_weights:
+        log.warning(
+            "medical filter: no --medical-weights given, so only stage 1 (keywords) runs; the DocFigure "
+            "classifier is not run (classifier_run=false, is_medical=null for figures with keyword hits)"
+        )
+
+
 def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) -> ResolvedVision:
     """Check the options where the build is launched; raises ``VisionConfigError``."""
     from sciga.transforms.vision.ga_manifest import ManifestError, read_ga_manifest
@@ -137,11 +148,6 @@ def resolve_vision(options: VisionOptions, staging_dir: Optional[str] = None) ->
                 weights.append(("ga_embedding", _sha256_of(options.ga_embedding_weights)))
         except (WeightsError, ValueError, OSError) as e:
             raise VisionConfigError(str(e)) from None
-    if not options.medical_weights:
-        log.warning(
-            "medical filter: no --medical-weights given, so only stage 1 (keywords) runs; the DocFigure "
-            "classifier is not run (classifier_run=false, is_medical=null for figures with keyword hits)"
-        )
     ga_uri, n_ga = None, 0
     if options.ga_manifest:
         try:

@@ -212,6 +212,7 @@ class TypeGA(beam.DoFn):
                 image_paths=[],
                 image_kind=None,
                 image_source=None,
+                ga_role=f.ga_role,
             )
             if f.payload is not None:
                 try:
@@ -221,7 +222,9 @@ class TypeGA(beam.DoFn):
             rows.append(r)
         stub = Paper(id=req.paper_id, title="", abstract="")
         try:
-            rows = annotate_ga(stub, rows, req.ga, o.thresholds, o.max_pixels, emb, self.matcher)
+            rows = annotate_ga(
+                stub, rows, req.ga, o.thresholds, o.max_pixels, emb, self.matcher, getattr(req, "de_facto", None)
+            )
         except Exception as e:  # noqa: BLE001 - the paper is fine; its GA says what went wrong
             from sciga.schemas.ids import ga_id
             from sciga.schemas.records import GraphicalAbstract

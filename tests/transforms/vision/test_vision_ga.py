@@ -238,3 +238,24 @@ def test_build_without_manifest_marks_de_facto_gas(tmp_path):
         "2511.99003_F1.2",
         "2511.99003_F1.3",
     }
+
+
+def test_a_manifest_ga_whose_file_is_missing_keeps_the_de_facto_ga(tmp_path):
+    """`sciga build --ga-manifest` (a subprocess, as a user runs it) with a row whose file is
+    not there: the GA row says ``not_found``, and the paper keeps its de-facto GA (the teaser)
+    with the reason the manifest's GA was not used; the gate passes."""
+    from conftest import run_cli
+
+    (tmp_path / "ga.csv").write_text("arxiv_id,path\n2511.99001,ga/missing.png\n")
+    out = tmp_path / "out"
+    r = run_cli("build", "--sample", "--output", str(out), "--ga-manifest", str(tmp_path / "ga.csv"), "--quiet")
+    assert r.returncode == 0, r.stderr[-3000:]
+    figs = {row["id"]: row for row in read_rows(out, "figures")}
+    ga_row = figs["2511.99001_GA"]
+    assert (ga_row["kind"], ga_row["ga_role"], ga_row["image_status"]) == ("graphical_abstract", "ga", "not_found")
+    assert figs["2511.99001_F1"]["ga_role"] == "de_facto_ga"
+    ga = {p["id"]: p for p in read_rows(out, "papers")}["2511.99001"]["graphical_abstract"]
+    assert (ga["de_facto"], ga["source"], ga["components"]) == (True, "teaser", ["2511.99001_F1"])
+    assert "ga/missing.png not found" in ga["error"]
+    r = run_cli("validate", str(out))
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr[-3000:]
