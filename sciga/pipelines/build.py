@@ -239,22 +239,9 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
 def input_roots(specs: list[str]) -> tuple[str, ...]:
     """The folders the --input specs read from (a glob's folder before its first wildcard, a
     file's folder): where a GA manifest's paths may also lie."""
-    from sciga.transforms.common.input_files import is_local, local_path
+    from sciga.transforms.write.published_uri import spec_root
 
-    roots = []
-    for spec in specs:
-        parts = spec.split("/")
-        wild = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), None)
-        if wild is not None:
-            root = "/".join(parts[:wild]) or ("/" if spec.startswith("/") else ".")
-        elif is_local(spec):
-            root = local_path(spec)
-            root = root if os.path.isdir(root) else os.path.dirname(root) or "."
-        else:
-            last = spec.rstrip("/").rsplit("/", 1)[-1]
-            root = posixpath.dirname(spec.rstrip("/")) if "." in last else spec.rstrip("/")
-        roots.append(root)
-    return tuple(dict.fromkeys(roots))
+    return tuple(dict.fromkeys(spec_root(spec) for spec in specs))
 
 
 def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:
