@@ -83,11 +83,11 @@ def published_uri(uri: Optional[str], roots: tuple[str, ...]) -> Optional[str]:
         return uri
     if m is None and not uri.startswith("/") and (uri.startswith("<") or ":" in uri.split("/", 1)[0]):
         return uri  # arxiv:2303.17564, <bytes>: names, not paths
-    path = _norm_local(uri) if is_local(uri) else uri.rstrip("/")
+    path = _norm_local(uri) if is_local(uri) else uri  # a key's trailing "/" is kept: it is said
     rel = _relative(path, roots)
     if rel is not None:
         return rel
-    return posixpath.basename(path) or path
+    return posixpath.basename(path.rstrip("/")) or path
 
 
 def published_text(text: Optional[str], uris: Iterable[Optional[str]], roots: tuple[str, ...]) -> Optional[str]:
