@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Optional
 
-from sciga.transforms.common.input_files import is_local, local_path
+from sciga.transforms.common.input_files import is_chain, is_local, local_path
 
 # A URL-like string whose scheme names a place on a web server, not a file the build read.
 _KEPT_SCHEMES = ("http", "https", "arxiv", "doi", "data")
@@ -75,7 +75,7 @@ def published_uri(uri: Optional[str], roots: tuple[str, ...]) -> Optional[str]:
     base name when it is a path (see the module docstring). ``roots``: ``normalize_roots``'s."""
     if not uri:
         return uri
-    if "::" in uri:  # an archive chain: the member, then the archive it is in
+    if is_chain(uri):  # an archive chain: the member, then the archive it is in (not a name with "::")
         head, _, outer = uri.rpartition("::")
         return f"{head}::{published_uri(outer, roots)}"
     m = _SCHEME_RE.match(uri)
