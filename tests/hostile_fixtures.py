@@ -198,23 +198,42 @@ def bytes_leaked(out: Path, secrets: list[bytes]) -> list[str]:
 # ------------------------------------------------------------------ the build's accounting
 
 
-def build_rows(out: Path) -> tuple[list[dict], list[dict]]:
-    """(papers [{id, input_uri}], dead letters [{paper_id, stage, error_type, message, input_uri, scope}])."""
+def under_root(uri: Optional[str], root: Optional[Path]) -> Optional[str]:
+    """A published input path (relative to the --input folder, issue 41 item 8) as the
+    planted input's absolute path, so that it compares with ``Planted.uri``; a URI with a
+    scheme (s3://, arxiv:) is kept, an archive chain has its archive joined."""
+    if root is None or not uri:
+        return uri
+    if "::" in uri and uri.split("://", 1)[0] in ("zip", "tar"):
+        head, _, outer = uri.rpartition("::")
+        # an ar5iv dump is another --input (``dumps``, beside the folder): relative to its own folder
+        folder = root if (root / outer).exists() or not (root.parent / outer).exists() else root.parent
+        return f"{head}::{under_root(outer, folder)}"
+    if "://" in uri.split("/", 1)[0] + "/" or uri.startswith("/"):
+        return uri
+    return f"{root}/{uri}"
+
+
+def build_rows(out: Path, root: Optional[Path] = None) -> tuple[list[dict], list[dict]]:
+    """(papers [{id, input_uri}], dead letters [{paper_id, stage, error_type, message, input_uri, scope}]);
+    ``root``: the --input folder, to have each input_uri as the absolute path it was read from."""
     import pyarrow.parquet as pq
 
     papers, dead = [], []
     for f in sorted((out / "data" / "papers").glob("*.parquet")):
         t = pq.read_table(f, columns=["id", "provenance"]).to_pylist()
-        papers.extend({"id": r["id"], "input_uri": (r["provenance"] or {}).get("input_uri")} for r in t)
+        papers.extend(
+            {"id": r["id"], "input_uri": under_root((r["provenance"] or {}).get("input_uri"), root)} for r in t
+        )
     for f in sorted((out / "data" / "dead_letter").glob("*.parquet")):
-        dead.extend(pq.read_table(f).to_pylist())
+        dead.extend({**d, "input_uri": under_root(d["input_uri"], root)} for d in pq.read_table(f).to_pylist())
     return papers, dead
 
 
-def accounted(out: Path, listed: set[str]) -> list[str]:
+def accounted(out: Path, listed: set[str], root: Optional[Path] = None) -> list[str]:
     """Problems with the accounting: inputs neither a paper nor an input-scope dead letter,
     outputs that are no input, a manifest that does not reconcile."""
-    papers, dead = build_rows(out)
+    papers, dead = build_rows(out, root)
     seen = {p["input_uri"] for p in papers} | {d["input_uri"] for d in dead if d.get("scope", "input") != "part"}
     problems = [f"lost: {u!r}" for u in sorted(listed - seen)]
     problems += [f"not an input: {u!r}" for u in sorted(seen - listed)]
@@ -924,17 +943,17 @@ def build_checked(
     assert not touched, f"files outside the input were opened: {touched}"
     if expect_rc == 0:
         assert not bytes_leaked(out, [m.marker]), "a canary's bytes reached the output"
-        problems = accounted(out, m.listed()) + check_expectations(out, m.planted)
+        problems = accounted(out, m.listed(), m.inp) + check_expectations(out, m.planted, m.inp)
         assert not problems, "\n".join(problems)
     return r
 
 
-def check_expectations(out: Path, planted: list[Planted]) -> list[str]:
+def check_expectations(out: Path, planted: list[Planted], root: Optional[Path] = None) -> list[str]:
     """Each planted input came out as it must (a paper, a dead letter of the stated type,
     a figure error of the stated kind)."""
     import pyarrow.parquet as pq
 
-    papers, dead = build_rows(out)
+    papers, dead = build_rows(out, root)
     paper_of = {p["input_uri"]: p["id"] for p in papers}
     dead_of: dict[str, list[str]] = {}
     for d in dead:

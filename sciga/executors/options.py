@@ -111,6 +111,26 @@ class BuildOptions:
             previous_parts=previous_parts,
             licences=self.licences,
             assume_licence=self.assume_licence,
+            published_roots=self.published_roots(),
+        )
+
+    def published_roots(self) -> tuple[str, ...]:
+        """The folders the build reads inputs from, which the shards' paths are said
+        relative to (``write/published_uri.py``): the --input specs' folders (--sample's
+        too), --metadata, --tex-input, the --ga-manifest file's folder and the GA roots, the --ids fetch store and --eprints-bulk."""
+        from sciga.transforms.write.published_uri import normalize_roots, spec_root
+
+        ga_manifest = self.vision.ga_manifest
+        return normalize_roots(
+            [
+                *(spec_root(s) for s in self.specs),
+                self.parse.metadata_dir,
+                *self.tex.tex_dirs,
+                spec_root(ga_manifest) if ga_manifest else None,
+                *self.vision.ga_roots,
+                self.fetch.store if self.fetch else None,
+                self.eprints_bulk,
+            ]
         )
 
 

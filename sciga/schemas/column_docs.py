@@ -151,7 +151,8 @@ COLUMNS: dict[str, dict[str, str]] = {
         "provenance": "where the record came from and what made it",
         "provenance.source": "`ar5iv`, `arxiv_html`, `local`, `sample`, `ar5iv_dump`, ...",
         "provenance.url": "URL of the page, when known",
-        "provenance.input_uri": "the input file the paper was built from",
+        "provenance.input_uri": "the input file the paper was built from, relative to the `--input` folder (or bucket "
+        "path) it was found under; never the build machine's absolute path",
         "provenance.content_sha256": "SHA-256 of the page's bytes",
         "provenance.generator": "`LaTeXML` or `LaTeXML oxide`",
         "provenance.generator_version": "the generator's version (`0.8.7`)",
@@ -187,8 +188,10 @@ COLUMNS: dict[str, dict[str, str]] = {
         "image_kind": "kind of the row's image (see `image.kind` of the papers config)",
         "image_source": "`html`, `tex` (recovered from the e-print) or `ga_manifest`",
         "image_url": "absolute URL of the image when the page's location is known",
-        "image_uri": "where the image file was read from, or where it was looked for when it was not found (an "
-        "absolute path or URL of the build machine); null for a figure that names no file. For "
+        "image_uri": "where the image file was read from, or where it was looked for when it was not found: a "
+        "path relative to the input folder it lies under (a file outside every input folder, such as a GA "
+        "image `--ga-allow-outside` let the build read: its base name alone); null for a figure that names "
+        "no file. For "
         "`rasterized_svg` the SVG the PNG was drawn from: the `.svg` file, or `<page>#<svg element id>` for "
         "a drawing inline in the page",
         "width": "decoded width in pixels (null until the image decoded)",
@@ -233,7 +236,7 @@ COLUMNS: dict[str, dict[str, str]] = {
         "stage": "the stage that failed (see Troubleshooting)",
         "error_type": "short machine-readable reason (see Troubleshooting)",
         "message": "one sentence naming the input, what was wrong and what to do",
-        "input_uri": "the input that failed",
+        "input_uri": "the input that failed, relative to the `--input` folder it was found under",
         "scope": "`input`: the input gave no paper (inputs = papers + these); `part`: one part of a kept paper "
         "failed (e.g. an unsafe e-print: the paper is built without TeX recovery)",
     },

@@ -57,8 +57,9 @@ def figures_of(out: Path) -> list[dict]:
     return rows
 
 
-def dead_of(out: Path) -> dict[str, dict]:
-    return {d["input_uri"]: d for d in build_rows(out)[1]}
+def dead_of(out: Path, root: Path) -> dict[str, dict]:
+    """The dead letters by the absolute path of their input (``root``: the --input folder)."""
+    return {d["input_uri"]: d for d in build_rows(out, root)[1]}
 
 
 # ------------------------------------------------------------------ 1. links out of the input
@@ -83,7 +84,7 @@ def test_links_out_of_the_input_are_refused_and_nothing_outside_is_read(mut, tmp
         f for f in figures_of(out) if f["paper_id"] == pid and (f["image_error"] or "").startswith("outside_input")
     ]
     assert [(f["image_status"], f["image"]) for f in linked] == [("outside_input", None)], linked
-    dead = dead_of(out)
+    dead = dead_of(out, mut.inp)
     page = next(p.uri for p in mut.planted if p.kind == "page_link_out")
     assert dead[page]["error_type"] == "outside_input" and "leads outside its folder" in dead[page]["message"]
     assert str(mut.canary_html) not in dead[page]["message"], "the link's target is not named (rows may be published)"
@@ -111,7 +112,7 @@ def test_any_name_the_file_system_allows_round_trips(mut, tmp_path):
     for kind in ("name_newline", "name_chain", "name_unicode_space", "name_long", "name_leading_dash"):
         getattr(mut, kind)()
     build_checked(mut, tmp_path / "out")
-    papers, dead = build_rows(tmp_path / "out")
+    papers, dead = build_rows(tmp_path / "out", mut.inp)
     assert not dead, dead
     assert sorted(p["input_uri"] for p in papers) == sorted(
         mut.listed()
@@ -127,7 +128,7 @@ def test_a_sidecar_of_the_wrong_type_is_a_dead_letter_naming_the_field(mut, tmp_
     planted = mut.planted[-1]
     Path(planted.uri).with_name(Path(planted.uri).stem + ".meta.json").write_text(json.dumps({"id": 12345}))
     build_checked(mut, tmp_path / "out")
-    d = dead_of(tmp_path / "out")[planted.uri]
+    d = dead_of(tmp_path / "out", mut.inp)[planted.uri]
     assert (d["stage"], d["error_type"]) == ("read", "bad_metadata")
     assert "field 'id' must be text, not a number (12345)" in d["message"], d["message"]
 
@@ -149,7 +150,7 @@ def test_fifos_and_link_loops_never_hang_and_a_page_is_listed_once(mut, tmp_path
         getattr(mut, kind)()
     r = build_checked(mut, tmp_path / "out", timeout=300)
     assert r.seconds < 240
-    papers, _ = build_rows(tmp_path / "out")
+    papers, _ = build_rows(tmp_path / "out", mut.inp)
     loop = next(p.uri for p in mut.planted if p.kind == "link_loops")
     assert [p["input_uri"] for p in papers].count(loop) == 1
 
@@ -216,7 +217,7 @@ def test_a_gzip_bomb_page_is_refused_within_the_memory_bound(mut, tmp_path):
     bomb = mut.planted[-1].uri
     assert Path(bomb).stat().st_size < 2 * 1024 * 1024
     build_checked(mut, tmp_path / "out", rss_bound=int(1.5 * GB))
-    assert dead_of(tmp_path / "out")[bomb]["error_type"] == "too_large"
+    assert dead_of(tmp_path / "out", mut.inp)[bomb]["error_type"] == "too_large"
 
 
 @pytest.mark.parametrize("chars", [100_000, 200_000])
@@ -551,7 +552,7 @@ def test_pages_behind_a_folder_link_out_long_paths_bad_names_and_dump_members_ar
         getattr(mut, kind)()
     out = tmp_path / "out"
     build_checked(mut, out)
-    dead = dead_of(out)
+    dead = dead_of(out, mut.inp)
     linked = next(p.uri for p in mut.planted if p.kind == "folder_link_out")
     assert dead[linked]["message"].endswith(
         "lies behind a link to a folder outside the input, so it was not read; copy the folder into the input "
@@ -611,11 +612,9 @@ def test_s3_keys_with_double_colons_round_trip_and_a_key_ending_in_a_slash_is_a_
         server.stop()
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
     papers, dead = build_rows(out)
-    assert sorted(p["input_uri"] for p in papers) == [
-        "s3://pages/in/2490.00001.html",
-        "s3://pages/in/a::b/2490.00002::x.html",
-    ]
-    assert [(d["input_uri"], d["error_type"]) for d in dead] == [("s3://pages/in/2490.00003.html/", "bad_name")]
+    # published relative to the bucket path given as --input (issue 41 item 8)
+    assert sorted(p["input_uri"] for p in papers) == ["2490.00001.html", "a::b/2490.00002::x.html"]
+    assert [(d["input_uri"], d["error_type"]) for d in dead] == [("2490.00003.html/", "bad_name")]
     assert "key ends in '/'" in dead[0]["message"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["inputs"]["count"] == 3 and manifest["reconciled"]
@@ -633,10 +632,7 @@ def test_gcs_object_names_with_double_colons_round_trip(gcs_server, tmp_path):
     r = run_watched(sciga_cmd("build", "--input", "gs://sciga-colons/in", "--output", str(out), "--quiet"), 300)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
     papers, dead = build_rows(out)
-    assert not dead and sorted(p["input_uri"] for p in papers) == [
-        "gs://sciga-colons/in/2490.00001::v.html",
-        "gs://sciga-colons/in/2490.00002.html",
-    ]
+    assert not dead and sorted(p["input_uri"] for p in papers) == ["2490.00001::v.html", "2490.00002.html"]
 
 
 # ------------------------------------------------------------------ issue 43: :: and NUL, GA paths that lead out
@@ -717,14 +713,16 @@ def test_an_input_never_takes_another_papers_place_and_confusable_ids_are_one_pa
         mut.confusable_id()
     out = tmp_path / "out"
     build_checked(mut, out)
-    dead = dead_of(out)
+    dead = dead_of(out, mut.inp)
     liar = next(p for p in mut.planted if p.kind == "impostor_sidecar" and p.expect == "dead")
     genuine = next(p for p in mut.planted if p.kind == "impostor_sidecar" and p.kept)
     msg = dead[liar.uri]["message"]
     assert f"is named for paper {Path(liar.uri).stem}" in msg and f"says it is {genuine.paper_id}" in msg, msg
     unnamed = next(p for p in mut.planted if p.kind == "impostor_unnamed" and p.expect == "dead")
     kept = next(p for p in mut.planted if p.kind == "impostor_unnamed" and p.kept)
-    assert unnamed.uri in dead[unnamed.uri]["message"] and kept.uri in dead[unnamed.uri]["message"]
+    said = dead[unnamed.uri]["message"]  # the inputs named relative to --input (issue 41 item 8)
+    assert os.path.relpath(unnamed.uri, mut.inp) in said and os.path.relpath(kept.uri, mut.inp) in said, said
+    assert str(mut.inp) not in said
     papers, _ = build_rows(out)
     ids = [p["id"] for p in papers]
     assert len(ids) == len(set(ids)) and all(i.isascii() and ".." not in i and "/" not in i for i in ids), ids
@@ -766,7 +764,7 @@ def test_pages_with_huge_row_counts_are_bounded_and_a_repeated_image_is_stored_o
     r = run_watched(sciga_cmd("build", "--input", str(inp), "--output", str(out), "--workers", "1", "--quiet"), 600)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
     assert r.peak_rss < 1.5 * GB, f"peak RSS {r.peak_rss / GB:.2f} GB"
-    dead = dead_of(out)
+    dead = dead_of(out, inp)
     assert {dead[str(p)]["error_type"] for p in (refused_refs, refused_figs)} == {"too_many_rows"}
     manifest = json.loads((out / "manifest.json").read_text())
     import pyarrow.parquet as pq

@@ -88,19 +88,20 @@ def test_images_the_oxide_way_and_svg_figures_rasterized(built):
     figs = {f["id"]: f for f in _rows(built, "figures")}
     f1 = figs["2410.00260_F1"]
     assert (f1["image_status"], f1["width"], f1["height"]) == ("embedded", 476, 200)
-    assert f1["image_uri"].endswith("/2410.00260v2/latex/fig1_new.png")  # <id>vN/path against the page's folder
+    # <id>vN/path against the page's folder, published relative to --input (issue 41 item 8)
+    assert f1["image_uri"] == "2410.00260v2/latex/fig1_new.png"
     assert f1["image_url"] == "https://arxiv.org/html/2410.00260v2/latex/fig1_new.png"  # and against arXiv
     assert figs["2410.00260_F4"]["image_status"] == "in_subfigures"
     assert [figs[f"2410.00260_F4.{i}"]["image_status"] for i in (1, 2)] == ["embedded", "embedded"]
     for fid, svg_id in (("2410.00260_F2", "S2.F2"), ("2410.00260_F5", "A2.F5")):
         f = figs[fid]
         assert (f["image_status"], f["image_kind"]) == ("rasterized_svg", "inline_svg")
-        assert f["image_uri"].endswith(f"/2410.00260v2.html#{svg_id}")  # the SVG is in the page, in that element
+        assert f["image_uri"] == f"2410.00260v2.html#{svg_id}"  # the SVG is in the page, in that element
         assert Image.open(io.BytesIO(f["image"]["bytes"])).format == "PNG"
         assert max(f["width"], f["height"]) <= 2048 and f["phash"]
     closure = figs["2609.03768_F3"]
     assert (closure["image_status"], closure["image_kind"]) == ("rasterized_svg", "svg")
-    assert closure["image_uri"].endswith("/svgfile/2609.03768v1/fig_closure.svg")  # the SVG file, kept
+    assert closure["image_uri"] == "svgfile/2609.03768v1/fig_closure.svg"  # the SVG file, kept
     assert (closure["width"], closure["height"]) == (653, 501)
     assert Image.open(io.BytesIO(closure["image"]["bytes"])).format == "PNG"
 

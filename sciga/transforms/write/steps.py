@@ -51,6 +51,7 @@ from sciga.transforms.write.finalize import read_members
 from sciga.transforms.write.layout import ShardLayout
 from sciga.transforms.write.parquet_splice import Footer, Piece, SpliceError, read_footer
 from sciga.transforms.write.part_writer import PartWriter, cut_parts, part_path, write_sidecar, writer_shape
+from sciga.transforms.write.published_uri import publish_dead_letter_row, publish_table
 from sciga.transforms.write.shard_names import SORT_KEYS
 
 log = logging.getLogger("sciga.write")
@@ -73,6 +74,9 @@ class WriteOptions:
     # rebuilds from the stored results without computing any paper again.
     licences: str = "all"
     assume_licence: Optional[str] = None  # the licence of a paper that has none (--assume-licence)
+    # The folders the build read from (``published_uri.normalize_roots``): the shards say
+    # every input and image path relative to them, never the machine's absolute location.
+    published_roots: tuple[str, ...] = ()
 
 
 # ------------------------------------------------------------------ results into the store
@@ -461,6 +465,8 @@ def part_fingerprint(config: str, members: list, options: WriteOptions) -> str:
             options.max_image_bytes,
             lay.row_group_rows,
             lay.row_group_bytes,
+            # the roots the paths are published against: another root, other path strings
+            list(options.published_roots),
             [[m.paper_id, m.key, m.digest] for m in members],
         ],
         separators=(",", ":"),
@@ -877,10 +883,12 @@ class WritePartStep(Step):
             if config == "papers":
                 table = shape_papers_table(table, it.withheld, it.assumed_licence)
             if config == "figures":
+                # images are read from the stored (absolute) image_uri, then it is published
                 table, embedded = _with_images(table, o.no_images, o.max_image_bytes)
                 _merge(counts, _figure_counts(table, embedded))
             elif config == "papers":
                 _merge(counts, _paper_counts(table, it))
+            table = publish_table(config, table, o.published_roots)
         if card is not None:
             card.add(table, it.digest if it.key else None)
         writer.add(table, size[1] if size is not None else None)
@@ -917,7 +925,10 @@ class WritePartStep(Step):
 
     def _dead_letter_part(self, group: int, items: list) -> PartInfo:
         o = self.options
-        rows = sorted((dead_letter_row(it.dead) for it in items), key=SORT_KEYS["dead_letter"])
+        rows = sorted(
+            (publish_dead_letter_row(dead_letter_row(it.dead), o.published_roots) for it in items),
+            key=SORT_KEYS["dead_letter"],
+        )
         counts: dict[str, int] = {}
         for it in items:
             scope = it.dead.scope or "input"
