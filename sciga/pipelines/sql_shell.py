@@ -94,7 +94,7 @@ def open_build(
     ``memory_limit`` / ``spill_dir``: DuckDB's limit and the folder it spills to beyond it."""
     from sciga.explore.views import connect
 
-    config = {}
+    config: dict[str, str | bool | int | float | list[str]] = {}
     if memory_limit:
         config["memory_limit"] = memory_limit
     if spill_dir:
