@@ -253,6 +253,7 @@ def read_commands(
                 "--dry-run",
                 "--max-missing-image-rate",
                 "1",
+                "--allow-any-licence",  # the corpus pages' licences are unknown (the licence check, issue 46)
             ),
             hub_env,
             (0,),

@@ -1,11 +1,21 @@
 """`sciga sql OUT ["SELECT ..."]`: DuckDB over a build's shards, configs and task views pre-registered.
 
 With a query (or ``--view NAME``, with ``--param NAME=VALUE`` for the view's parameters)
-it prints or exports the result (``--format table|csv|json|parquet``, ``--output FILE``); without one it starts a small line-based
+it prints or exports the result (``--format table|csv|json|parquet``, ``--output FILE``; the
+default is the table on a terminal and CSV when standard output is a pipe or a file, so
+``sciga sql OUT "..." | cut -d, -f1`` reads plain rows); without one it starts a small line-based
 shell: statements end with ``;``, ``.views`` lists the registered views, ``.schema NAME``
 shows one, ``.quit`` leaves. OUT may be a local folder, any fsspec path, or a published
 dataset on the Hub, ``hf://datasets/ORG/NAME@v1.2.0`` (read through huggingface_hub's
 filesystem, so no DuckDB extension has to be downloaded).
+
+Memory stays flat as the build grows (issue 47): the configs are views over the Parquet
+shards (nothing is loaded), DuckDB works under ``--memory-limit`` and spills beyond it to a
+temporary folder (removed afterwards), and a csv/json/parquet result is streamed by
+``COPY (query) TO ...`` into the file, Parquet in row groups of ``PARQUET_ROW_GROUP_ROWS``
+rows (DuckDB's default, 122,880 rows, held a row group of whole papers in memory). Rows keep
+their order (insertion order is preserved: an export of ``papers`` lists the shards' rows as
+they are, the same on every run).
 """
 
 from __future__ import annotations
@@ -22,7 +32,15 @@ import duckdb
 from sciga.pipelines.arg_types import positive_int
 
 FORMATS = ("table", "csv", "json", "parquet")
-COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet, COMPRESSION zstd"}
+PARQUET_ROW_GROUP_ROWS = 2048  # a papers row holds a whole paper's text: a row group is the writer's buffer
+PARQUET_ROW_GROUP_BYTES = "64MB"  # and a cap in bytes for the widest rows
+COPY_OPTIONS = {
+    "csv": "FORMAT csv, HEADER true",
+    "json": "FORMAT json",
+    "parquet": f"FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {PARQUET_ROW_GROUP_ROWS}, "
+    f"ROW_GROUP_SIZE_BYTES '{PARQUET_ROW_GROUP_BYTES}'",
+}
+DEFAULT_MEMORY_LIMIT = "512MB"
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -38,7 +56,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "--format",
         choices=FORMATS,
         default=None,
-        help="table (default on a terminal), csv, json (one object per line) or parquet (needs --output)",
+        help="table (default on a terminal), csv (default when standard output is a pipe or a file, "
+        "and with --output FILE.csv), json (one object per line) or parquet (needs --output)",
     )
     ap.add_argument("--output", metavar="FILE", help="write the result here instead of standard output")
     ap.add_argument("--max-rows", type=positive_int, default=40, help="rows shown by the table format (default 40)")
@@ -51,18 +70,39 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
         "(or VIEW.NAME=VALUE); repeatable. --list-params shows them",
     )
     ap.add_argument(
+        "--memory-limit",
+        default=DEFAULT_MEMORY_LIMIT,
+        metavar="SIZE",
+        help=f"DuckDB's memory limit; it spills to a temporary folder beyond it (default {DEFAULT_MEMORY_LIMIT})",
+    )
+    ap.add_argument(
         "--list-params", action="store_true", help="list every task view parameter with its default and exit"
     )
 
 
-def open_build(out: str, params: Optional[dict] = None, view: Optional[str] = None) -> duckdb.DuckDBPyConnection:
+def open_build(
+    out: str,
+    params: Optional[dict] = None,
+    view: Optional[str] = None,
+    memory_limit: Optional[str] = None,
+    spill_dir: Optional[str] = None,
+) -> duckdb.DuckDBPyConnection:
     """A connection with the build's configs and task views registered (and view
     parameters set: ``{"min_ratio": "1.2"}`` with ``view``, or ``{"VIEW.NAME": ...}``).
     A remote OUT (gs://, s3://, hf://datasets/ORG/NAME@REV ...) is read through its fsspec
-    filesystem: no DuckDB extension is downloaded, the user's own login is used."""
+    filesystem: no DuckDB extension is downloaded, the user's own login is used.
+    ``memory_limit`` / ``spill_dir``: DuckDB's limit and the folder it spills to beyond it."""
     from sciga.explore.views import connect
 
-    return connect(out, params=params, view=view)
+    config: dict[str, str | bool | int | float | list[str]] = {}
+    if memory_limit:
+        config["memory_limit"] = memory_limit
+    if spill_dir:
+        config["temp_directory"] = spill_dir
+    con = duckdb.connect(config=config) if config else None
+    if con is not None:
+        con.execute("SET enable_progress_bar = false")  # it would print to stdout on a long query
+    return connect(out, con=con, params=params, view=view)
 
 
 def params_text() -> str:
@@ -105,7 +145,16 @@ def _materialize(con: duckdb.DuckDBPyConnection, query: str) -> Optional[int]:
 def export(
     con: duckdb.DuckDBPyConnection, query: str, fmt: str, output: Optional[str], stream: TextIO, max_rows: int = 40
 ) -> int:
-    """Run ``query`` and write the result; returns the number of rows."""
+    """Run ``query`` and write the result; returns the number of rows. A csv/json/parquet
+    result is streamed into the file by ``COPY (query) TO`` (nothing held but DuckDB's
+    buffers); the table is a temp table (it spills beyond the connection's memory limit)."""
+    if fmt != "table":
+        if fmt == "parquet" and output is None:
+            raise SystemExit("sciga sql: --format parquet writes binary data; give --output FILE.")
+        try:
+            return _copy(con, f"({query})", fmt, output, stream)
+        except duckdb.ParserException:
+            pass  # not a query (SET ..., CREATE VIEW ..., COPY ...): run as before, below
     n = _materialize(con, query)
     if n is None:
         return 0
@@ -121,8 +170,12 @@ def export(
             with fsspec.open(output, "w", encoding="utf-8") as f:  # a local file or gs://...
                 f.write(con.execute("SELECT * FROM _sciga_result").df().to_string(index=False) + "\n")
         return n
-    if fmt == "parquet" and output is None:
-        raise SystemExit("sciga sql: --format parquet writes binary data; give --output FILE.")
+    _copy(con, "_sciga_result", fmt, output, stream)
+    return n
+
+
+def _copy(con: duckdb.DuckDBPyConnection, source: str, fmt: str, output: Optional[str], stream: TextIO) -> int:
+    """``COPY source TO output`` (or to a temporary file copied to ``stream``); the row count."""
     target = output
     tmpdir = None
     if target is None:
@@ -130,14 +183,14 @@ def export(
         target = os.path.join(tmpdir, f"result.{fmt}")
     try:
         quoted = target.replace("'", "''")
-        con.execute(f"COPY _sciga_result TO '{quoted}' ({COPY_OPTIONS[fmt]})")
+        row = con.execute(f"COPY {source} TO '{quoted}' ({COPY_OPTIONS[fmt]})").fetchone()
         if output is None:
             with open(target, encoding="utf-8") as f:
                 shutil.copyfileobj(f, stream)
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
-    return n
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def repl(con: duckdb.DuckDBPyConnection, stdin: TextIO, stdout: TextIO, fmt: str = "table", max_rows: int = 40) -> int:
@@ -206,19 +259,34 @@ def run(args, rest=None) -> int:
         from sciga.transforms.common.storage import check_location
 
         check_location(args.out)
+    spill = tempfile.mkdtemp(prefix="sciga-sql-spill-")
     try:
-        con = open_build(args.out, parse_param_args(args.param), args.view)
-    except ViewParamError as e:
-        print(f"sciga sql: --param: {e}.", file=sys.stderr)
-        return 2
-    if args.output:
-        from sciga.transforms.common.storage import register_filesystems
+        try:
+            con = open_build(args.out, parse_param_args(args.param), args.view, args.memory_limit, spill)
+        except ViewParamError as e:
+            print(f"sciga sql: --param: {e}.", file=sys.stderr)
+            return 2
+        except duckdb.Error as e:  # --memory-limit 12 parsecs
+            print(f"sciga sql: --memory-limit {args.memory_limit}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 2
+        if args.output:
+            from sciga.transforms.common.storage import register_filesystems
 
-        register_filesystems(con, [args.output])  # COPY ... TO 'gs://...' goes through fsspec too
-    try:
-        return _run_query(con, args)
+            register_filesystems(con, [args.output])  # COPY ... TO 'gs://...' goes through fsspec too
+        try:
+            return _run_query(con, args)
+        finally:
+            con.close()  # closes the remote files it opened before the interpreter goes
     finally:
-        con.close()  # closes the remote files it opened before the interpreter goes
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    """True when ``stream`` is a terminal (the table is for a person; a pipe gets CSV)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _run_query(con: duckdb.DuckDBPyConnection, args) -> int:
@@ -227,7 +295,11 @@ def _run_query(con: duckdb.DuckDBPyConnection, args) -> int:
 
         raise UserError(f"--view {args.view} is not a view of this build; the views are {', '.join(view_names(con))}.")
     query = args.query or (f"SELECT * FROM {args.view}" if args.view else None)
-    fmt = args.format or ("table" if (args.output is None) else os.path.splitext(args.output)[1].lstrip(".") or "csv")
+    fmt = args.format or (
+        ("table" if _is_terminal(sys.stdout) else "csv")
+        if args.output is None
+        else os.path.splitext(args.output)[1].lstrip(".") or "csv"
+    )
     if fmt not in FORMATS:
         fmt = "csv"
     if query is None:

@@ -55,7 +55,10 @@ def test_sql_exports_parquet_with_image_bytes_intact(sample_build, tmp_path, cap
 
 
 def test_sql_table_format_and_errors(sample_build, capsys):
-    assert main(["sql", str(sample_build), "SELECT id FROM figures ORDER BY id", "--max-rows", "3"]) == 0
+    assert (
+        main(["sql", str(sample_build), "SELECT id FROM figures ORDER BY id", "--max-rows", "3", "--format", "table"])
+        == 0
+    )
     out = capsys.readouterr().out
     n = len(read_rows(sample_build, "figures"))
     assert "2511.99001_F1" in out and f"({n} rows, 3 shown" in out
