@@ -71,6 +71,7 @@ EXTRAS = {
     # jsonschema: the Flex Template spec against its schema (docker/flex-template/spec.schema.json).
     "test": [
         "pytest>=8",
+        "pytest-xdist>=3.5",  # the suite runs in 2 processes (README: -n 2): most tests wait on one subprocess
         "hypothesis>=6.100",
         "beautifulsoup4>=4.12",
         "aiohttp>=3.9",

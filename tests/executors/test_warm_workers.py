@@ -46,9 +46,20 @@ def _warm_processes(tmp: Path) -> list:
     ]
 
 
-def test_a_two_worker_build_starts_its_workers_warm_and_writes_the_same_bytes(tmp_path):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+@pytest.fixture
+def short_tmp():
+    """A TMPDIR with a short path: the warm process's socket lives in it, and a socket path
+    must fit sockaddr_un (pytest's tmp_path under xdist, ``.../popen-gw1/<test name>/``, is
+    too long, and the build then starts Beam's workers cold, as it should)."""
+    import shutil
+
+    folder = Path(tempfile.mkdtemp(prefix="ww-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_two_worker_build_starts_its_workers_warm_and_writes_the_same_bytes(tmp_path, short_tmp):
+    tmp = short_tmp
     runs = {}
     for name, env in (("warm", {}), ("beam", {warm_workers.WARM_ENV: "0"})):
         out = tmp_path / name
@@ -120,11 +131,10 @@ def test_a_client_with_no_warm_process_becomes_beams_worker(tmp_path):
     assert "sdk_worker_main" in r.stderr, r.stderr[-2000:]
 
 
-def test_the_warm_process_ends_with_its_launcher_and_a_later_build_clears_its_folder(tmp_path):
+def test_the_warm_process_ends_with_its_launcher_and_a_later_build_clears_its_folder(short_tmp):
     """A launcher killed outright (SIGKILL: no cleanup runs) leaves no warm process behind
     for long; the folder it leaves in TMPDIR is removed by the next build's warm process."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp
     code = (
         "import sys, time; from sciga.executors.warm_workers import WarmWorkers; "
         "w = WarmWorkers('none').start(); print(w.proc.pid, flush=True); time.sleep(600)"

@@ -52,7 +52,7 @@ def test_readme_two_commands_are_unchanged():
             "bash scripts/setup.sh && source .venv/bin/activate && sciga build --sample --output out/sample\n"
             "\n"
             "# 2. run the tests (what CI runs, in the activated .venv; CI also runs `bash scripts/lint.sh`)\n"
-            "python -m pytest -q\n"
+            "python -m pytest -q -n 2\n"
         ),
     )
 
