@@ -11,12 +11,15 @@ request is recorded (method, path; never headers) so tests can assert what was s
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -460,3 +463,41 @@ class FakeHub:
             return 206, h, part
         h["Content-Length"] = str(len(data))
         return 200, h, data
+
+
+# ------------------------------------------------------------------ using it from a test
+
+
+@contextlib.contextmanager
+def served_hub(monkeypatch, tmp_path: Path, token: str):
+    """A FakeHub that huggingface_hub in this process talks to: the test's token, an HF_HOME
+    of its own (never the user's stored login), no HF_ENDPOINT from outside, and Xet off (the
+    real Hub stores large files with Xet; this server speaks the LFS protocol that
+    huggingface_hub uses when Xet is off)."""
+    import huggingface_hub.constants as hf_constants
+
+    server = FakeHub(token).start()
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)  # training code may have set TRANSFORMERS_OFFLINE
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def hub_subprocess_env(hub: FakeHub, token: str, tmp_path: Path, pythonpath: Path) -> dict:
+    """The environment of a `sciga` subprocess that talks to ``hub`` with ``token`` (which
+    can write: a test that checks a command writes nothing must not rely on it being unable)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(
+        HF_ENDPOINT=hub.url,
+        HF_TOKEN=token,
+        HF_HOME=str(tmp_path / "hf_home_sub"),
+        HF_HUB_DISABLE_XET="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        PYTHONPATH=str(pythonpath),
+    )
+    return env

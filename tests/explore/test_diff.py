@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hub_fixtures import FakeHub
+from hub_fixtures import served_hub
 from quality_fixtures import edit_manifest, read_rows, rewrite_shard, shard
 
 from sciga.schemas.version import BUILDER_VERSION
@@ -321,16 +321,8 @@ def test_a_gs_build_against_its_local_twin_is_empty(gs_sample_build, local_sampl
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    import huggingface_hub.constants as hf_constants
-
-    server = FakeHub(TOKEN).start()
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)  # training code may have set TRANSFORMERS_OFFLINE
-    yield server
-    server.stop()
+    with served_hub(monkeypatch, tmp_path, TOKEN) as server:
+        yield server
 
 
 def hub_env(hub, tmp_path) -> dict:

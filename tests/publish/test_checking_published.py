@@ -11,12 +11,11 @@ and `sciga stats` on hf:// in a subprocess against the loopback Hub (tests/hub_f
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
-from hub_fixtures import FakeHub
+from hub_fixtures import hub_subprocess_env, served_hub
 from quality_fixtures import ROOT
 
 from sciga.pipelines.cli import main
@@ -27,29 +26,20 @@ REPO = "sciga-org/checked"
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    import huggingface_hub.constants as hf_constants
-
-    server = FakeHub(TOKEN).start()
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-    yield server
-    server.stop()
+    with served_hub(monkeypatch, tmp_path, TOKEN) as server:
+        yield server
 
 
 def _env(hub, tmp_path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     # The token can write: a checking command must not, even when it could.
-    env.update(
-        HF_ENDPOINT=hub.url,
-        HF_TOKEN=TOKEN,
-        HF_HOME=str(tmp_path / "hf_home_sub"),
-        HF_HUB_DISABLE_XET="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-        PYTHONPATH=str(ROOT),
+    return hub_subprocess_env(hub, TOKEN, tmp_path, ROOT)
+
+
+def _publish(build, version: str, hub) -> int:
+    # the sample's papers carry mixed licences: a public repo takes them only on the user's word
+    return main(
+        ["publish", str(build), "--repo-id", REPO, "--version", version, "--endpoint", hub.url, "--allow-any-licence"]
     )
-    return env
 
 
 def _snapshot(hub) -> tuple:
@@ -63,22 +53,7 @@ def _snapshot(hub) -> tuple:
 
 
 def test_validate_and_stats_on_the_hub_write_nothing_there_and_a_published_version_passes(hub, build_copy, tmp_path):
-    assert (
-        main(
-            [
-                "publish",
-                str(build_copy),
-                "--repo-id",
-                REPO,
-                "--version",
-                "v1.0.0",
-                "--endpoint",
-                hub.url,
-                "--allow-any-licence",
-            ]
-        )
-        == 0
-    )
+    assert _publish(build_copy, "v1.0.0", hub) == 0
     published = hub.files_at(REPO, "v1.0.0")
     assert "manifest.json" in published  # what the gate needs travels with the data
     before, n_requests = _snapshot(hub), len(hub.requests)
@@ -121,22 +96,7 @@ def test_the_published_manifest_names_no_machine_path_and_changes_only_with_the_
     """The manifest that travels keeps the build's facts about the data and leaves out the
     run's (seconds, timestamps, runner) and the machine's (absolute paths of option files):
     a rebuild of the same data publishes the same bytes, so a new version is only a tag."""
-    assert (
-        main(
-            [
-                "publish",
-                str(build_copy),
-                "--repo-id",
-                REPO,
-                "--version",
-                "v1.0.0",
-                "--endpoint",
-                hub.url,
-                "--allow-any-licence",
-            ]
-        )
-        == 0
-    )
+    assert _publish(build_copy, "v1.0.0", hub) == 0
     text = hub.files_at(REPO, "v1.0.0")["manifest.json"].decode()
     published = json.loads(text)
     local = json.loads((build_copy / "manifest.json").read_text())
@@ -153,21 +113,6 @@ def test_the_published_manifest_names_no_machine_path_and_changes_only_with_the_
     from quality_fixtures import edit_manifest
 
     edit_manifest(build_copy, rerun)
-    assert (
-        main(
-            [
-                "publish",
-                str(build_copy),
-                "--repo-id",
-                REPO,
-                "--version",
-                "v1.1.0",
-                "--endpoint",
-                hub.url,
-                "--allow-any-licence",
-            ]
-        )
-        == 0
-    )
+    assert _publish(build_copy, "v1.1.0", hub) == 0
     repo = hub.repos[("dataset", REPO)]
     assert repo.tags["v1.1.0"][0] == repo.tags["v1.0.0"][0]  # only a tag: nothing that travels changed

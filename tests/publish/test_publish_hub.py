@@ -15,7 +15,7 @@ import sys
 
 import pyarrow.parquet as pq
 import pytest
-from hub_fixtures import FakeHub
+from hub_fixtures import hub_subprocess_env, served_hub
 from quality_fixtures import ROOT, edit_manifest, rewrite_shard, shard
 
 from sciga.explore.dataset_card import read_front_matter
@@ -28,17 +28,8 @@ REPO = "sciga-org/sample"
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    import huggingface_hub.constants as hf_constants
-
-    server = FakeHub(TOKEN).start()
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))  # never the user's stored login
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    # The real Hub stores large files with Xet; the loopback server speaks the LFS protocol
-    # that huggingface_hub uses when Xet is off.
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-    yield server
-    server.stop()
+    with served_hub(monkeypatch, tmp_path, TOKEN) as server:
+        yield server
 
 
 def publish(build, version, hub, *extra):
@@ -271,16 +262,7 @@ def test_private_repo_is_private(hub, build_copy):
 
 
 def _hub_env(hub, tmp_path) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    env.update(
-        HF_ENDPOINT=hub.url,
-        HF_TOKEN=TOKEN,
-        HF_HOME=str(tmp_path / "hf_home_sub"),
-        HF_HUB_DISABLE_XET="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-        PYTHONPATH=str(ROOT),
-    )
-    return env
+    return hub_subprocess_env(hub, TOKEN, tmp_path, ROOT)
 
 
 # Loads every config four ways (local folder, local streaming, Hub, Hub streaming) and prints

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hub_fixtures import FakeHub
+from hub_fixtures import served_hub
 
 from sciga.explore.dataset_card import read_front_matter
 from sciga.pipelines.cli import main
@@ -19,15 +19,8 @@ TOKEN = "hf_sciga_TEST_token_licences_0a1b2c"
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    import huggingface_hub.constants as hf_constants
-
-    server = FakeHub(TOKEN).start()
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.setattr(hf_constants, "HF_HUB_DISABLE_XET", True)
-    yield server
-    server.stop()
+    with served_hub(monkeypatch, tmp_path, TOKEN) as server:
+        yield server
 
 
 def publish(build, repo, hub, *extra):
