@@ -241,20 +241,20 @@ def input_roots(specs: list[str]) -> tuple[str, ...]:
     wildcard): where a GA manifest's paths may also lie. A single file given as --input (a
     page, an ar5iv dump) names no folder: the folder it sits in was not given, and may hold
     anything (a GA path into it stays outside)."""
+    from sciga.transforms.write.published_uri import spec_root
+
+    return tuple(dict.fromkeys(spec_root(spec) for spec in specs if not _names_one_file(spec)))
+
+
+def _names_one_file(spec: str) -> bool:
+    """An --input that is one file, not a folder or a glob (``spec_root`` gives its folder)."""
     from sciga.transforms.common.input_files import is_local, local_path
 
-    roots = []
-    for spec in specs:
-        parts = spec.split("/")
-        wild = next((i for i, part in enumerate(parts) if any(ch in part for ch in "*?[")), None)
-        if wild is not None:
-            roots.append("/".join(parts[:wild]) or ("/" if spec.startswith("/") else "."))
-        elif is_local(spec):
-            if os.path.isdir(local_path(spec)):
-                roots.append(local_path(spec))
-        elif "." not in spec.rstrip("/").rsplit("/", 1)[-1]:
-            roots.append(spec.rstrip("/"))
-    return tuple(dict.fromkeys(roots))
+    if any(ch in spec for ch in "*?["):
+        return False
+    if is_local(spec):
+        return not os.path.isdir(local_path(spec))
+    return "." in spec.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _locations(flags: BuildFlags, specs: list[str]) -> list[tuple[str, str]]:
