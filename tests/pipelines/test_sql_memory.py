@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.quality.test_gate_memory import write_build
+from tests.quality.test_gate_memory import child_result, write_build
 
 pytestmark = pytest.mark.e2e
 
@@ -39,15 +38,7 @@ def _env() -> dict:
 
 def export_peak(build: Path, target: Path) -> dict:
     """The export in a process of its own: its peak RSS (the kernel's, not sampled)."""
-    proc = subprocess.run(
-        [sys.executable, "-c", EXPORT, str(build), str(target), MEMORY_LIMIT],
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child_result(EXPORT, str(build), str(target), MEMORY_LIMIT)
 
 
 def test_exporting_ten_times_the_papers_takes_the_same_memory(tmp_path):

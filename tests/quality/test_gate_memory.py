@@ -134,11 +134,12 @@ print(json.dumps({"peak_mb": peak, "rows": r.rows, "failed": [(c.table, c.column
 """
 
 
-def gate_peak(out: Path) -> dict:
-    """The gate in a process of its own: its peak RSS (the kernel's, not sampled) and rows."""
+def child_result(code: str, *args: str) -> dict:
+    """Run ``code`` in a fresh interpreter (so that its peak RSS is its own) and return the
+    JSON of its last line of output."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run(
-        [sys.executable, "-c", GATE, str(out), str(BATCH_ROWS), MEMORY_LIMIT],
+        [sys.executable, "-c", code, *args],
         env=env,
         capture_output=True,
         text=True,
@@ -146,6 +147,11 @@ def gate_peak(out: Path) -> dict:
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def gate_peak(out: Path) -> dict:
+    """The gate in a process of its own: its peak RSS (the kernel's, not sampled) and rows."""
+    return child_result(GATE, str(out), str(BATCH_ROWS), MEMORY_LIMIT)
 
 
 def test_the_gate_checks_ten_times_the_rows_in_the_same_memory(tmp_path):
