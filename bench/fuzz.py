@@ -153,9 +153,11 @@ def main(argv=None) -> int:
                 problems.append(f"opened outside the input: {touched}")
             if (out / "manifest.json").exists():
                 problems += (
-                    bytes_leaked(out, [m.marker]) + accounted(out, m.listed()) + check_expectations(out, m.planted)
+                    bytes_leaked(out, [m.marker])
+                    + accounted(out, m.listed(), m.inp)
+                    + check_expectations(out, m.planted, m.inp)
                 )
-                papers, dead = build_rows(out)
+                papers, dead = build_rows(out, m.inp)
                 paper_uris = {p["input_uri"] for p in papers}
                 dead_types = {d["input_uri"]: d["error_type"] for d in dead if d.get("scope") != "part"}
                 for p in m.planted:
