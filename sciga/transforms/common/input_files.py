@@ -368,7 +368,9 @@ def walk_met(root: str) -> Iterator[tuple[str, Optional[str]]]:
     stack: list[tuple[str, Optional[str], Optional[list]]] = [(root, None, None)]
     while stack:
         folder, why, budget = stack.pop()
-        entries = _scan_folder(folder, seen)
+        # Behind a link that leads out, each link lists its own folder: two links to one
+        # outside folder are two sets of inputs, and the second must not vanish as "seen".
+        entries = _scan_folder(folder, seen if budget is None else budget[2])
         if entries is None:
             continue
         subfolders: list[tuple[str, Optional[str], Optional[list]]] = []
@@ -389,7 +391,7 @@ def walk_met(root: str) -> Iterator[tuple[str, Optional[str]]]:
             elif not is_link or is_inside(path, base):
                 subfolders.append((path, None, None))
             else:
-                subfolders.append((path, OUTSIDE, [MAX_OUTSIDE_ENTRIES, path]))
+                subfolders.append((path, OUTSIDE, [MAX_OUTSIDE_ENTRIES, path, set()]))
         stack.extend(reversed(subfolders))
 
 

@@ -107,7 +107,9 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv", exclude: O
         pages = [p for p in pages if not is_inside(p, exclude)]
         metas = [m for m in metas if not is_inside(m, exclude)]
     page_set = set(pages)
-    beside = [m for m in metas if any(c in page_set for c in page_candidates(m))]
+    # Sidecars beside a page, as a set: ``m not in`` a list of them was quadratic (5.5 s of a
+    # no-op rebuild of 20,000 pages).
+    beside = {m for m in metas if any(c in page_set for c in page_candidates(m))}
     if html_from == "ar5iv":
         without_page = [m for m in metas if m not in beside]
         if without_page:

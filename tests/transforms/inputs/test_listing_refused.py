@@ -79,6 +79,18 @@ def test_what_the_listing_meets_is_listed_or_refused_with_a_reason(tree):
     assert len(got) == 5 and got == sorted(got)
 
 
+def test_two_links_to_one_outside_folder_each_list_its_pages(tree):
+    """The fuzz run's ``link_loops`` inputs: a second link to an outside folder the listing
+    had already met behind a first one made that folder "seen", and its pages vanished
+    (neither papers nor dead letters)."""
+    inp = tree["inp"]
+    (inp / "b" / "again").symlink_to(tree["outside"] / "pages")
+    refused = {str(u): u.kind for u in list_inputs([str(inp)]) if isinstance(u, RefusedInput)}
+    for link in (inp / "a" / "linked", inp / "b" / "again"):
+        assert refused.get(str(link / "2490.00002.html")) == "outside_input"
+        assert refused.get(str(link / "deeper" / "2490.00005.html")) == "outside_input"
+
+
 def test_nothing_behind_a_link_out_is_opened_and_a_huge_folder_is_one_row(tree, monkeypatch):
     """Listing reads names only; a link to a folder of more entries than the listing looks at
     becomes one refused input, the link's, instead of a walk of the whole machine."""
