@@ -138,6 +138,20 @@ def collector_for_batch_work():
         gc.unfreeze()
 
 
+def collect_batch_garbage() -> None:
+    """A full collection after each batch of inputs, while ``collector_for_batch_work``
+    holds: a page leaves reference cycles behind, and with the young generation collected
+    every 10,000 allocations and the modules frozen the oldest generation was collected so
+    seldom that they piled up. A worker grew by ~33 MB per batch of 16 pages, to 400-800 MB,
+    and the build's memory with the corpus (2,000 text pages: 1,028 MB summed over the
+    process tree; 6,000: 1,631 MB). Collected after each batch (~16 pages, and only what was
+    not frozen): 544 MB at 2,000 pages, and no slower (114 s against 118 s)."""
+    import gc
+
+    if gc.isenabled():
+        gc.collect()
+
+
 # glibc's mallopt parameter for its "fastbins" (small freed blocks kept unmerged), and its
 # default on 64-bit Linux (64 * sizeof(size_t) / 4).
 _M_MXFAST, _DEFAULT_MXFAST = 1, 128
@@ -341,6 +355,7 @@ def _chain_items(lines: list[str]) -> tuple[list, dict[str, float]]:
     chain: BuildChain = _FORKED["chain"]
     out = [item for line in lines for item in chain.items(line)]
     chain.finish_items()  # a batch is a Beam bundle: progress is flushed at its end
+    collect_batch_garbage()
     return out, chain.take_cpu_seconds()
 
 

@@ -234,6 +234,40 @@ def test_the_collector_is_tuned_while_the_build_runs_here_and_back_after():
         gc.enable()
 
 
+def test_reference_cycles_a_batch_leaves_are_collected_when_the_batch_ends(monkeypatch):
+    """Pages leave reference cycles; with the tuned collector they piled up in the oldest
+    generation, and a worker's memory grew with the pages it had computed (the build's, at
+    2,000 text pages, 1,028 MB against 544 MB). Each batch of inputs ends with a collection."""
+    import gc
+    import weakref
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+            self.payload = bytearray(1 << 20)
+
+    left: list = []
+
+    class Chain:
+        def items(self, line):
+            c = Cycle()
+            left.append(weakref.ref(c))
+            return [line]
+
+        def finish_items(self):
+            pass
+
+        def take_cpu_seconds(self):
+            return {}
+
+    monkeypatch.setitem(in_process._FORKED, "chain", Chain())
+    with in_process.collector_for_batch_work():
+        gc.collect()
+        out = in_process._chain_items([f"line {i}" for i in range(16)])
+        assert out[0] == [f"line {i}" for i in range(16)]
+        assert all(r() is None for r in left), "a batch's reference cycles outlived the batch"
+
+
 def test_glibcs_fastbins_are_off_while_the_build_runs_here_and_back_after(monkeypatch):
     """No fastbins while the build runs here, glibc's default after; a user's own
     GLIBC_TUNABLES setting of them is left alone, as is a C library that is not glibc."""
