@@ -34,8 +34,11 @@ hard links, so a page costs its sidecar; the build holds the images once per pap
     python bench/size.py --mix realistic --sizes 2000 145000 --workdir /big/size --keep
 
 Per size it also prints the clean build's CPU-seconds per paper (user + system of the whole
-process tree). The build records no per-stage times (manifest.json has the total wall time
-only), so the split per stage is not measured here.
+process tree), its split per stage (``run.cpu_seconds`` in the build's manifest.json: what each
+step cost in every process, summed), and what SciGA-145k would cost from those numbers
+(``--costs-from BUILD`` prints that for any finished build without running anything): CPU-hours,
+Dataflow's batch price at ``DATAFLOW_PRICE`` (stated with its date below), and the wall time on
+16 and 64 cores, which is projected (linear in cores), not measured.
 
 Goals (issue 47): at the largest size each command's peak RSS is at most 1.25x its peak at
 the smallest size (or under 512 MB), and at most 1.5 GB.
@@ -53,6 +56,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -64,6 +68,13 @@ SAMPLE_EVERY_S = 0.2
 RSS_GROWTH_GOAL = 1.25
 RSS_FLOOR_MB = 512
 RSS_CEILING_MB = 1536
+FULL_SIZE = 145_000  # SciGA's papers
+# Dataflow batch list prices, us-central1, as Apache Beam's load tests state them
+# (apache_beam/testing/load_tests/dataflow_cost_consts.py, from cloud.google.com/dataflow/pricing),
+# read on 2026-11-28: $0.056 per vCPU-hour and $0.003557 per GB-hour, so a vCPU with an
+# n1-standard worker's 3.75 GB costs $0.0693 an hour. Check the live page before budgeting.
+DATAFLOW_PRICE_DATE = "2026-11-28"
+DATAFLOW_VCPU_HOUR = 0.056 + 3.75 * 0.003557
 BUILD_STEPS = ("clean build", "no-op rebuild", "1% of pages changed")
 READ_COMMANDS = (
     "validate",
@@ -376,6 +387,45 @@ def table(sizes: list[int], runs: dict[int, dict[str, Measured]]) -> str:
     return "\n".join(lines)
 
 
+def costs(manifest_path: Path, wall: Optional[float] = None) -> str:
+    """Per-stage CPU-ms per paper of a finished build (its manifest's ``run.cpu_seconds``) and
+    what SciGA-145k would cost at that rate: measured per paper, projected at full size."""
+    m = json.loads(Path(manifest_path).read_text())
+    papers = int(m["counts"]["papers"]) or 1
+    cpu = {k: float(v) for k, v in (m.get("run", {}).get("cpu_seconds") or {}).items()}
+    if not cpu:
+        return f"{manifest_path}: the manifest records no CPU-seconds per stage (a Beam build, or an older one)"
+    total = sum(cpu.values())
+    lines = [
+        f"CPU per paper by stage, {papers:,} papers (measured: run.cpu_seconds of {manifest_path}):",
+        "",
+        "| stage | CPU-seconds | CPU-ms per paper | share |",
+        "|---|---:|---:|---:|",
+    ]
+    for stage, sec in sorted(cpu.items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {stage} | {sec:,.1f} | {sec / papers * 1000:.1f} | {sec / total:.0%} |")
+    lines.append(f"| **all stages** | {total:,.1f} | {total / papers * 1000:.1f} | 100% |")
+    full_h = total / papers * FULL_SIZE / 3600
+    lines += [
+        "",
+        f"SciGA-145k ({FULL_SIZE:,} papers) at this rate (projected, linear in papers):",
+        "",
+        "| where | cores | wall hours | cost |",
+        "|---|---:|---:|---|",
+        f"| Dataflow, n1-standard workers | any | {full_h:.1f} vCPU-hours in all (e.g. 10 n1-standard-4 for "
+        f"{full_h / 40:.2f} h, plus ~5 min start-up) | ${full_h * DATAFLOW_VCPU_HOUR:,.2f} at ${DATAFLOW_VCPU_HOUR:.4f} "
+        f"per vCPU-hour (batch list price, us-central1, read {DATAFLOW_PRICE_DATE}) |",
+    ]
+    for cores in (16, 64):
+        lines.append(f"| one machine | {cores} | {full_h / cores:.2f} (if the stages scale linearly in cores) | |")
+    if wall is not None:
+        here = os.cpu_count() or 1
+        lines.append(
+            f"| this machine (measured wall, scaled by papers) | {here} | {wall / papers * FULL_SIZE / 3600:.2f} | |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000], help="pages per build (smallest first)")
@@ -391,6 +441,11 @@ def main() -> int:
     )
     ap.add_argument("--json", metavar="FILE", help="also write the measurements here")
     ap.add_argument(
+        "--costs-from",
+        metavar="BUILD",
+        help="print the per-stage CPU and SciGA-145k's projected cost of this finished build, and stop",
+    )
+    ap.add_argument(
         "--mix",
         choices=("text", "realistic"),
         default="text",
@@ -401,6 +456,9 @@ def main() -> int:
     )
     ap.add_argument("--figures", type=int, default=8, help="--mix realistic: figures per image-rich paper")
     args = ap.parse_args()
+    if args.costs_from:
+        print(costs(Path(args.costs_from) / "manifest.json"))
+        return 0
     names = (*BUILD_STEPS, *READ_COMMANDS)
     only = set(args.only or names)
     unknown = only - set(names)
@@ -427,9 +485,11 @@ def main() -> int:
         b = runs[n].get("clean build")
         if b is not None:
             print(
-                f"clean build of {n:,} pages ({args.mix}): {b.cpu_s:,.0f} CPU-seconds, {b.cpu_s / n * 1000:.1f} "
-                f"CPU-ms per paper (user + system, whole process tree; no per-stage split: the build records none)"
+                f"\nclean build of {n:,} pages ({args.mix}): {b.cpu_s:,.0f} CPU-seconds, {b.cpu_s / n * 1000:.1f} "
+                f"CPU-ms per paper (user + system, whole process tree), {b.wall:,.0f} s on {os.cpu_count()} cores"
             )
+            built = workdir / (f"build_realistic_{n}" if args.mix == "realistic" else f"build_{n}")
+            print(costs(built / "manifest.json", b.wall))
     if args.json:
         Path(args.json).write_text(
             json.dumps({n: {k: vars(v) for k, v in r.items()} for n, r in runs.items()}, indent=2) + "\n"
