@@ -13,7 +13,8 @@ from typing import Optional, Union
 
 from PIL import Image, ImageDraw
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
+from sciga.transforms.vision.decode import ImageDecodeError, decode_image
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 ImageLike = Union[None, bytes, dict]
 

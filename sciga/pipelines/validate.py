@@ -20,7 +20,7 @@ import fsspec
 
 from sciga.pipelines.arg_types import positive_int, rate
 from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE, IMAGE_CHECKS
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 REPORT_DIR = "quality"
 LOCAL_REPORT_DIR = "quality-report"  # in the working folder, for a build on remote storage

@@ -13,11 +13,9 @@ from typing import ClassVar, Optional
 
 from sciga.pipelines.arg_types import non_negative_int, positive_float, positive_int
 from sciga.pipelines.flags import add_flags, flag, from_args
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS, DEFAULT_TOP_K, GAThresholds
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT
-from sciga.transforms.vision.ga_match import GAThresholds
 from sciga.transforms.vision.inference_options import PRECISIONS, InferenceOptions
-from sciga.transforms.vision.medical import DEFAULT_TOP_K
 from sciga.transforms.vision.options import VisionOptions
 
 _GA = GAThresholds()

@@ -225,7 +225,7 @@ def image_frames(
 ) -> Iterator[pd.DataFrame]:
     """One row per embedded image (did it decode, and to which size), in consecutive frames of
     at most ``batch_rows`` rows, in shard order; at least one (empty) frame."""
-    from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+    from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
     rows: list = []
     yielded = False

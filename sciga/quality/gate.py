@@ -44,7 +44,7 @@ from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
 from sciga.transforms.common.storage import duckdb_connect
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 log = logging.getLogger("sciga.quality")
 MAX_EXAMPLES = 10

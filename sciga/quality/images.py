@@ -21,7 +21,8 @@ from typing import Optional
 
 from PIL import Image
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, open_image
+from sciga.transforms.vision.decode import open_image
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 
 def check_image(

@@ -696,7 +696,7 @@ def flat_tables() -> list[FlatTable]:
 def expectation_count(options: Optional[dict] = None) -> int:
     """How many expectations the gate checks (the docs quote this number; it comes from here)."""
     from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MISSING_IMAGE_RATE
-    from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+    from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
     o = {
         "max_dead_letter_rate": DEFAULT_MAX_DEAD_LETTER_RATE,

@@ -11,7 +11,8 @@ import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, open_image
+from sciga.transforms.vision.decode import open_image
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -18,7 +18,7 @@ from sciga.training.data import iter_example_images
 from sciga.training.ground_truth import Example
 from sciga.training.images import decode_image
 from sciga.training.runtime import autocast, grad_scaler
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 log = logging.getLogger("sciga.training")
 

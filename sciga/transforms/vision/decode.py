@@ -43,8 +43,7 @@ from typing import Optional
 import numpy as np
 from PIL import Image, ImageChops, ImageOps, UnidentifiedImageError
 
-# Pillow's default limit (about 89.5 megapixels: a 9459 x 9459 image), as an explicit value.
-DEFAULT_MAX_PIXELS = 89_478_485
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
 
 class ImageDecodeError(Exception):

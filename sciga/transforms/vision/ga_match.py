@@ -39,23 +39,10 @@ from typing import Optional
 import numpy as np
 from PIL import Image
 
+from sciga.transforms.vision.defaults import GAThresholds
 from sciga.transforms.vision.phash import hamming, phash_hex
 
 REUSED, MODIFIED, ORIGINAL = "Reused", "Modified", "Original"
-
-
-@dataclass(frozen=True)
-class GAThresholds:
-    reused_ncc: float = 0.90  # whole-image NCC at which the GA is a copy of a figure
-    reused_phash_bits: int = 4  # pHash distance that alone (with the aspect) says "copy"
-    aspect_tolerance: float = 0.12  # |log(aspect_ga / aspect_fig)| allowed for a whole copy
-    part_ncc: float = 0.80  # tile NCC at which a figure is a component
-    crop_reused_area: float = 0.90  # a crop keeping this much of a figure's area is a copy
-    min_tile_fraction: float = 0.30  # smallest tile searched, as a fraction of the larger side
-    min_tile_area: float = 0.12  # ... and as a fraction of the searched image's area
-    embed_reused: float = 0.97  # cosine of whole-GA and figure embeddings for a copy
-    embed_part: float = 0.92  # cosine of a GA tile and a figure embedding for a component
-    soft_ncc: float = 0.65  # pixel evidence an embedding match needs beside it
 
 
 @dataclass

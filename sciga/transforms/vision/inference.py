@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Optional
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.handlers import FigureModelHandler, probabilities
 from sciga.transforms.vision.inference_options import DEVICES, PRECISIONS, InferenceOptions  # noqa: F401 - re-exported
 from sciga.transforms.vision.model_step import (  # noqa: F401 - re-exported: the pure functions live there

@@ -25,9 +25,9 @@ from typing import Optional
 
 from sciga.schemas.ids import FIGURE_ID_RE
 from sciga.schemas.records import FigureRow, Medical, Paper
+from sciga.transforms.vision.defaults import DEFAULT_TOP_K
 
 KEYWORDS_FILE = Path(__file__).with_name("medical_keywords.txt")
-DEFAULT_TOP_K = 4
 
 # The 28 DocFigure classes (Jobin, Mondal, Jawahar, ICDAR-WS 2019), in the paper's order.
 DOCFIGURE_LABELS = (

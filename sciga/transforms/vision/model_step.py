@@ -27,7 +27,8 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from sciga.transforms.common.steps import Tagged
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_reduced, model_input
+from sciga.transforms.vision.decode import ImageDecodeError, decode_reduced, model_input
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.inference_options import InferenceOptions
 
 log = logging.getLogger("sciga.vision")

@@ -22,10 +22,8 @@ import fsspec
 
 from sciga.schemas.build import FileDep
 from sciga.transforms.inputs.page_images import DEFAULT_MAX_IMAGE_BYTES
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS, DEFAULT_TOP_K, GAThresholds
 from sciga.transforms.vision.ga_manifest import DEFAULT_MAX_GA_BYTES, DEFAULT_TIMEOUT, GAEntry
-from sciga.transforms.vision.ga_match import GAThresholds
-from sciga.transforms.vision.medical import DEFAULT_TOP_K
 
 if TYPE_CHECKING:
     from sciga.transforms.vision.inference_options import InferenceOptions

@@ -8,7 +8,8 @@ from PIL import Image
 from vision_fixtures import ROOT, SVG, animated_gif, bomb_png, cmyk_jpeg, figure_row, png_bytes
 
 import sciga  # noqa: F401 - puts the checkout on sciga's path
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image
+from sciga.transforms.vision.decode import ImageDecodeError, decode_image
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.figure_images import annotate_image
 from sciga.transforms.vision.phash import hamming
 

@@ -20,7 +20,8 @@ from vision_fixtures import figure_row
 from sciga.pipelines.cli import main
 from sciga.quality.gate import run_gate
 from sciga.quality.images import check_image
-from sciga.transforms.vision.decode import DEFAULT_MAX_PIXELS, ImageDecodeError, decode_image, read_size
+from sciga.transforms.vision.decode import ImageDecodeError, decode_image, read_size
+from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 from sciga.transforms.vision.figure_images import annotate_image
 
 SIDE = 13_400  # 179,560,000 pixels
