@@ -40,6 +40,10 @@ class FlatTable:
     # tables with millions of rows), and how to join them into one label
     index: tuple = ("record",)
     label: Optional[Callable[[dict], str]] = None
+    # For a check that never spans papers: the table as SELECTs cut to the papers a predicate
+    # on paper_id selects. The gate then computes it one range of papers at a time, so that
+    # DuckDB holds one range's joins, never the whole build's (``sql`` stays the whole table).
+    per_papers: Optional[Callable[[str], list[str]]] = None
 
 
 def _d(exp, description: str):
@@ -103,15 +107,17 @@ SETUP_SQL = [
                    ref_id := rs.ref_id, text := rs.text,
                    piece := substring(para.text, rs.start + 1, rs."end" - rs.start))) AS ref_spans
         FROM ({PARAGRAPHS})""",
-    # The mentions, numbered in their order (the spans table lists them so).
+    # The mentions, in their order: a temp table's rowid numbers its rows in the order they
+    # were inserted (the spans table lists them so). A window's row_number() would hold every
+    # mention in memory at once, beyond DuckDB's limit on a large build.
     """CREATE OR REPLACE TEMP TABLE _men AS
-        SELECT row_number() OVER () AS mention_row, paper_id, section_id, context, context_id, paragraph_index,
+        SELECT paper_id, section_id, context, context_id, paragraph_index,
                char_start, char_end, figure_id, surface FROM mentions""",
     # Per mention in a paragraph: its paragraph's length and the piece at its span, looked up in
     # its paper's sections (one row per matching paragraph, as a join on them would give).
     """CREATE OR REPLACE TEMP TABLE _mention_texts AS
         SELECT mention_row, length(text) AS text_len, substring(text, char_start + 1, char_end - char_start) AS piece
-        FROM (SELECT m.mention_row, m.char_start, m.char_end,
+        FROM (SELECT m.rowid AS mention_row, m.char_start, m.char_end,
                      unnest(list_transform(list_filter(p.sections, lambda s: s.id = m.section_id
                                                         AND m.paragraph_index < len(s.paragraphs)),
                                            lambda s: s.paragraphs[m.paragraph_index + 1].text)) AS text
@@ -178,12 +184,15 @@ def _name(id_col: str, paper_col: str, what: str) -> str:
     return f"coalesce({id_col}, '(' || '{what} without an id, in paper ' || coalesce({paper_col}, '?') || ')')"
 
 
-def _ref_sql(relation: str, source: str, universe: str) -> str:
+def _ref_sql(relation: str, source: str, universe: str, papers: str = "true") -> str:
     """One relation's references: each row one (referrer, target) pair; ``resolved`` is the
-    target found in ``universe`` within the same paper, NULL when dangling."""
+    target found in ``universe`` within the same paper, NULL when dangling. ``papers``: a
+    predicate on ``paper_id`` that both sides are cut to (a reference never leaves its paper,
+    so the union over a partition of the papers is the whole relation)."""
     return f"""
         SELECT '{relation}' AS relation, r.referrer, r.target, u.id IS NOT NULL AS resolved
-        FROM ({source}) r LEFT JOIN ({universe}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
+        FROM (SELECT * FROM ({source}) WHERE {papers}) r
+        LEFT JOIN (SELECT * FROM ({universe}) WHERE {papers}) u ON u.id = r.target AND u.paper_id = r.paper_id"""
 
 
 # The figures config and the figures/subfigures papers define (plus each paper's manifest
@@ -196,13 +205,32 @@ FIGURE_ROWS_SQL = """
                 ELSE 'figures <-> papers.figures' END AS relation,
            coalesce(r.paper_id, f.paper_id) AS referrer, coalesce(r.id, f.id) AS target,
            r.id IS NOT NULL AND f.id IS NOT NULL AND r.parent_id IS NOT DISTINCT FROM f.parent_id AS resolved
-    FROM _figrows r FULL OUTER JOIN (SELECT id, paper_id, parent_id FROM _fig
-                                     UNION ALL SELECT id, paper_id, NULL FROM _ga) f
+    FROM (SELECT id, paper_id, parent_id FROM _figrows WHERE {papers}) r
+    FULL OUTER JOIN (SELECT * FROM (SELECT id, paper_id, parent_id FROM _fig
+                                    UNION ALL SELECT id, paper_id, NULL FROM _ga) WHERE {papers}) f
       ON f.id = r.id AND f.paper_id = r.paper_id"""
 
 
+def papers_between(low: str, high: Optional[str]) -> str:
+    """The predicate on ``paper_id`` for the papers whose id is in [low, high) (no upper
+    bound when ``high`` is None). A row without a paper id counts as id '': the first range
+    (low '') holds it."""
+
+    def lit(v: str) -> str:
+        return "'" + v.replace("'", "''") + "'"
+
+    key = "coalesce(paper_id, '')"
+    return f"{key} >= {lit(low)}" + (f" AND {key} < {lit(high)}" if high is not None else "")
+
+
+def references_parts(papers: str = "true") -> list[str]:
+    """The references flat table as its relations' SELECTs, whose UNION ALL in this order is
+    the table; each is cut to the papers the predicate ``papers`` selects."""
+    return [_ref_sql(*r, papers=papers) for r in REFERENCES] + [FIGURE_ROWS_SQL.format(papers=papers)]
+
+
 def references_sql() -> str:
-    return "\nUNION ALL ".join([_ref_sql(*r) for r in REFERENCES] + [FIGURE_ROWS_SQL])
+    return "\nUNION ALL ".join(references_parts())
 
 
 FIGS = "SELECT id, paper_id FROM _fig"
@@ -277,13 +305,13 @@ SPANS_SQL = """
            m.surface AS surface,
            t.piece AS paragraph_text
     FROM _men m
-    LEFT JOIN _mention_texts pa ON pa.mention_row = m.mention_row
+    LEFT JOIN _mention_texts pa ON pa.mention_row = m.rowid
     LEFT JOIN _ctx c
       ON m.context IN ('title', 'caption') AND c.paper_id = m.paper_id AND c.context = m.context
      AND c.key = CASE WHEN m.context = 'title' THEN m.section_id ELSE m.context_id END
     CROSS JOIN LATERAL (SELECT coalesce(pa.text_len, length(c.text)) AS text_len,
                                coalesce(pa.piece, substring(c.text, m.char_start + 1, m.char_end - m.char_start)) AS piece) t
-    ORDER BY m.mention_row)
+    ORDER BY m.rowid)
     UNION ALL
     SELECT 'paragraphs.ref_spans', section_id, pi, rs.start, rs."end", rs.ref_id,
            true,
@@ -684,6 +712,7 @@ def flat_tables() -> list[FlatTable]:
             "every id one record gives for another (figure, table, section, paper), one row per reference",
             _references,
             sql=references_sql(),
+            per_papers=references_parts,
             breakdown=("relation", "resolved"),
             index=("relation", "referrer", "target"),
             label=lambda r: f"{r.get('relation')}: {r.get('referrer') or '?'} -> {r.get('target') or 'NULL'}",

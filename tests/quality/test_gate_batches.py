@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quality_fixtures import rewrite_shard
 
-from sciga.quality.gate import _gx_context, _sql_frames, _validate, run_gate
-from sciga.quality.suites import FlatTable
+from sciga.quality.gate import _gx_context, _rebatched, _sql_frames, _validate, paper_ranges, run_gate
+from sciga.quality.suites import FlatTable, papers_between
 
 
 def _d(exp, description):
@@ -193,3 +193,46 @@ def test_the_gate_in_small_batches_gives_the_same_result_as_in_one(build_copy):
     assert len(one.failed) >= 10
     assert small.checks == one.checks
     assert (small.rows, small.counts, small.success) == (one.rows, one.counts, one.success)
+    # References joined one paper at a time (a range per paper): the same result again.
+    ranged = run_gate(str(build_copy), batch_rows=16, range_rows=1)
+    assert any(c.table == "references" and not c.success for c in one.checks)
+    assert ranged.checks == one.checks
+    assert (ranged.rows, ranged.counts, ranged.success) == (one.rows, one.counts, one.success)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 7), max_size=12), st.integers(1, 9))
+def test_rebatched_frames_are_the_same_rows_in_full_batches(sizes, batch_rows):
+    start, frames = 0, []
+    for n in sizes:
+        frames.append(pd.DataFrame({"i": range(start, start + n)}))
+        start += n
+    out = list(_rebatched(iter(frames), batch_rows))
+    if not sizes:
+        assert out == []
+        return
+    assert pd.concat(out, ignore_index=True)["i"].tolist() == list(range(start))  # the same rows, in order
+    assert all(len(f) == batch_rows for f in out[:-1])  # only the last batch may be short
+    if start == 0 and sizes:
+        assert len(out) == 1 and len(out[0]) == 0 and list(out[0].columns) == ["i"]  # one empty frame, its columns
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.sampled_from(["2401.00001", "2401.00002", "2402.1", "a'b", "", None]), min_size=1, max_size=30),
+    st.integers(1, 8),
+)
+def test_paper_ranges_put_every_row_in_exactly_one_range(paper_ids, rows):
+    con = duckdb.connect()
+    df = pd.DataFrame({"paper_id": pd.Series(paper_ids, dtype=object)})  # noqa: F841 - read by DuckDB by name
+    for name in ("_fig", "_figrows", "_sec", "_men"):
+        con.execute(f"CREATE TEMP TABLE {name} AS SELECT CAST(paper_id AS VARCHAR) AS paper_id FROM df")
+    ranges = paper_ranges(con, rows)
+    assert ranges[0][0] == "" and ranges[-1][1] is None
+    counts = [
+        con.execute(f"SELECT count(*) FROM _sec WHERE {papers_between(low, high)}").fetchone()[0]
+        for low, high in ranges
+    ]
+    assert sum(counts) == len(paper_ids)  # a partition: no row in two ranges, none (NULL ids too) in none
+    # A range holds about ``rows`` rows: fewer ranges than 4 tables x ids / rows, plus one
+    assert len(ranges) <= 4 * len(paper_ids) // rows + 1
