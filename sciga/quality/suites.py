@@ -113,16 +113,20 @@ SETUP_SQL = [
     """CREATE OR REPLACE TEMP TABLE _men AS
         SELECT paper_id, section_id, context, context_id, paragraph_index,
                char_start, char_end, figure_id, surface FROM mentions""",
-    # Per mention in a paragraph: its paragraph's length and the piece at its span, looked up in
-    # its paper's sections (one row per matching paragraph, as a join on them would give).
-    """CREATE OR REPLACE TEMP TABLE _mention_texts AS
-        SELECT mention_row, length(text) AS text_len, substring(text, char_start + 1, char_end - char_start) AS piece
-        FROM (SELECT m.rowid AS mention_row, m.char_start, m.char_end,
-                     unnest(list_transform(list_filter(p.sections, lambda s: s.id = m.section_id
-                                                        AND m.paragraph_index < len(s.paragraphs)),
-                                           lambda s: s.paragraphs[m.paragraph_index + 1].text)) AS text
-              FROM _men m JOIN papers p ON p.id = m.paper_id
-              WHERE coalesce(m.context, 'paragraph') = 'paragraph' AND m.paragraph_index >= 0)""",
+    # Per mention in a paragraph: its paragraph's length and the piece at its span, one row per
+    # matching paragraph (a section id twice in a paper gives two). The paragraphs stream past
+    # the mentions, which the hash join holds: DuckDB's planner guesses the unnested
+    # paragraphs fewer than the mentions and would hold them, every paragraph's text, beyond
+    # its limit on a large build (as joining the mentions to whole paper rows did). So the
+    # join is planned as written here, the mentions its build side.
+    "SET disabled_optimizers = 'join_order,build_side_probe_side'",
+    f"""CREATE OR REPLACE TEMP TABLE _mention_texts AS
+        SELECT m.rowid AS mention_row, length(pp.para.text) AS text_len,
+               substring(pp.para.text, m.char_start + 1, m.char_end - m.char_start) AS piece
+        FROM ({PARAGRAPHS}) pp
+        JOIN (SELECT rowid, * FROM _men WHERE coalesce(context, 'paragraph') = 'paragraph' AND paragraph_index >= 0) m
+          ON pp.paper_id = m.paper_id AND pp.section_id = m.section_id AND pp.pi = m.paragraph_index""",
+    "RESET disabled_optimizers",
     # Texts other than paragraphs that can hold a mention (linking stage), those a mention points
     # at: section titles (keyed by section id) and captions of figures, subfigures and tables
     # (keyed by id).
