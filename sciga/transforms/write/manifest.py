@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import fsspec
+import pyarrow.parquet as pq
 
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.build import PartInfo
@@ -76,8 +77,6 @@ class BuildCounts:
 
 def count_build(out_dir: str) -> tuple[BuildCounts, dict[str, list[ShardFile]]]:
     """Counts read back from the shards themselves (footers and a few narrow columns)."""
-    import pyarrow.parquet as pq  # here: a rebuild that finds the build up to date never reads a shard
-
     fs = _open(out_dir)
     counts = BuildCounts()
     files: dict[str, list[ShardFile]] = {}
