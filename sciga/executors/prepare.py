@@ -216,6 +216,8 @@ def prepare_build(
         manifest = up_to_date_manifest(out_dir, sroot, inputs, hashes, fingerprint, signature, inputs_hash)
         if manifest is not None:
             return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
+    if hashes is not None:
+        hashes.set_aside_record_results()  # not needed until the build records its pages
     fin = Finalize(
         out_dir=out_dir,
         staging=staging,
@@ -285,7 +287,7 @@ def record_pages(sroot: str, hashes, signature: str, fingerprint: Optional[str] 
     try:
         if hashes is not None:
             results = (
-                result_vouches(sroot, hashes.sha256, fingerprint, hashes.record_results)
+                result_vouches(sroot, hashes.sha256, fingerprint, hashes.previous_record_results(sroot))
                 if fingerprint is not None
                 else None
             )

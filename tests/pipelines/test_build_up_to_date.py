@@ -347,3 +347,33 @@ def test_a_build_with_nothing_to_do_prints_no_warning(corpus, tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "up to date" in again.stdout
     assert "WARNING" not in again.stderr and "medical" not in again.stderr, again.stderr
+
+
+def test_a_build_carries_the_records_vouches_over_without_holding_them_while_it_runs(corpus, tmp_path, monkeypatch):
+    """The record's vouches (~1 KB a page) are set aside once the build knows it must run,
+    and read from the record again when it records its own: a result that did not change
+    keeps its vouch without its header being read."""
+    from sciga.transforms.inputs import page_index
+    from sciga.transforms.write import up_to_date
+
+    out = tmp_path / "out"
+    build(corpus, out)
+    held_while_running: list = []
+    set_aside = page_index.PageHashes.set_aside_record_results
+
+    def spy(self):
+        set_aside(self)
+        held_while_running.append(self.record_results)
+
+    monkeypatch.setattr(page_index.PageHashes, "set_aside_record_results", spy)
+    deps_read: list = []
+    deps_of = up_to_date._deps_of
+    monkeypatch.setattr(up_to_date, "_deps_of", lambda store, key: deps_read.append(key) or deps_of(store, key))
+    page = sorted(corpus.rglob("*.html"))[0]
+    page.write_bytes(page.read_bytes() + b"<!-- changed -->")
+    assert not build(corpus, out).up_to_date
+    assert held_while_running == [None]
+    assert len(deps_read) == 1, "only the changed page's result was read; the others' vouches were carried over"
+    record = json.loads((out / ".sciga" / PAGE_INDEX).read_text())
+    assert set(record["results"]["pages"]) == set(record["pages"])
+    assert build(corpus, out).up_to_date

@@ -51,6 +51,24 @@ class PageHashes:
     record_pages: int = 0  # pages in the record (0: none, or --rebuild)
     record_signature: Optional[str] = None  # of the build that wrote the record (``write/up_to_date.py``)
     record_results: Optional[dict] = None  # the record's vouches for the pages' results (``write/up_to_date.py``)
+    record_results_set_aside: bool = False  # read from the record again when needed (``set_aside_record_results``)
+
+    def set_aside_record_results(self) -> None:
+        """The record's vouches are used before the build runs (is it up to date?) and once it
+        has run (``previous_record_results``: vouches carried over), not while it runs. Held,
+        they were ~1 KB a page in the launcher and in every worker forked from it (19 MB of
+        Python objects at 20,000 pages, three times over in a build's summed memory)."""
+        if self.record_results is not None:
+            self.record_results, self.record_results_set_aside = None, True
+
+    def previous_record_results(self, store_root: str) -> Optional[dict]:
+        """The record's vouches for the pages' results, read again from the record if they
+        were set aside (the record keeps them until the build records its own; a record that
+        is gone gives none, and each result's header is read instead)."""
+        if self.record_results is None and self.record_results_set_aside:
+            results = _load_record(store_root).get(RESULTS)
+            return results if isinstance(results, dict) else None
+        return self.record_results
 
     def fill(self, known: dict[str, str], max_page_bytes: int) -> None:
         """Complete the hashes of a build that left them to its workers (``page_hashes``
