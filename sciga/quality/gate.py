@@ -369,10 +369,10 @@ def _per_paper_frames(
     joins one range's rows only. The rows are those of ``table.sql``: a part's rows for a
     partition of the papers are its rows."""
     assert table.per_papers is not None
-    parts = len(table.per_papers("true"))
-    for part in range(parts):
-        for low, high in ranges:
-            yield from _sql_frames(con, table.per_papers(papers_between(low, high))[part], batch_rows)
+    by_range = [table.per_papers(papers_between(low, high)) for low, high in ranges]  # [range][part]
+    for part in range(len(by_range[0]) if by_range else 0):
+        for queries in by_range:
+            yield from _sql_frames(con, queries[part], batch_rows)
 
 
 def _rebatched(frames: Iterable[pd.DataFrame], batch_rows: int) -> Iterator[pd.DataFrame]:
