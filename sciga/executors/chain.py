@@ -8,7 +8,7 @@ makes, and nothing else says which steps a build has or in which order.
 
 Each step is a Beam-free object (``transforms/common/steps.py``). The in-process and Dask
 executors call the steps' methods directly (``BuildChain.items`` per input,
-``BuildChain.part_jobs`` to group and cut, ``BuildChain.write`` per part); the Beam executor
+``BuildChain.part_jobs_on_disk`` to group and cut, ``BuildChain.write`` per part); the Beam executor
 runs each step through the one adapter (``transforms/common/stage_fn.py``), with Beam's
 shuffles between them, and the measure step inside the vision stage's transform, which
 adds the models (RunInference) when the build has one.
@@ -17,13 +17,13 @@ adds the models (RunInference) when the build has one.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
     from sciga.executors.options import BuildOptions
+    from sciga.executors.spill import JobRef, SortedRuns
     from sciga.schemas.build import FileDep, PartInfo
     from sciga.transforms.common.steps import PaperStep, Step
     from sciga.transforms.inputs.plan_step import PlanStep
@@ -125,26 +125,28 @@ class BuildChain:
         for step in (self.plan, *self.per_paper, self.store):
             step.finish()
 
-    def part_jobs(self, items: Iterable) -> list[PartJob]:
-        """Every input's items -> the part files to write, largest first: grouped by paper
-        (Beam's GroupByPaper), collected, grouped by (config, shard group) (Beam's
-        GroupByShardGroup) and cut. The order changes no byte of a part."""
-        from sciga.transforms.write.steps import paper_key
+    def cut_jobs(self, by_paper: Iterable[tuple[str, list]], by_group: SortedRuns) -> Iterator[PartJob]:
+        """Each paper's items (``paper_key`` order) -> the part jobs, group after group: each
+        paper collected (Beam's GroupByPaper), its write items grouped by (config, shard
+        group) in ``by_group`` (Beam's GroupByShardGroup), then each group cut. The order of
+        the jobs changes no byte of a part."""
+        for key, items in by_paper:
+            for group, item in self.collect.process((key, items)):
+                by_group.add(group, item)
+        for group, members in by_group.grouped():
+            yield from self.cut.process((group, members))
 
-        by_paper: dict[str, list] = defaultdict(list)
-        for item in items:
-            by_paper[paper_key(item)].append(item)
-        if isinstance(items, list):
-            items.clear()  # the caller's list: its references are by_paper's now
-        by_group: dict[tuple, list] = defaultdict(list)
-        for key in sorted(by_paper):
-            for group, item in self.collect.process((key, by_paper.pop(key))):
-                by_group[group].append(item)
-        jobs = [job for group in sorted(by_group) for job in self.cut.process((group, by_group.pop(group)))]
-        # Largest first, as the inputs: the one big part (every paper's full text) must not
-        # be what one worker writes alone at the end.
-        jobs.sort(key=job_bytes, reverse=True)
-        return jobs
+    def part_jobs_on_disk(self, by_paper: SortedRuns, folder: str) -> list[JobRef]:
+        """Every input's items (in ``by_paper``, under their ``paper_key``) -> the part files
+        to write (``cut_jobs``), each job written to a file in ``folder`` as it is cut; returns
+        where each lies, largest first: the one big part (every paper's full text) must not
+        be what one worker writes alone at the end. ``spill.load_job`` reads a job back."""
+        from sciga.executors.spill import JobFile, SortedRuns
+
+        jobs = JobFile(folder)
+        for job in self.cut_jobs(by_paper.grouped(), SortedRuns(folder, "write-items")):
+            jobs.add(job, job_bytes(job))
+        return jobs.refs()
 
     def write(self, jobs: Iterable[PartJob]) -> list[PartInfo]:
         """Each part file and its sidecar (a batch of part jobs; progress flushed after)."""

@@ -10,7 +10,7 @@ What runs where:
   batch of part jobs per task (``BuildChain.write``). The chain travels pickled once per
   task and is set up once per worker process (``_worker_chain``);
 * here: listing and hashing the inputs, grouping the references and cutting the parts
-  (``BuildChain.part_jobs``, which needs every reference), the progress line (counted from
+  (``BuildChain.part_jobs_on_disk``, which needs every reference), the progress line (counted from
   what each task returns, so it works with workers that cannot see this machine's disk),
   the output lock, and finalizing, as for every executor.
 
@@ -78,7 +78,11 @@ def run_on_dask(
     """Run ``chain`` over the input ``lines`` on the cluster at ``address`` (None: a local
     cluster of ``workers`` processes): every result stored and every part file written
     into the chain's parts folder, ready to finalize."""
+    import tempfile
+
+    from sciga.executors.spill import SortedRuns, load_job
     from sciga.transforms.common.progress import Progress
+    from sciga.transforms.write.steps import paper_key
 
     blob = _pickled(chain)  # before anything is set up here: the workers set up their own copy
     token = hashlib.sha256(blob).hexdigest()[:16]
@@ -86,14 +90,17 @@ def run_on_dask(
     with _client(address, workers, verbose) as client:
         n = max(1, sum(client.nthreads().values()))
         read: dict[str, str] = {}
-        items: list = []
-        for batch in _answers(client, _items_task, _batches(list(lines), n), token, blob, "inputs"):
-            items += batch
-            _count_items(progress, batch)
-            read.update({i.uri: i.content_sha256 for i in batch if i.content_sha256})
-        chain.collect.setup()
-        chain.cut.setup()
-        jobs = chain.part_jobs(items)
+        with tempfile.TemporaryDirectory(prefix="part-jobs-") as folder:
+            # Grouped and cut on disk (``spill.py``); the jobs are loaded to be sent to the cluster.
+            by_paper = SortedRuns(folder, "references")
+            for batch in _answers(client, _items_task, _batches(list(lines), n), token, blob, "inputs"):
+                for item in batch:
+                    by_paper.add(paper_key(item), item)
+                _count_items(progress, batch)
+                read.update({i.uri: i.content_sha256 for i in batch if i.content_sha256})
+            chain.collect.setup()
+            chain.cut.setup()
+            jobs = [load_job(ref) for ref in chain.part_jobs_on_disk(by_paper, folder)]
         progress.add(groups=len({(j.config, j.group) for j in jobs}), parts=len(jobs))
         for done in _answers(client, _write_task, _batches(jobs, n), token, blob, "parts"):
             progress.add(parts_done=len(done))

@@ -6,7 +6,7 @@ paper's reference between them, and stopping them again. On 1,000 text pages wit
 that was ~9 s of a 31 s build, with one core idle for most of it (``bench/scale.py
 --timeline``). This executor runs the build's chain (``chain.py``: the same step objects every executor
 runs) by calling the steps itself: each input through ``BuildChain.items``, then
-``BuildChain.part_jobs`` and ``BuildChain.write``.
+``BuildChain.part_jobs_on_disk`` and ``BuildChain.write``.
 
 With one worker, one after another in this process. With more (``--workers``, or every core
 when more than a few inputs changed), the inputs (largest first, in small batches) and then
@@ -29,7 +29,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sciga.executors.chain import BuildChain
     from sciga.executors.options import BuildResult
     from sciga.executors.prepare import PreparedBuild
+    from sciga.executors.spill import JobRef
 
 # The work of a build run here, as bench/scale.py's text pages cost it on 2 cores: planning
 # an unchanged input (its stored header read, its files checked) ~0.2 ms, computing a page
@@ -218,24 +219,35 @@ def run_in_process(
     SHA-256 of each page whose paper is stored (as its worker read it) and how many
     processes wrote the parts. ``write_workers``: processes the part files may be written in
     when ``workers`` is 1 and they are many and large (``_processes_for_writes``)."""
+    import tempfile
+
     from sciga.executors.chain import add_cpu_seconds
+    from sciga.executors.spill import SortedRuns, load_job
+    from sciga.transforms.write.steps import paper_key
 
     chain.setup()
-    items: list = []
     read: dict[str, str] = {}  # page -> SHA-256 of the bytes its paper was made from
     cpu: dict[str, float] = {}
-    with _Workers(workers, chain, shared_modules=finalize_modules) as pool:
+    # The references and the part jobs wait on disk, not in this process (``spill.py``): the
+    # workers forked for the writes would map them too.
+    with (
+        tempfile.TemporaryDirectory(prefix="part-jobs-") as folder,
+        _Workers(workers, chain, shared_modules=finalize_modules) as pool,
+    ):
+        by_paper = SortedRuns(folder, "references")
         for batch, spent in pool.map(_chain_items, _batches(list(lines), workers)):
             add_cpu_seconds(cpu, spent)
-            items += batch
             for item in batch:
+                by_paper.add(paper_key(item), item)
                 if item.content_sha256:
                     read[item.uri] = item.content_sha256
         t = time.process_time()
-        jobs = chain.part_jobs(items)  # empties ``items``: only the jobs are kept
+        jobs = chain.part_jobs_on_disk(by_paper, folder)
         add_cpu_seconds(cpu, {"group": time.process_time() - t})
         release_free_memory()  # before any fork for the writes: a child maps what the launcher holds
-        pool.widen(_processes_for_writes(pool.n, write_workers, jobs, chain.write_part.takes_over))
+        pool.widen(
+            _processes_for_writes(pool.n, write_workers, jobs, lambda ref: chain.write_part.takes_over(load_job(ref)))
+        )
         for spent in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
             add_cpu_seconds(cpu, spent)
         part_writers = pool.n
@@ -320,7 +332,7 @@ def import_before_forking(modules: Sequence[str]) -> None:
             continue
 
 
-def _processes_for_writes(workers: int, allowed: int, jobs: list, taken_over) -> int:
+def _processes_for_writes(workers: int, allowed: int, jobs: list[JobRef], taken_over: Callable[[JobRef], bool]) -> int:
     """Processes to write the part files in: the build's own when it has several; else
     up to ``allowed`` when more than one part is written again (not ``taken_over``) and
     together they are large enough to pay for forking (``MIN_BYTES_TO_SHARE_WRITES``)."""
@@ -329,9 +341,7 @@ def _processes_for_writes(workers: int, allowed: int, jobs: list, taken_over) ->
     to_write = [j for j in jobs if not taken_over(j)]
     if len(to_write) < 2:
         return workers
-    from sciga.executors.chain import job_bytes
-
-    if sum(job_bytes(j) for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
+    if sum(j.nbytes for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
         return workers
     return min(allowed, len(to_write))
 
@@ -359,10 +369,12 @@ def _chain_items(lines: list[str]) -> tuple[list, dict[str, float]]:
     return out, chain.take_cpu_seconds()
 
 
-def _write_parts(jobs: list) -> dict[str, float]:
+def _write_parts(jobs: list[JobRef]) -> dict[str, float]:
+    from sciga.executors.spill import load_job
+
     chain: BuildChain = _FORKED["chain"]
-    for job in jobs:
-        chain.write([job])
+    for ref in jobs:
+        chain.write([load_job(ref)])
         # A part's tables are freed once it is written, but glibc keeps their pages: in a
         # process that writes part after part (each a different mix of row-group sizes) the
         # resident memory climbed with the number of parts written, not with what a part

@@ -130,39 +130,3 @@ def test_every_executor_runs_the_chain_build_chain_made(tmp_path, monkeypatch, d
     # Beam ran every step of that object through the one adapter (the measure step in Vision).
     assert all(any(s is w for w in wrapped) for s in beam_chain.steps), [type(s).__name__ for s in beam_chain.steps]
     assert _digests(outs["in_process"]) == _digests(outs["beam"]) == _digests(outs["dask"])
-
-
-def test_part_jobs_keeps_no_reference_once_it_has_cut_the_jobs():
-    """Issue 47: the launcher held every paper's reference three times (its list, by paper, by
-    group) next to the jobs; part_jobs now empties the list it is given and keeps nothing."""
-    import gc
-    import weakref
-
-    from sciga.executors.chain import BuildChain
-
-    class Ref:
-        def __init__(self, pid: str):
-            self.paper_id = pid
-
-    class Job:
-        def __init__(self, members: list):
-            self.members, self.sizes = members, []
-
-    class Collect:
-        def process(self, element):
-            key, items = element
-            yield ("papers", 0), key  # a write item names its paper; the reference is not kept
-
-    class Cut:
-        def process(self, element):
-            _, members = element
-            yield Job(list(members))
-
-    chain = BuildChain(plan=None, per_paper=(), store=None, collect=Collect(), cut=Cut(), write_part=None)  # type: ignore[arg-type]
-    items = [Ref(f"2602.{i:05d}") for i in range(50)]
-    watch = [weakref.ref(x) for x in items]
-    jobs = chain.part_jobs(items)
-    assert items == [], "the caller's list still holds every reference"
-    gc.collect()
-    assert all(w() is None for w in watch), "a reference outlived the cut"
-    assert len(jobs) == 1 and len(jobs[0].members) == 50

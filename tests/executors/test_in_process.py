@@ -157,12 +157,12 @@ def test_parts_are_written_in_several_processes_when_many_and_large():
     """A build computed here (a few changed pages) writes its parts in up to ``allowed``
     processes when more than one is written again and together they are large; a build
     with several workers keeps them; taken-over parts count for nothing."""
-    from sciga.transforms.write.steps import PartJob
+    from sciga.executors.spill import JobRef
 
     big = in_process.MIN_BYTES_TO_SHARE_WRITES
 
-    def job(nbytes: int) -> PartJob:
-        return PartJob("papers", 0, 0, [object()], [(1, nbytes)])
+    def job(nbytes: int) -> JobRef:
+        return JobRef("jobs.pickle", 0, 0, nbytes)
 
     def none_taken_over(job) -> bool:
         return False
