@@ -8,6 +8,8 @@ from pathlib import Path
 
 import fsspec
 
+from sciga.transforms.common.sql_text import sql_string
+
 SAMPLE_BUILD = "out/sample"  # where the README's `sciga build --sample --output out/sample` puts it
 
 
@@ -41,7 +43,7 @@ def built_papers(out: str) -> tuple[dict, set]:
             else {
                 pid: (version, updated)
                 for pid, version, updated in con.execute(
-                    f"SELECT id, version, updated FROM read_parquet({_literal(globs['papers'])})"
+                    f"SELECT id, version, updated FROM read_parquet({sql_string(globs['papers'])})"
                 ).fetchall()
             }
         )
@@ -51,7 +53,7 @@ def built_papers(out: str) -> tuple[dict, set]:
             else {
                 pid
                 for (pid,) in con.execute(
-                    f"SELECT DISTINCT paper_id FROM read_parquet({_literal(globs['dead_letter'])}) "
+                    f"SELECT DISTINCT paper_id FROM read_parquet({sql_string(globs['dead_letter'])}) "
                     "WHERE paper_id IS NOT NULL"
                 ).fetchall()
             }
@@ -59,10 +61,6 @@ def built_papers(out: str) -> tuple[dict, set]:
     finally:
         con.close()
     return papers, dead
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def notebook_build(env: str = "SCIGA_BUILD", default: str = SAMPLE_BUILD) -> str:

@@ -32,6 +32,7 @@ from sciga.explore.stats import PAPER_ROWS_SQL, macros_sql
 from sciga.schemas.manifest import BuildManifest, ShardFile
 from sciga.transforms.common.input_files import is_local, local_path
 from sciga.transforms.common.result_store import STORE_DIR
+from sciga.transforms.common.sql_text import sql_string
 from sciga.transforms.write.card_rows import CARD_STATS, kept_rows_name, kept_rows_suffix
 
 ROWS_LAYOUT = "rows + digest (1)"  # what a kept file holds besides the counting SQL's columns
@@ -42,10 +43,6 @@ def code_key() -> str:
     """What the kept rows are a function of besides the shard: the counting SQL (the writer
     counts the same rows under this key, ``transforms/write/card_rows.py``)."""
     return hashlib.sha256("\n".join([PAPER_ROWS_SQL, *macros_sql(), ROWS_LAYOUT]).encode()).hexdigest()[:16]
-
-
-def _quote(path: str) -> str:
-    return "'" + path.replace("'", "''") + "'"
 
 
 def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]:
@@ -72,7 +69,7 @@ def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]
             shard = os.path.join(root, *e.path.split("/"))
             tmp = path + ".tmp"
             con.execute(
-                f"COPY ({_shard_rows_sql(con, shard, _members(out_dir, e), kept)}) TO {_quote(tmp)} (FORMAT parquet)"
+                f"COPY ({_shard_rows_sql(con, shard, _members(out_dir, e), kept)}) TO {sql_string(tmp)} (FORMAT parquet)"
             )
             os.replace(tmp, path)
         keep.add(name)
@@ -81,7 +78,7 @@ def kept_paper_rows(con, out_dir: str, manifest: BuildManifest) -> Optional[str]
     for name in os.listdir(folder):
         if name not in keep:
             os.remove(os.path.join(folder, name))
-    return "SELECT * EXCLUDE (digest) FROM read_parquet([" + ", ".join(_quote(p) for p in paths) + "])"
+    return "SELECT * EXCLUDE (digest) FROM read_parquet([" + ", ".join(sql_string(p) for p in paths) + "])"
 
 
 def _members(out_dir: str, entry: ShardFile) -> Optional[list[list[str]]]:
@@ -99,7 +96,7 @@ def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: l
     """The query of one papers shard's rows (the counting SQL's columns and ``digest``), in
     the shard's order: a paper whose digest a kept file has takes its row from there, the
     others are counted from the shard."""
-    whole = PAPER_ROWS_SQL.format(papers=f"read_parquet({_quote(shard)})")
+    whole = PAPER_ROWS_SQL.format(papers=f"read_parquet({sql_string(shard)})")
     if members is None:
         log.info("card statistics: counted all papers of %s (no member list)", shard)
         return f"SELECT *, NULL::VARCHAR AS digest FROM ({whole})"
@@ -114,7 +111,7 @@ def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: l
     )
     con.register("sciga_card_members", want)
     old_rows = (
-        "SELECT * FROM read_parquet([" + ", ".join(_quote(p) for p in kept) + "]) WHERE digest IS NOT NULL "
+        "SELECT * FROM read_parquet([" + ", ".join(sql_string(p) for p in kept) + "]) WHERE digest IS NOT NULL "
         "QUALIFY row_number() OVER (PARTITION BY digest ORDER BY id) = 1"
         if kept
         else f"SELECT *, NULL::VARCHAR AS digest FROM ({whole}) WHERE false"
@@ -123,7 +120,7 @@ def _shard_rows_sql(con, shard: str, members: Optional[list[list[str]]], kept: l
     (reused,) = con.execute(f"SELECT count(*) FROM ({old})").fetchone()
     log.info("card statistics: counted %d of %d papers of %s", len(members) - reused, len(members), shard)
     todo = "SELECT id FROM sciga_card_members WHERE digest NOT IN (SELECT digest FROM old)"
-    fresh = PAPER_ROWS_SQL.format(papers=f"(SELECT * FROM read_parquet({_quote(shard)}) WHERE id IN ({todo}))")
+    fresh = PAPER_ROWS_SQL.format(papers=f"(SELECT * FROM read_parquet({sql_string(shard)}) WHERE id IN ({todo}))")
     return f"""WITH old AS ({old}), fresh AS ({fresh})
         SELECT * EXCLUDE (pos) FROM (
             SELECT o.* EXCLUDE (digest), w.digest, w.pos FROM sciga_card_members w JOIN old o ON o.digest = w.digest

@@ -58,6 +58,7 @@ import pyarrow.parquet as pq
 from sciga.schemas.arrow import CONFIGS
 from sciga.schemas.manifest import BuildManifest
 from sciga.transforms.common.errors import UserError
+from sciga.transforms.common.sql_text import sql_string
 
 log = logging.getLogger("sciga.diff")
 
@@ -191,10 +192,6 @@ def open_side(location: str, role: str, fs=None) -> BuildSide:
 # ------------------------------------------------------------------ SQL over both schemas
 
 
-def _sql_str(s: str) -> str:
-    return "'" + s.replace("'", "''") + "'"
-
-
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -217,7 +214,7 @@ def common_expr(expr: str, old: pa.DataType, new: pa.DataType, keep: Optional[tu
         if not shared:
             return "NULL"
         parts = [
-            f"{_ident(n)} := {common_expr(f'struct_extract({expr}, {_sql_str(n)})', old.field(n).type, new.field(n).type, None, depth + 1)}"
+            f"{_ident(n)} := {common_expr(f'struct_extract({expr}, {sql_string(n)})', old.field(n).type, new.field(n).type, None, depth + 1)}"
             for n in shared
         ]
         return f"struct_pack({', '.join(parts)})"
@@ -416,7 +413,7 @@ class BuildDiff:
 
 
 def _read(files: list[ShardFile]) -> str:
-    return f"read_parquet([{', '.join(_sql_str(f.url) for f in files)}], union_by_name = true)"
+    return f"read_parquet([{', '.join(sql_string(f.url) for f in files)}], union_by_name = true)"
 
 
 def _differing(old: BuildSide, new: BuildSide, config: str) -> tuple[list, list]:
@@ -454,8 +451,8 @@ def diff_builds(
                 pass
             con.register_filesystem(side.fs)
             break
-    con.execute(f"SET memory_limit = {_sql_str(options.memory_limit)}")
-    con.execute(f"SET temp_directory = {_sql_str(tmp)}")
+    con.execute(f"SET memory_limit = {sql_string(options.memory_limit)}")
+    con.execute(f"SET temp_directory = {sql_string(tmp)}")
     con.execute("SET preserve_insertion_order = false")
     if options.threads:
         con.execute(f"SET threads = {int(options.threads)}")

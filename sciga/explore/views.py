@@ -27,6 +27,7 @@ from typing import Optional, Union
 import duckdb
 
 from sciga.schemas.arrow import CONFIGS
+from sciga.transforms.common.sql_text import sql_string
 
 SQL_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sql")
 _PARAM_RE = re.compile(
@@ -70,7 +71,7 @@ class ViewParam:
                 return "TRUE" if text.lower() in ("true", "1") else "FALSE"
         except ValueError:
             raise ViewParamError(f"{self.view}.{self.name} takes a {self.type.lower()}, not {text!r}") from None
-        return "'" + text.replace("'", "''") + "'"
+        return sql_string(text)
 
 
 def shard_glob(out_dir: str, config: str) -> str:
@@ -154,8 +155,8 @@ def connect(
 
     con = duckdb_connect(out_dir, con=con)
     for config in CONFIGS:
-        glob = shard_glob(out_dir, config).replace("'", "''")
-        con.execute(f"CREATE OR REPLACE VIEW {config} AS SELECT * FROM read_parquet('{glob}')")
+        glob = sql_string(shard_glob(out_dir, config))
+        con.execute(f"CREATE OR REPLACE VIEW {config} AS SELECT * FROM read_parquet({glob})")
     for name, sql in task_views().items() if tasks else ():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
     if params:

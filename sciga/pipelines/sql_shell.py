@@ -30,6 +30,7 @@ from typing import Optional, TextIO
 import duckdb
 
 from sciga.pipelines.arg_types import positive_int
+from sciga.transforms.common.sql_text import sql_string
 
 FORMATS = ("table", "csv", "json", "parquet")
 PARQUET_ROW_GROUP_ROWS = 2048  # a papers row holds a whole paper's text: a row group is the writer's buffer
@@ -182,8 +183,7 @@ def _copy(con: duckdb.DuckDBPyConnection, source: str, fmt: str, output: Optiona
         tmpdir = tempfile.mkdtemp(prefix="sciga-sql-")
         target = os.path.join(tmpdir, f"result.{fmt}")
     try:
-        quoted = target.replace("'", "''")
-        row = con.execute(f"COPY {source} TO '{quoted}' ({COPY_OPTIONS[fmt]})").fetchone()
+        row = con.execute(f"COPY {source} TO {sql_string(target)} ({COPY_OPTIONS[fmt]})").fetchone()
         if output is None:
             with open(target, encoding="utf-8") as f:
                 shutil.copyfileobj(f, stream)

@@ -47,6 +47,7 @@ from sciga.quality.defaults import DEFAULT_MAX_DEAD_LETTER_RATE, DEFAULT_MAX_MIS
 from sciga.quality.suites import SETUP_SQL, FlatTable, flat_tables, papers_between
 from sciga.quality.tokens import explain
 from sciga.schemas.arrow import CONFIGS, SCHEMAS
+from sciga.transforms.common.sql_text import sql_string
 from sciga.transforms.common.storage import duckdb_connect
 from sciga.transforms.vision.defaults import DEFAULT_MAX_PIXELS
 
@@ -140,7 +141,7 @@ def _register_views(con: duckdb.DuckDBPyConnection, out_dir: str, shards: pd.Dat
         ok = shards[(shards["config"] == config) & shards["readable"].eq(True)]
         files = [f"{proto}{root.rstrip('/')}/{r}" for r in ok["record"]]
         if files:
-            lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
+            lst = ", ".join(sql_string(f) for f in files)
             # Shards of another schema (a finding of the shards table) are read by column name,
             # so the other checks still run. Only then: union_by_name opens every shard's
             # reader when the view is made and keeps it (~0.15 MB a shard, 2,900 shards at

@@ -22,6 +22,7 @@ from sciga.schemas.images import BY_DESIGN, IMAGE_STATUSES, ON_REQUEST, WITH_BYT
 from sciga.schemas.licences import admitted_kinds, licence_kind_sql
 from sciga.schemas.records import FIGURE_ROW_KINDS, IMAGE_KINDS
 from sciga.schemas.version import SCHEMA_VERSION
+from sciga.transforms.common.sql_text import sql_string
 
 STEM_ID = r"^[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?$"  # schemas.ids.local_id_from_stem
 SECTION_ID = SECTION_ID_RE.pattern.replace("(?P<paper>", "(?:").replace("(?P<local>", "(?:")
@@ -219,12 +220,8 @@ def papers_between(low: str, high: Optional[str]) -> str:
     """The predicate on ``paper_id`` for the papers whose id is in [low, high) (no upper
     bound when ``high`` is None). A row without a paper id counts as id '': the first range
     (low '') holds it."""
-
-    def lit(v: str) -> str:
-        return "'" + v.replace("'", "''") + "'"
-
     key = "coalesce(paper_id, '')"
-    return f"{key} >= {lit(low)}" + (f" AND {key} < {lit(high)}" if high is not None else "")
+    return f"{key} >= {sql_string(low)}" + (f" AND {key} < {sql_string(high)}" if high is not None else "")
 
 
 def references_parts(papers: str = "true") -> list[str]:
