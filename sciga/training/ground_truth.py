@@ -134,12 +134,23 @@ def intro_first_figure(sections: list[dict]) -> Optional[str]:
     return None
 
 
+def _role(row: dict) -> str:
+    return (row.get("ga_role") or "").strip().lower()
+
+
+def shapes_example(row: dict) -> bool:
+    """Whether ``build_example`` reads anything of this figures-config row: a unit to rank
+    (its image is usable), or a GA role that names a figure. The others change nothing
+    (``tests/training/test_data.py``), so a loader need not keep them."""
+    return is_usable_image_row(row) or _role(row) not in NEGATIVE_ROLES
+
+
 def build_example(paper: dict, figure_rows: list[dict]) -> Example:
     """One paper row (papers config) + its figures-config rows (no image bytes needed)
     -> an Example with candidates and GT."""
     pid = paper["id"]
     usable = {r["id"]: r for r in figure_rows if is_usable_image_row(r)}
-    roles = {r["id"]: (r.get("ga_role") or "").strip().lower() for r in figure_rows}
+    roles = {r["id"]: _role(r) for r in figure_rows}
 
     candidates: list[Candidate] = []
     for fig in paper.get("figures") or []:

@@ -4,13 +4,15 @@ import dataclasses
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from training_fixtures import make_papers, paper_ids, tiny_build
 
 from sciga.schemas.arrow import TO_ROW
 from sciga.schemas.version import SCHEMA_VERSION
 from sciga.training.captions import clean_caption
 from sciga.training.data import data_version, iter_example_images, load_examples
-from sciga.training.ground_truth import Candidate, Example, Unit, build_example
+from sciga.training.ground_truth import Candidate, Example, Unit, build_example, shapes_example
 from sciga.training.splits import assign_splits, in_experiment_subset, split_of
 from sciga.transforms.vision.figure_rows import figure_rows
 
@@ -125,3 +127,74 @@ def test_de_facto_ga_of_the_embedded_sample(sample_build):
     }
     assert examples["q-bio/0601999"].gt == []  # no figures: not in the experiment subset
     assert "q-bio/0601999" not in {e.paper_id for e in load_examples(sample_build)}
+
+
+_STATUSES = ["embedded", "rasterized_svg", "not_found", "unrendered", "unreadable", None]
+_ROLES = [None, "", "none", "NON_GA", " component ", "ga", "negative", "main"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_an_example_is_the_same_without_the_rows_the_loader_drops(data):
+    """Issue 47: ``load_examples`` keeps only the figures rows ``shapes_example`` names; every
+    other row changes nothing in the example, whatever its image status and GA role."""
+    ids = paper_ids({"train": 3, "val": 0, "test": 0})
+    papers, _ = make_papers(ids, seed=data.draw(st.integers(0, 5)))
+    p = TO_ROW["papers"](papers[data.draw(st.integers(0, 2))])
+    rows = [TO_ROW["figures"](r) for r in figure_rows(next(q for q in papers if q.id == p["id"]))]
+    for r in rows:
+        r["image_status"] = data.draw(st.sampled_from(_STATUSES))
+        r["image_kind"] = data.draw(st.sampled_from(["raster", "svg", None]))
+        r["ga_role"] = data.draw(st.sampled_from(_ROLES))
+    if data.draw(st.booleans()):  # no GA: the rows' GA roles decide the ground truth
+        p["graphical_abstract"] = None
+    kept = [r for r in rows if shapes_example(r)]
+    assert build_example(p, kept) == build_example(p, rows)
+
+
+def test_the_loader_gives_the_same_examples_as_when_it_kept_every_figures_row(tmp_path, sample_build, monkeypatch):
+    import sciga.training.data as data_module
+
+    build = tiny_build(tmp_path / "b", {"train": 8, "val": 2, "test": 2})
+    for folder in (build, sample_build):
+        for subset_only in (True, False):
+            dropped = load_examples(folder, subset_only=subset_only)
+            with monkeypatch.context() as m:
+                m.setattr(data_module, "shapes_example", lambda row: True)
+                every = load_examples(folder, subset_only=subset_only)
+            assert dropped == every and every, folder
+
+
+def test_a_ga_role_on_a_figure_without_its_own_image_is_kept():
+    """A figure whose panels carry the images and whose own row has none is a candidate
+    (its panels are the units); a GA role on that row makes it the ground truth, so the
+    loader must keep the row although its image is not usable."""
+    pid = "2601.20000"
+    paper = {
+        "id": pid,
+        "figures": [
+            {"id": f"{pid}_F1", "caption": "Overview.", "subfigures": [{"id": f"{pid}_F1.1"}, {"id": f"{pid}_F1.2"}]},
+            {"id": f"{pid}_F2", "caption": "Results.", "subfigures": []},
+            {"id": f"{pid}_F3", "caption": "Ablation.", "subfigures": []},
+        ],
+        "graphical_abstract": None,
+        "teaser": [],
+        "sections": [],
+    }
+
+    def row(rid: str, status: str, role=None) -> dict:
+        return {"id": rid, "paper_id": pid, "image_status": status, "ga_role": role}
+
+    rows = [
+        row(f"{pid}_F1", "not_found", role="ga"),
+        row(f"{pid}_F1.1", "embedded"),
+        row(f"{pid}_F1.2", "embedded"),
+        row(f"{pid}_F2", "embedded"),
+        row(f"{pid}_F3", "embedded", role="none"),
+    ]
+    example = build_example(paper, rows)
+    assert example.ga_source == "ga_role" and [example.candidates[i].figure_id for i in example.gt] == [f"{pid}_F1"]
+    assert [r["id"] for r in rows if not shapes_example(r)] == []  # F1 for its role, the rest for their images
+    assert build_example(paper, [r for r in rows if shapes_example(r)]) == example
+    unusable_without_role = row(f"{pid}_F3", "not_found", role="none")
+    assert not shapes_example(unusable_without_role)
