@@ -38,10 +38,10 @@ class SortedRuns:
     (``grouped``), at most ``run_items`` of them in memory while adding and one per run
     while reading. The files live in ``folder`` and are removed as they are read."""
 
-    def __init__(self, folder: str, name: str, run_items: int = RUN_ITEMS):
+    def __init__(self, folder: str, name: str, run_items: Optional[int] = None):
         self.folder = folder
         self.name = name
-        self.run_items = max(1, run_items)
+        self.run_items = max(1, run_items or RUN_ITEMS)
         self._buffer: list[tuple[Any, int, Any]] = []
         self._runs: list[str] = []
         self._seq = 0

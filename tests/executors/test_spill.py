@@ -209,3 +209,30 @@ def test_cutting_ten_times_the_papers_takes_the_same_memory(tmp_path):
     small, large = _peak_of_cutting(tmp_path, 6_000), _peak_of_cutting(tmp_path, 60_000)
     assert (large - small) / 54_000 < 200, (small, large)  # bytes per paper; ~55 measured
     assert large < 16 << 20, large  # ~9 MB measured
+
+
+def _shards(out) -> dict:
+    import hashlib
+
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.glob("data/*/*"))}
+
+
+@pytest.mark.e2e  # two builds of the sample, the second with every item a run of its own
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_build_whose_groupings_merge_many_runs_writes_the_same_shards(tmp_path, monkeypatch, workers):
+    """Builds as small as the sample sort their references in one run, never merging files;
+    here every reference and write item is a run of its own (all merged back), the jobs are
+    read back by forked workers too, and the shards are the ones of a build that did not."""
+    from sciga.executors import spill
+
+    from conftest import _build
+
+    plain, merged = tmp_path / "plain", tmp_path / "merged"
+    assert _build("--sample", "--output", str(plain), "--quiet", "--workers", workers).counts.reconciled
+    monkeypatch.setattr(spill, "RUN_ITEMS", 1)
+    runs: list = []
+    grouped = spill.SortedRuns.grouped
+    monkeypatch.setattr(spill.SortedRuns, "grouped", lambda self: runs.append(len(self._runs)) or grouped(self))
+    assert _build("--sample", "--output", str(merged), "--quiet", "--workers", workers).counts.reconciled
+    assert runs and min(runs) > 3, runs  # the references' and the write items' runs, each merged
+    assert _shards(merged) == _shards(plain) and _shards(plain)

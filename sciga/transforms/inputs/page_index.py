@@ -62,13 +62,15 @@ class PageHashes:
             self.record_results, self.record_results_set_aside = None, True
 
     def previous_record_results(self, store_root: str) -> Optional[dict]:
-        """The record's vouches for the pages' results, read again from the record if they
-        were set aside (the record keeps them until the build records its own; a record that
-        is gone gives none, and each result's header is read instead)."""
+        """The record's vouches for the pages' results, handed over to the caller, who uses
+        them up (``up_to_date.result_vouches``); read again from the record if they were set
+        aside (the record keeps them until the build records its own; a record that is gone
+        gives none, and each result's header is read instead)."""
         if self.record_results is None and self.record_results_set_aside:
             results = _load_record(store_root).get(RESULTS)
             return results if isinstance(results, dict) else None
-        return self.record_results
+        results, self.record_results = self.record_results, None
+        return results
 
     def fill(self, known: dict[str, str], max_page_bytes: int) -> None:
         """Complete the hashes of a build that left them to its workers (``page_hashes``
