@@ -18,6 +18,7 @@ cut in memory, as earlier builds did (``tests/executors/test_spill.py``).
 from __future__ import annotations
 
 import heapq
+import itertools
 import os
 import pickle
 from collections.abc import Hashable, Iterable, Iterator
@@ -73,16 +74,8 @@ class SortedRuns:
         else:  # one run's worth: no file at all
             self._buffer.sort(key=_key_of)
             records, self._buffer = self._buffer, []
-        key: Any = None
-        items: list = []
-        for k, _, item in records:
-            if items and k != key:
-                yield key, items
-                items = []
-            key = k
-            items.append(item)
-        if items:
-            yield key, items
+        for key, run in itertools.groupby(records, key=_key_of):
+            yield key, [item for _, _, item in run]
 
 
 def _key_of(record: tuple) -> Any:

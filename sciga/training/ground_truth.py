@@ -141,7 +141,7 @@ def _role(row: dict) -> str:
 def shapes_example(row: dict) -> bool:
     """Whether ``build_example`` reads anything of this figures-config row: a unit to rank
     (its image is usable), or a GA role that names a figure. The others change nothing
-    (``tests/training/test_data.py``), so a loader need not keep them."""
+    (``tests/training/test_training_splits.py``), so a loader need not keep them."""
     return is_usable_image_row(row) or _role(row) not in NEGATIVE_ROLES
 
 
