@@ -21,6 +21,7 @@ import fsspec
 
 from sciga.executors.finalize import Finalize
 from sciga.executors.options import BuildOptions, BuildResult, results_fingerprint
+from sciga.transforms.inputs.listing_record import LISTING
 from sciga.transforms.write import manifest as mf
 
 if TYPE_CHECKING:
@@ -92,13 +93,18 @@ def _write_staged(staging: str, name: str, text: str) -> str:
     return path
 
 
-def list_inputs(opts: BuildOptions) -> list[str]:
+def list_inputs(opts: BuildOptions, record: Optional[dict] = None) -> tuple[list[str], Optional[dict]]:
     """The build's inputs: the ids to fetch, or the pages its specs name; one sentence when
-    there are none."""
-    from sciga.transforms.inputs.build_inputs import list_build_inputs, output_inside_inputs
+    there are none. And what the next build needs to reuse this listing (None where it
+    cannot): ``record``, the last build's page index, may hold a listing that is still true
+    (``inputs/listing_record.py``), which is then used, and carried over, instead of walking
+    the input folders."""
+    from sciga.transforms.inputs.build_inputs import build_input_listing, output_inside_inputs, warn_without_page
+    from sciga.transforms.inputs.listing_record import folder_stamps, listing_record, recorded_listing
+    from sciga.transforms.inputs.page_index import recorded_uris
 
     if opts.fetch_ids:
-        return list(opts.fetch_ids)
+        return list(opts.fetch_ids), None
     if not opts.specs:
         raise SystemExit("sciga build: give --input PATH_OR_GLOB, --ids ID ... (or --sample for the embedded corpus).")
     around = output_inside_inputs(opts.specs, opts.output)
@@ -109,8 +115,16 @@ def list_inputs(opts: BuildOptions) -> list[str]:
             opts.output,
             around[0],
         )
-    inputs = list_build_inputs(opts.specs, opts.html_from, exclude=opts.output if around else None)
-    if not inputs:
+    recordable = not around and opts.html_from == "ar5iv"
+    listing = (
+        recorded_listing(record.get(LISTING), opts.specs, recorded_uris(record)) if recordable and record else None
+    )
+    if listing is not None:
+        warn_without_page(listing)
+        return listing.inputs, record[LISTING] if record else None
+    stamps = folder_stamps(opts.specs) if recordable else None  # before listing: a page added after moves a stamp
+    listing = build_input_listing(opts.specs, opts.html_from, exclude=opts.output if around else None)
+    if not listing.inputs:
         raise SystemExit(
             f"sciga build: no .html or .html.gz pages found in {', '.join(opts.specs)}; check the path"
             + (
@@ -119,7 +133,7 @@ def list_inputs(opts: BuildOptions) -> list[str]:
                 else "."
             )
         )
-    return inputs
+    return listing.inputs, listing_record(opts.specs, stamps, listing)
 
 
 def lock_output(out_dir: str, held: contextlib.ExitStack) -> str:
@@ -181,29 +195,46 @@ def prepare_build(
     holds what it would write, the result of a build that wrote nothing."""
     from sciga.executors.choice import without_beam
     from sciga.transforms.common.result_store import store_root
-    from sciga.transforms.inputs.page_index import page_hashes
+    from sciga.transforms.inputs.page_index import load_record, page_hashes, record_identity
     from sciga.transforms.inputs.pages import input_list_hash
     from sciga.transforms.write.layout import layout_for
     from sciga.transforms.write.up_to_date import build_signature, up_to_date_manifest
 
     t0 = time.time()
-    inputs = list_inputs(opts)
     out_dir = opts.output.rstrip("/") or opts.output
+    sroot = store_root(out_dir)
+    # The last build's record (``inputs/page_index.py``; --rebuild ignores it), read before
+    # OUT is locked, since the listing may come from it, and read again once OUT is locked
+    # if another build replaced it meanwhile.
+    reads_record = not opts.fetch_ids and opts.html_from == "ar5iv"
+    seen = record_identity(sroot) if reads_record and not opts.rebuild else None
+    record = load_record(sroot) if seen is not None else {}
+    inputs, listing = list_inputs(opts, record)
     staging = lock_output(out_dir, held)
+    if reads_record and not opts.rebuild and record_identity(sroot) != seen:
+        record = load_record(sroot)
     vision = resolve_vision_options(opts, staging)
     fingerprint = results_fingerprint(opts, vision)
     layout = layout_for(len(inputs), opts.papers_per_shard, opts.figures_per_shard)
-    sroot = store_root(out_dir)
     # The pages' SHA-256s, read again only where a page's size or mtime moved since the last
     # build (local pages; the pipeline plans the others). A build without Beam whose store
     # holds no result leaves them to its workers, which hash each page as they read it:
     # with nothing to reuse, the launcher's reading every page first only delays them.
     workers_hash = without_beam(opts, vision, beam_args) and not _holds_results(sroot)
     hashes = (
-        page_hashes(inputs, sroot, opts.parse.max_page_bytes, use_record=not opts.rebuild, hash_now=not workers_hash)
-        if not opts.fetch_ids and opts.html_from == "ar5iv"
+        page_hashes(
+            inputs,
+            sroot,
+            opts.parse.max_page_bytes,
+            use_record=not opts.rebuild,
+            hash_now=not workers_hash,
+            record=record,
+        )
+        if reads_record
         else None
     )
+    if hashes is not None:
+        hashes.listing = listing
     inputs_hash = input_list_hash(inputs, {u: st.size for u, st in hashes.stats.items()} if hashes else None)
     signature = build_signature(fingerprint, inputs, layout, opts.recorded)
     if (
@@ -215,6 +246,8 @@ def prepare_build(
     ):
         manifest = up_to_date_manifest(out_dir, sroot, inputs, hashes, fingerprint, signature, inputs_hash)
         if manifest is not None:
+            if listing is not None and record.get(LISTING) != listing:
+                _record_listing(sroot, record, listing)
             return _nothing_to_do(out_dir, staging, manifest, len(inputs), t0)
     if hashes is not None:
         hashes.set_aside_record_results()  # not needed until the build records its pages
@@ -240,6 +273,17 @@ def prepare_build(
     return PreparedBuild(
         opts, inputs, hashes, vision, layout, fingerprint, signature, fin, to_compute, workers_hash, t0
     )
+
+
+def _record_listing(sroot: str, record: dict, listing: dict) -> None:
+    """A build with nothing to do adds its listing to a record that lacks it (one made
+    before records held listings), so that the next one need not walk the inputs."""
+    from sciga.transforms.inputs.page_index import save_record
+
+    try:
+        save_record(sroot, {**record, LISTING: listing})
+    except OSError as e:  # the next build lists its inputs again
+        log.warning("could not record the input listing in %s: %s", sroot, e)
 
 
 def _holds_results(sroot: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Optional, Union
 
 from sciga.transforms.common.input_files import parent_of, read_input
+from sciga.transforms.inputs.listing_record import InputListing
 from sciga.transforms.inputs.pages import (
     MAX_SIDECAR_BYTES,
     META_SUFFIX,
@@ -101,6 +102,22 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv", exclude: O
     paper's page from its e-print (``latexml:<metadata sidecar>``). Nothing below ``exclude``
     (the build's own output folder, when it lies inside an input folder) is an input: its
     browse pages and reports are no papers, and a rerun must not read them."""
+    return build_input_listing(specs, html_from, exclude).inputs
+
+
+def warn_without_page(listing: InputListing) -> None:
+    if listing.without_page:
+        log.warning(
+            "%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
+            "their e-prints with LaTeXML",
+            listing.without_page,
+            listing.first_without_page,
+        )
+
+
+def build_input_listing(specs: Sequence[str], html_from: str = "ar5iv", exclude: Optional[str] = None) -> InputListing:
+    """``list_build_inputs``, with what the listing warned about (the page index records both,
+    ``inputs/listing_record.py``)."""
     pages = list_inputs(specs)  # a spec that does not exist: FileNotFoundError, one sentence from the CLI
     metas = list_metadata(specs)
     if exclude and output_inside_inputs(specs, exclude):
@@ -112,14 +129,9 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv", exclude: O
     beside = {m for m in metas if any(c in page_set for c in page_candidates(m))}
     if html_from == "ar5iv":
         without_page = [m for m in metas if m not in beside]
-        if without_page:
-            log.warning(
-                "%d papers have metadata but no page (e.g. %s); they are not built: --html-from auto converts "
-                "their e-prints with LaTeXML",
-                len(without_page),
-                without_page[0],
-            )
-        return pages
+        listing = InputListing(pages, len(without_page), without_page[0] if without_page else "")
+        warn_without_page(listing)
+        return listing
     from sciga.transforms.inputs.tex_inputs import id_keys, page_keys, source_paper_id, tex_sources
     from sciga.transforms.latexml.pages_from_eprints import convert_request
 
@@ -135,14 +147,14 @@ def list_build_inputs(specs: Sequence[str], html_from: str = "ar5iv", exclude: O
     if html_from == "auto":
         convert = [m for m in metas if m not in beside and not (id_keys(metas_by_id[m]) & keys)]
         convert += [t for t in sources if not (id_keys(source_paper_id(t)[0]) & keys)]
-        return sorted(pages + [convert_request(m) for m in convert])
+        return InputListing(sorted(pages + [convert_request(m) for m in convert]))
     # latexml: every paper with metadata or a TeX source gets its page from its e-print; other pages stay.
     replaced = {c for m in metas for c in page_candidates(m)}
     converted = set().union(
         *(id_keys(i) for i in metas_by_id.values()), *(id_keys(source_paper_id(t)[0]) for t in sources)
     )
     kept = [p for p in pages if isinstance(p, RefusedInput) or (p not in replaced and not (page_keys([p]) & converted))]
-    return sorted(kept + [convert_request(m) for m in metas] + [convert_request(t) for t in sources])
+    return InputListing(sorted(kept + [convert_request(m) for m in metas] + [convert_request(t) for t in sources]))
 
 
 def _meta_id(meta_uri: str) -> Optional[str]:

@@ -23,6 +23,7 @@ from typing import Optional
 
 from sciga.transforms.common.input_files import is_local, local_path, parent_of
 from sciga.transforms.common.result_store import hash_file
+from sciga.transforms.inputs.listing_record import LISTING
 from sciga.transforms.inputs.pages import CONVERT_PREFIX
 from sciga.transforms.inputs.refused import RefusedInput
 
@@ -52,6 +53,7 @@ class PageHashes:
     record_signature: Optional[str] = None  # of the build that wrote the record (``write/up_to_date.py``)
     record_results: Optional[dict] = None  # the record's vouches for the pages' results (``write/up_to_date.py``)
     record_results_set_aside: bool = False  # read from the record again when needed (``set_aside_record_results``)
+    listing: Optional[dict] = None  # what the next build needs to reuse this build's listing (``listing_record.py``)
 
     def set_aside_record_results(self) -> None:
         """The record's vouches are used before the build runs (is it up to date?) and once it
@@ -67,7 +69,7 @@ class PageHashes:
         aside (the record keeps them until the build records its own; a record that is gone
         gives none, and each result's header is read instead)."""
         if self.record_results is None and self.record_results_set_aside:
-            results = _load_record(store_root).get(RESULTS)
+            results = load_record(store_root).get(RESULTS)
             return results if isinstance(results, dict) else None
         results, self.record_results = self.record_results, None
         return results
@@ -92,7 +94,20 @@ def index_path(store_root: str) -> str:
     return posixpath.join(store_root, PAGE_INDEX)
 
 
-def _load_record(store_root: str) -> dict:
+def record_identity(store_root: str) -> Optional[tuple[int, int, int]]:
+    """(inode, size, mtime) of the record, None when there is none: the record is replaced,
+    never rewritten in place, so a record read earlier is the one there while this holds."""
+    if not is_local(store_root):
+        return None
+    try:
+        st = os.stat(local_path(index_path(store_root)))
+    except (OSError, ValueError):
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def load_record(store_root: str) -> dict:
+    """The record of the last finished build (empty when there is none, or it is damaged)."""
     if not is_local(store_root):
         return {}
     try:
@@ -101,6 +116,12 @@ def _load_record(store_root: str) -> dict:
     except (OSError, ValueError):
         return {}
     return raw if isinstance(raw, dict) and raw.get("version") == INDEX_VERSION else {}
+
+
+def recorded_uris(raw: dict) -> list[str]:
+    """The pages of a record, in its order (sorted, as ``save_page_index`` writes them)."""
+    pages = raw.get("pages")
+    return list(pages) if isinstance(pages, dict) else []
 
 
 def _pages_of(raw: dict) -> dict[str, tuple[int, int, str]]:
@@ -128,17 +149,23 @@ def _hash(uri: str, max_page_bytes: int) -> Optional[str]:
 
 
 def page_hashes(
-    inputs: Sequence[str], store_root: str, max_page_bytes: int, use_record: bool = True, hash_now: bool = True
+    inputs: Sequence[str],
+    store_root: str,
+    max_page_bytes: int,
+    use_record: bool = True,
+    hash_now: bool = True,
+    record: Optional[dict] = None,
 ) -> Optional[PageHashes]:
     """The SHA-256 of every local page in ``inputs``, from the record where a page's size and
     mtime are unchanged, else read now. None when an input is not a local page (a convert
     request, a remote file): the pipeline plans those itself. ``hash_now=False``: pages the
     record does not vouch for are left unhashed (their stats are taken), for a build whose
     store holds no result to reuse: its workers hash each page as they read it, and
-    ``PageHashes.fill`` takes those hashes afterwards."""
+    ``PageHashes.fill`` takes those hashes afterwards. ``record``: the record, when the caller
+    has read it already (``load_record``)."""
     if not inputs or not all(is_local(u) and not u.startswith(CONVERT_PREFIX) for u in inputs):
         return None
-    raw = _load_record(store_root) if use_record else {}
+    raw = (load_record(store_root) if record is None else record) if use_record else {}
     record = _pages_of(raw)
     signature = raw.get("build")
     out = PageHashes(
@@ -192,7 +219,15 @@ def save_page_index(
     record: dict = {"version": INDEX_VERSION, "build": signature, "pages": pages}
     if results is not None:
         record[RESULTS] = results
+    if hashes.listing is not None:
+        record[LISTING] = hashes.listing
     _write_record(store_root, record)
+
+
+def save_record(store_root: str, record: dict) -> None:
+    """``record`` written atomically (write, then rename), on a local store only."""
+    if is_local(store_root):
+        _write_record(store_root, record)
 
 
 def _write_record(store_root: str, record: dict) -> None:
@@ -211,7 +246,7 @@ def unclaim_page_index(store_root: str) -> None:
     killed from here on has stored results its shards do not hold (a paper recomputed
     because its metadata sidecar changed keeps its key), and the next build must run to
     write them, not answer "up to date"."""
-    raw = _load_record(store_root)
+    raw = load_record(store_root)
     if raw.get("build") is not None:
         _write_record(store_root, {**raw, "build": None})
 

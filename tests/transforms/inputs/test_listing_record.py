@@ -1,0 +1,239 @@
+"""The input listing, reused while no input folder changed (``inputs/listing_record.py``): a
+rebuild with nothing to do no longer walks the inputs, and a page added, removed or renamed
+anywhere below them is still listed (never a vanished input), as are trees the record may
+not stand for (links, globs, folders changed a moment ago)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from sciga.pipelines.build import add_arguments, run_build
+from sciga.samples.scale_corpus import make_image_rich_corpus
+from sciga.transforms.inputs import build_inputs, listing_record
+from sciga.transforms.inputs.listing_record import LISTING, RACY_SECONDS, folder_stamps, recorded_listing
+from sciga.transforms.inputs.page_index import PAGE_INDEX
+
+COMMON = ("--workers", "1", "--quiet", "--figures-per-shard", "8")
+
+
+def build(pages: Path, out: Path, *extra: str):
+    ap = argparse.ArgumentParser()
+    add_arguments(ap)
+    return run_build(ap.parse_args(["--input", str(pages), "--output", str(out), *COMMON, *extra]))
+
+
+def age(tree: Path, seconds: float = 3600) -> None:
+    """Every folder of ``tree`` last changed ``seconds`` ago (a corpus made earlier)."""
+    then = time.time_ns() - int(seconds * 1e9)
+    for d in [tree, *(p for p in tree.rglob("*") if p.is_dir() and not p.is_symlink())]:
+        os.utime(d, ns=(then, then))
+
+
+def paper_ids(out: Path) -> list[str]:
+    return sorted(pq.read_table(out / "data" / "papers", columns=["id"]).column("id").to_pylist())
+
+
+def record(out: Path) -> dict:
+    return json.loads((out / ".sciga" / PAGE_INDEX).read_text())
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 5, n_figures=2, image_kb=4, distinct_images=1)
+    age(pages)
+    return pages
+
+
+@pytest.fixture
+def walks(monkeypatch) -> list:
+    """The input walks made (``pages.list_inputs`` as the build's listing calls it)."""
+    calls: list = []
+    real = build_inputs.list_inputs
+    monkeypatch.setattr(build_inputs, "list_inputs", lambda specs: calls.append(list(specs)) or real(specs))
+    return calls
+
+
+def test_a_rebuild_with_nothing_to_do_does_not_walk_the_inputs(corpus, tmp_path, walks):
+    out = tmp_path / "out"
+    first = build(corpus, out)
+    assert first.counts.papers == 5 and len(walks) == 1
+    listing = record(out)[LISTING]
+    assert listing["specs"] == [str(corpus)] and listing["inputs"][0] == 5
+    assert {f for f, _ in listing["folders"]} >= {str(corpus), str(corpus / "2601.00001" / "figs")}
+    again = build(corpus, out)
+    assert again.up_to_date and again.counts.papers == 5
+    assert len(walks) == 1, "a rebuild with nothing to do walked the input folders"
+    # --rebuild lists the inputs as they are, and records what it listed
+    assert build(corpus, out, "--rebuild").counts.papers == 5 and len(walks) == 2
+    assert record(out)[LISTING]["inputs"] == listing["inputs"]
+
+
+def _add_top(corpus: Path) -> str:
+    shutil.copy(corpus / "2601.00001" / "2601.00001.html", corpus / "2601.00901.html")
+    return "2601.00901"
+
+
+def _add_in_new_folder(corpus: Path) -> str:
+    (corpus / "more" / "deep").mkdir(parents=True)
+    shutil.copy(corpus / "2601.00001" / "2601.00001.html", corpus / "more" / "deep" / "2601.00902.html")
+    return "2601.00902"
+
+
+def _add_beside_images(corpus: Path) -> str:
+    shutil.copy(corpus / "2601.00001" / "2601.00001.html", corpus / "2601.00002" / "figs" / "2601.00903.html")
+    return "2601.00903"
+
+
+def _remove_a_page(corpus: Path) -> str:
+    (corpus / "2601.00003" / "2601.00003.html").unlink()
+    return "-2601.00003"
+
+
+def _remove_a_paper_folder(corpus: Path) -> str:
+    shutil.rmtree(corpus / "2601.00004")
+    return "-2601.00004"
+
+
+def _rename_a_page(corpus: Path) -> str:
+    (corpus / "2601.00005" / "2601.00005.html").rename(corpus / "2601.00005" / "2601.00905.html")
+    return "2601.00905 -2601.00005"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_add_top, _add_in_new_folder, _add_beside_images, _remove_a_page, _remove_a_paper_folder, _rename_a_page],
+)
+def test_a_page_added_removed_or_renamed_anywhere_is_listed(corpus, tmp_path, change, walks):
+    out = tmp_path / "out"
+    build(corpus, out)
+    assert build(corpus, out).up_to_date and len(walks) == 1
+    expected = set(paper_ids(out))
+    for word in change(corpus).split():
+        if word.startswith("-"):
+            expected.discard(word[1:])
+        else:
+            expected.add(word)
+    got = build(corpus, out)
+    assert not got.up_to_date and len(walks) == 2
+    assert paper_ids(out) == sorted(expected)
+    assert got.counts.papers == len(expected)
+
+
+def test_a_page_added_after_the_stamps_within_one_clock_tick_is_still_listed(corpus, tmp_path, monkeypatch):
+    """The stamps are taken before the listing walks: a page that appears in between (its
+    folder's mtime put back, as a coarse clock would leave it) is in the listing, and so in
+    the record the next build reuses. No page the next build would see vanishes."""
+    out = tmp_path / "out"
+    real = listing_record.folder_stamps
+
+    def stamps_then_a_page(specs, now_ns=None):
+        got = real(specs, now_ns)
+        st = os.stat(corpus)
+        shutil.copy(corpus / "2601.00001" / "2601.00001.html", corpus / "2601.00907.html")
+        os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))
+        return got
+
+    monkeypatch.setattr(listing_record, "folder_stamps", stamps_then_a_page)  # prepare imports it when it lists
+    assert build(corpus, out).counts.papers == 6
+    monkeypatch.setattr(listing_record, "folder_stamps", real)
+    again = build(corpus, out)
+    assert again.up_to_date and again.counts.papers == 6 and "2601.00907" in paper_ids(out)
+
+
+def test_folders_changed_a_moment_ago_are_not_trusted(corpus):
+    assert folder_stamps([str(corpus)]) is not None
+    (corpus / "2601.00001" / "note.txt").write_text("x")  # its folder changed just now
+    assert folder_stamps([str(corpus)]) is None
+    later = time.time_ns() + int((RACY_SECONDS + 1) * 1e9)
+    assert folder_stamps([str(corpus)], now_ns=later) is not None
+    # a folder whose mtime is ahead of this machine's clock (another machine's, on NFS) neither
+    ahead = time.time_ns() + 10**12
+    os.utime(corpus / "2601.00002", ns=(ahead, ahead))
+    assert folder_stamps([str(corpus)], now_ns=later) is None
+
+
+def test_trees_the_record_cannot_stand_for_are_listed_every_time(corpus, tmp_path):
+    assert folder_stamps([str(corpus / "*")]) is None  # a glob
+    assert folder_stamps([str(corpus / "2601.00001" / "2601.00001.html")]) is None  # a file
+    assert folder_stamps(["gs://bucket/pages"]) is None
+    assert folder_stamps([str(tmp_path / "dump.zip")]) is None
+    assert folder_stamps([str(tmp_path / "missing")]) is None
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (corpus / "linked").symlink_to(outside)  # a link below: followed or refused by the listing
+    age(corpus)
+    assert folder_stamps([str(corpus)]) is None
+    (corpus / "linked").unlink()
+    age(corpus)
+    linked_corpus = tmp_path / "via-link"
+    linked_corpus.symlink_to(corpus)
+    assert folder_stamps([str(linked_corpus)]) is None  # the input folder itself a link
+    assert folder_stamps([str(corpus)]) is not None
+
+
+def test_a_tree_with_a_link_is_walked_by_every_build(corpus, tmp_path, walks):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(corpus / "2601.00001" / "2601.00001.html", outside / "2601.00908.html")
+    (corpus / "linked").symlink_to(outside)
+    age(corpus)
+    out = tmp_path / "out"
+    first = build(corpus, out)
+    assert LISTING not in record(out)
+    assert first.counts.inputs == 6  # the page behind the link out is refused, and counted
+    assert build(corpus, out).counts.inputs == 6 and len(walks) == 2
+
+
+def test_a_recorded_listing_holds_only_while_every_stamp_does(corpus, tmp_path):
+    out = tmp_path / "out"
+    build(corpus, out)
+    raw = record(out)
+    pages = list(raw["pages"])
+    assert recorded_listing(raw[LISTING], [str(corpus)], pages).inputs == pages
+    assert recorded_listing(raw[LISTING], [str(corpus), str(tmp_path)], pages) is None  # other specs
+    assert recorded_listing(raw[LISTING], [str(corpus)], pages[:-1]) is None  # a page the record lost
+    assert recorded_listing(raw[LISTING], [str(corpus)], list(reversed(pages))) is None
+    damaged = {**raw[LISTING], "folders": [[f, m + 1] for f, m in raw[LISTING]["folders"]]}
+    assert recorded_listing(damaged, [str(corpus)], pages) is None
+    for broken in (None, [], {"specs": [str(corpus)]}, {**raw[LISTING], "inputs": "x"}):
+        assert recorded_listing(broken, [str(corpus)], pages) is None
+
+
+def test_a_record_made_before_listings_gets_one_from_a_build_with_nothing_to_do(corpus, tmp_path, walks):
+    out = tmp_path / "out"
+    build(corpus, out)
+    path = out / ".sciga" / PAGE_INDEX
+    old = record(out)
+    del old[LISTING]
+    path.write_text(json.dumps(old))
+    assert build(corpus, out).up_to_date and len(walks) == 2
+    assert record(out)[LISTING]["inputs"][0] == 5
+    assert build(corpus, out).up_to_date and len(walks) == 2
+
+
+def test_the_listings_warning_is_given_when_the_listing_is_reused(corpus, tmp_path, walks, caplog):
+    (corpus / "2601.00950.meta.json").write_text(json.dumps({"id": "2601.00950", "title": "No page"}))
+    age(corpus)
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING, logger="sciga.build"):
+        build(corpus, out)
+        assert build(corpus, out).up_to_date and len(walks) == 1
+    said = [r.getMessage() for r in caplog.records if "metadata but no page" in r.getMessage()]
+    assert len(said) == 2 and all("2601.00950.meta.json" in s for s in said), said
+
+
+def test_an_output_folder_inside_the_input_is_walked_by_every_build(corpus, walks):
+    out = corpus / "out"
+    build(corpus, out)
+    assert LISTING not in record(out)
+    assert build(corpus, out).up_to_date and len(walks) == 2
