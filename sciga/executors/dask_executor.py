@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -45,6 +46,9 @@ CONNECT_TIMEOUT = 30
 # A worker's first task imports the steps and sets them up (~2 s); batches are kept large
 # enough that handing one over (a round trip to the scheduler, ~2 ms) is nothing next to it.
 MAX_BATCH = 16
+# Part-writing tasks sent ahead per worker thread: enough to keep every worker busy while the
+# launcher reads the next batch of jobs back from disk, few enough that it never holds them all.
+WINDOW_PER_SLOT = 4
 
 log = logging.getLogger("sciga.build")
 
@@ -91,7 +95,7 @@ def run_on_dask(
         n = max(1, sum(client.nthreads().values()))
         read: dict[str, str] = {}
         with tempfile.TemporaryDirectory(prefix="part-jobs-") as folder:
-            # Grouped and cut on disk (``spill.py``); the jobs are loaded to be sent to the cluster.
+            # Grouped and cut on disk (``spill.py``), as the in-process executor does.
             by_paper = SortedRuns(folder, "references")
             for batch in _answers(client, _items_task, _batches(list(lines), n), token, blob, "inputs"):
                 for item in batch:
@@ -100,10 +104,13 @@ def run_on_dask(
                 read.update({i.uri: i.content_sha256 for i in batch if i.content_sha256})
             chain.collect.setup()
             chain.cut.setup()
-            jobs = [load_job(ref) for ref in chain.part_jobs_on_disk(by_paper, folder)]
-        progress.add(groups=len({(j.config, j.group) for j in jobs}), parts=len(jobs))
-        for done in _answers(client, _write_task, _batches(jobs, n), token, blob, "parts"):
-            progress.add(parts_done=len(done))
+            refs = chain.part_jobs_on_disk(by_paper, folder)
+            progress.add(groups=len({r.group for r in refs}), parts=len(refs))
+            # Each batch of jobs is read back when it is sent, a window of them at a time: the
+            # launcher never holds every job (all of the build's references) at once.
+            jobs = ([load_job(r) for r in batch] for batch in _batches(refs, n))
+            for done in _answers(client, _write_task, jobs, token, blob, "parts", window=WINDOW_PER_SLOT * n):
+                progress.add(parts_done=len(done))
         progress.flush()
         return DaskRun(page_sha256=read, workers=len(client.nthreads()), address=client.scheduler.address)
 
@@ -134,18 +141,32 @@ def _batches(items: list, slots: int) -> list[list]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _answers(client, fn, batches: list[list], token: str, blob: bytes, what: str) -> Iterator[Any]:
+def _answers(
+    client, fn, batches: Iterable[list], token: str, blob: bytes, what: str, window: Optional[int] = None
+) -> Iterator[Any]:
     """Each batch's answer as its task finishes; one sentence when the cluster gives up on
-    one (Dask retries a task whose worker was lost, up to ``allowed-failures`` times)."""
+    one (Dask retries a task whose worker was lost, up to ``allowed-failures`` times).
+    ``window``: at most this many tasks submitted and not finished at a time (the next batch
+    is taken from ``batches`` as one finishes); None: every batch at once."""
     from distributed import as_completed
 
     from sciga.transforms.common.errors import UserError
 
-    if not batches:
-        return
-    futures = client.map(fn, batches, token=token, blob=blob, pure=False)
+    pending = iter(batches)
+    running = as_completed(loop=client.loop)
+    futures: set = set()
+
+    def submit(count: Optional[int]) -> None:
+        for batch in itertools.islice(pending, count):
+            future = client.submit(fn, batch, token=token, blob=blob, pure=False)
+            futures.add(future)
+            running.add(future)
+
+    submit(window)
     try:
-        for future in as_completed(futures, loop=client.loop):
+        for future in running:
+            futures.discard(future)
+            submit(1 if window is not None else 0)  # before the answer is used: the cluster stays busy
             try:
                 yield future.result()
             except Exception as e:

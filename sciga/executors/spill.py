@@ -109,6 +109,7 @@ class JobRef:
     offset: int
     length: int
     nbytes: int
+    group: tuple = ()  # (config, shard group) of the part: counted before any job is read back
 
 
 class JobFile:
@@ -123,7 +124,8 @@ class JobFile:
     def add(self, job: Any, nbytes: int) -> None:
         assert self._file is not None, "JobFile.add after refs()"
         blob = pickle.dumps(job, _PROTOCOL)
-        self._refs.append(JobRef(self.path, self._file.tell(), len(blob), nbytes))
+        group = (getattr(job, "config", ""), getattr(job, "group", 0))
+        self._refs.append(JobRef(self.path, self._file.tell(), len(blob), nbytes, group))
         self._file.write(blob)
 
     def refs(self) -> list[JobRef]:

@@ -190,3 +190,63 @@ def test_a_scheduler_that_does_not_answer_is_one_sentence(tmp_path, monkeypatch,
     assert err[-1].startswith(f"sciga build: --dask-address tcp://127.0.0.1:{port}: no Dask scheduler answered there")
     with pytest.raises(SystemExit, match="give it with --executor dask"):
         main(["build", "--sample", "--output", str(out), "--dask-address", f"tcp://127.0.0.1:{port}"])
+
+
+def test_tasks_are_sent_a_window_at_a_time_and_every_answer_comes_back(dask_cluster):
+    """``_answers`` with a window: a batch is taken from the generator only when fewer than
+    ``window`` tasks are out, and every batch's answer comes back once."""
+    from distributed import Client
+
+    from sciga.executors.dask_executor import _answers
+
+    taken: list[tuple[int, int]] = []  # (batch, answers used when it was taken)
+    answers: list = []
+
+    def batches():
+        for i in range(25):
+            taken.append((i, len(answers)))
+            yield [("batch", i)]
+
+    with Client(dask_cluster.scheduler_address, set_as_default=False) as client:
+        # dict(pairs, token=..., blob=...): a function every worker can unpickle by name
+        for got in _answers(client, dict, batches(), "t", b"", "tests", window=3):
+            answers.append(got["batch"])
+        assert sorted(answers) == list(range(25))
+        # +1: the task just finished, whose answer is used after the next batch is sent
+        assert all(i < used + 1 + 3 for i, used in taken), taken
+        everything = list(_answers(client, dict, [[("batch", i)] for i in range(7)], "t", b"", "tests"))
+        assert sorted(a["batch"] for a in everything) == list(range(7))
+
+
+@pytest.mark.e2e
+def test_the_launcher_reads_part_jobs_back_a_window_at_a_time(tmp_path, monkeypatch, dask_cluster):
+    """A Dask build never holds every part job: each is read back from disk when its batch
+    is sent, and at most a window of batches is out (the build still writes every paper)."""
+    from sciga.executors import dask_executor, spill
+
+    loaded: list = []
+    written: list = []
+    real_load, real_answers = spill.load_job, dask_executor._answers
+    monkeypatch.setattr(spill, "load_job", lambda ref: loaded.append(ref) or real_load(ref))
+    monkeypatch.setattr(dask_executor, "WINDOW_PER_SLOT", 1)
+    monkeypatch.setattr(dask_executor, "MAX_BATCH", 1)
+
+    def counting_answers(client, fn, batches, *args, **kw):
+        for answer in real_answers(client, fn, batches, *args, **kw):
+            if fn is dask_executor._write_task:
+                written.append(len(loaded))
+            yield answer
+
+    monkeypatch.setattr(dask_executor, "_answers", counting_answers)
+    pages = tmp_path / "pages"
+    make_image_rich_corpus(pages, 12, n_figures=2, image_kb=4, distinct_images=1)
+    out = tmp_path / "out"
+    r = _build(
+        "--input", str(pages), "--output", str(out), "--quiet", "--papers-per-shard", "1", "--figures-per-shard", "2",
+        "--executor", "dask", "--dask-address", dask_cluster.scheduler_address,
+    )  # fmt: skip
+    assert r.counts.papers == 12 and len(paper_ids(out)) == 12
+    slots = 2  # the cluster's worker threads
+    assert len(written) >= 12 and len(loaded) == len(written)
+    # when the k-th batch's answer was used, at most k + 1 + window batches had been read back
+    assert all(n <= k + 1 + slots for k, n in enumerate(written, start=1)), written
