@@ -70,9 +70,12 @@ def test_a_rebuild_with_nothing_to_do_does_not_walk_the_inputs(corpus, tmp_path,
     listing = record(out)[LISTING]
     assert listing["specs"] == [str(corpus)] and listing["inputs"][0] == 5
     assert {f for f, _ in listing["folders"]} >= {str(corpus), str(corpus / "2601.00001" / "figs")}
+    index = out / ".sciga" / PAGE_INDEX
+    written = index.stat().st_mtime_ns
     again = build(corpus, out)
     assert again.up_to_date and again.counts.papers == 5
     assert len(walks) == 1, "a rebuild with nothing to do walked the input folders"
+    assert index.stat().st_mtime_ns == written, "a rebuild with nothing to do rewrote a record that has its listing"
     # --rebuild lists the inputs as they are, and records what it listed
     assert build(corpus, out, "--rebuild").counts.papers == 5 and len(walks) == 2
     assert record(out)[LISTING]["inputs"] == listing["inputs"]
@@ -237,3 +240,14 @@ def test_an_output_folder_inside_the_input_is_walked_by_every_build(corpus, walk
     build(corpus, out)
     assert LISTING not in record(out)
     assert build(corpus, out).up_to_date and len(walks) == 2
+
+
+def test_a_corpus_built_the_moment_it_was_made_gets_its_listing_from_a_later_build(tmp_path, walks):
+    pages = tmp_path / "fresh"
+    make_image_rich_corpus(pages, 3, n_figures=1, image_kb=4, distinct_images=1)
+    out = tmp_path / "out"
+    build(pages, out)
+    assert LISTING not in record(out), "folders changed a moment ago were trusted"
+    age(pages)
+    assert build(pages, out).up_to_date and LISTING in record(out)
+    assert build(pages, out).up_to_date and len(walks) == 2
