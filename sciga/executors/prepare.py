@@ -324,14 +324,14 @@ def _unclaim_pages(sroot: str) -> None:
 def record_pages(sroot: str, hashes, signature: str, fingerprint: Optional[str] = None) -> None:
     """What the next build needs to know that nothing changed (``inputs/page_index.py``),
     with the vouches for the pages' results when the results' ``fingerprint`` is given
-    (``write/up_to_date.result_vouches``)."""
+    (``write/up_to_date.result_vouches``), written as they are made."""
     from sciga.transforms.inputs.page_index import forget_page_index, save_page_index
-    from sciga.transforms.write.up_to_date import result_vouches
+    from sciga.transforms.write.up_to_date import stream_result_vouches
 
     try:
         if hashes is not None:
             results = (
-                result_vouches(sroot, hashes.sha256, fingerprint, hashes.previous_record_results(sroot))
+                stream_result_vouches(sroot, hashes.sha256, fingerprint, hashes.previous_record_results(sroot))
                 if fingerprint is not None
                 else None
             )

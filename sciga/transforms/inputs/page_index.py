@@ -13,13 +13,14 @@ pipeline, where the workers hash them next to the data.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import IO, Any, Optional
 
 from sciga.transforms.common.input_files import is_local, local_path, parent_of
 from sciga.transforms.common.result_store import hash_file
@@ -205,20 +206,26 @@ def _hash_into(out: PageHashes, uris: list[str], max_page_bytes: int) -> None:
     out.hashed += len(uris)
 
 
-def save_page_index(
-    store_root: str, hashes: PageHashes, signature: Optional[str], results: Optional[dict] = None
-) -> None:
+def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str], results: Any = None) -> None:
     """Record ``hashes`` and the finished build's ``signature`` (and ``results``, the vouches
-    for the pages' results) for the next build; atomic (write, then rename), so a build
-    killed here leaves the old record or the new one."""
+    for the pages' results: a dict, or a ``write/up_to_date.VouchStream`` written page by
+    page as it comes) for the next build; atomic (write, then rename), so a build killed
+    here leaves the old record or the new one."""
     if not is_local(store_root):
         return
-    pages = {
-        u: [st.size, st.mtime_ns, hashes.sha256[u]] for u, st in sorted(hashes.stats.items()) if u in hashes.sha256
-    }
+    stats = sorted(hashes.stats.items())
+    pages = _Members((u, [st.size, st.mtime_ns, hashes.sha256[u]]) for u, st in stats if u in hashes.sha256)
     record: dict = {"version": INDEX_VERSION, "build": signature, "pages": pages}
-    if results is not None:
+    if isinstance(results, dict):
         record[RESULTS] = results
+    elif results is not None:
+        stream = results
+
+        def members() -> Iterator[tuple[str, Any]]:
+            yield "pages", _Members(stream.pages)
+            yield "dirs", stream.dirs  # complete once the pages are written
+
+        record[RESULTS] = _Members(members())
     if hashes.listing is not None:
         record[LISTING] = hashes.listing
     _write_record(store_root, record)
@@ -230,14 +237,42 @@ def save_record(store_root: str, record: dict) -> None:
         _write_record(store_root, record)
 
 
+class _Members:
+    """A JSON object written member by member as its (name, value) pairs come, never held
+    whole (the record of 145,000 pages is ~60 MB of JSON, ~300 MB as Python objects)."""
+
+    def __init__(self, pairs: Iterable[tuple[str, Any]]):
+        self.pairs = pairs
+
+
+def _dump(f: IO[str], value: Any) -> None:
+    """``json.dumps(value, separators=(",", ":"))`` into ``f``, a ``_Members`` as it comes."""
+    if isinstance(value, dict) and any(isinstance(v, _Members) for v in value.values()):
+        value = _Members(value.items())
+    if not isinstance(value, _Members):
+        f.write(json.dumps(value, separators=(",", ":")))
+        return
+    f.write("{")
+    for i, (name, member) in enumerate(value.pairs):
+        f.write(("," if i else "") + json.dumps(name) + ":")
+        _dump(f, member)
+    f.write("}")
+
+
 def _write_record(store_root: str, record: dict) -> None:
-    """The record written atomically (write, then rename)."""
+    """The record written atomically (write, then rename); a record cut short by an error
+    (a full disk) is removed, and the old one stays."""
     path = local_path(index_path(store_root))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(record, separators=(",", ":")))
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            _dump(f, record)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
 
 
 def unclaim_page_index(store_root: str) -> None:
