@@ -136,16 +136,18 @@ class BuildChain:
         for group, members in by_group.grouped():
             yield from self.cut.process((group, members))
 
-    def part_jobs_on_disk(self, by_paper: SortedRuns, folder: str) -> list[JobRef]:
+    def part_jobs_on_disk(self, by_paper: SortedRuns, folder: str, mark_taken_over: bool = False) -> list[JobRef]:
         """Every input's items (in ``by_paper``, under their ``paper_key``) -> the part files
         to write (``cut_jobs``), each job written to a file in ``folder`` as it is cut; returns
         where each lies, largest first: the one big part (every paper's full text) must not
-        be what one worker writes alone at the end. ``spill.load_job`` reads a job back."""
+        be what one worker writes alone at the end. ``spill.load_job`` reads a job back.
+        ``mark_taken_over``: each reference says whether its part is the previous build's
+        file as it is (``WritePartStep.takes_over``), asked while the job is at hand."""
         from sciga.executors.spill import JobFile, SortedRuns
 
         jobs = JobFile(folder)
         for job in self.cut_jobs(by_paper.grouped(), SortedRuns(folder, "write-items")):
-            jobs.add(job, job_bytes(job))
+            jobs.add(job, job_bytes(job), self.write_part.takes_over(job) if mark_taken_over else None)
         return jobs.refs()
 
     def write(self, jobs: Iterable[PartJob]) -> list[PartInfo]:

@@ -222,7 +222,7 @@ def run_in_process(
     import tempfile
 
     from sciga.executors.chain import add_cpu_seconds
-    from sciga.executors.spill import SortedRuns, load_job
+    from sciga.executors.spill import SortedRuns
     from sciga.transforms.write.steps import paper_key
 
     chain.setup()
@@ -242,12 +242,12 @@ def run_in_process(
                 if item.content_sha256:
                     read[item.uri] = item.content_sha256
         t = time.process_time()
-        jobs = chain.part_jobs_on_disk(by_paper, folder)
+        # Whether a part is taken over is asked only where the writes may be shared
+        # (``_processes_for_writes``), while each job is at hand: not read back twice.
+        jobs = chain.part_jobs_on_disk(by_paper, folder, mark_taken_over=pool.n == 1 and write_workers > 1)
         add_cpu_seconds(cpu, {"group": time.process_time() - t})
         release_free_memory()  # before any fork for the writes: a child maps what the launcher holds
-        pool.widen(
-            _processes_for_writes(pool.n, write_workers, jobs, lambda ref: chain.write_part.takes_over(load_job(ref)))
-        )
+        pool.widen(_processes_for_writes(pool.n, write_workers, jobs, lambda ref: bool(ref.taken_over)))
         for spent in pool.map(_write_parts, _batches(jobs, pool.n)):  # each part file and its sidecar
             add_cpu_seconds(cpu, spent)
         part_writers = pool.n

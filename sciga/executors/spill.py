@@ -110,6 +110,7 @@ class JobRef:
     length: int
     nbytes: int
     group: tuple = ()  # (config, shard group) of the part: counted before any job is read back
+    taken_over: Optional[bool] = None  # the previous build's part file, as it is (when asked at the cut)
 
 
 class JobFile:
@@ -121,11 +122,11 @@ class JobFile:
         self._file: Optional[Any] = open(self.path, "wb", buffering=_BUFFER)
         self._refs: list[JobRef] = []
 
-    def add(self, job: Any, nbytes: int) -> None:
+    def add(self, job: Any, nbytes: int, taken_over: Optional[bool] = None) -> None:
         assert self._file is not None, "JobFile.add after refs()"
         blob = pickle.dumps(job, _PROTOCOL)
         group = (getattr(job, "config", ""), getattr(job, "group", 0))
-        self._refs.append(JobRef(self.path, self._file.tell(), len(blob), nbytes, group))
+        self._refs.append(JobRef(self.path, self._file.tell(), len(blob), nbytes, group, taken_over))
         self._file.write(blob)
 
     def refs(self) -> list[JobRef]:

@@ -192,9 +192,21 @@ def test_a_small_rebuild_writes_its_parts_in_two_processes_with_a_clean_builds_b
     page.write_text(page.read_text(encoding="utf-8").replace("</article>", "<p>Added.</p></article>", 1))
     monkeypatch.setattr(in_process, "MIN_BYTES_TO_SHARE_WRITES", 0)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    from sciga.executors import spill
+
+    read_here: list = []  # part jobs read back in this process (the forked writers read theirs)
+    asked: list = []
+    real_load, real_share = spill.load_job, in_process._processes_for_writes
+    monkeypatch.setattr(spill, "load_job", lambda ref: read_here.append(ref) or real_load(ref))
+    monkeypatch.setattr(
+        in_process, "_processes_for_writes", lambda *a: asked.append([r.taken_over for r in a[2]]) or real_share(*a)
+    )
     assert main(["build", "--output", str(out), *argv]) == 0
     run = manifest(out)["run"]
     assert (run["runner"], run["workers"], run["part_writers"]) == (in_process.RUNNER, 1, 2), run
+    # whether each part is taken over was asked as it was cut: no job was read back here for it
+    assert read_here == [] and len(asked) == 1
+    assert True in asked[0] and False in asked[0] and None not in asked[0], asked
     assert main(["build", "--output", str(clean), "--workers", "1", *argv]) == 0
     assert manifest(clean)["run"]["part_writers"] == 1  # --workers 1: one process, writes included
     assert data_digests(out) == data_digests(clean), "the same shards as a clean build, byte for byte"
