@@ -166,7 +166,8 @@ def _answers(
     try:
         for future in running:
             futures.discard(future)
-            submit(1 if window is not None else 0)  # before the answer is used: the cluster stays busy
+            if window is not None:
+                submit(1)  # before the answer is used: the cluster stays busy
             try:
                 yield future.result()
             except Exception as e:

@@ -242,9 +242,9 @@ def run_in_process(
                 if item.content_sha256:
                     read[item.uri] = item.content_sha256
         t = time.process_time()
-        # Whether a part is taken over is asked only where the writes may be shared
-        # (``_processes_for_writes``), while each job is at hand: not read back twice.
-        jobs = chain.part_jobs_on_disk(by_paper, folder, mark_taken_over=pool.n == 1 and write_workers > 1)
+        # Whether a part is taken over is asked only where the writes may be shared, while
+        # each job is at hand: not read back twice.
+        jobs = chain.part_jobs_on_disk(by_paper, folder, mark_taken_over=_may_share_writes(pool.n, write_workers))
         add_cpu_seconds(cpu, {"group": time.process_time() - t})
         release_free_memory()  # before any fork for the writes: a child maps what the launcher holds
         pool.widen(_processes_for_writes(pool.n, write_workers, jobs, lambda ref: bool(ref.taken_over)))
@@ -336,7 +336,7 @@ def _processes_for_writes(workers: int, allowed: int, jobs: list[JobRef], taken_
     """Processes to write the part files in: the build's own when it has several; else
     up to ``allowed`` when more than one part is written again (not ``taken_over``) and
     together they are large enough to pay for forking (``MIN_BYTES_TO_SHARE_WRITES``)."""
-    if workers > 1 or allowed <= 1:
+    if not _may_share_writes(workers, allowed):
         return workers  # asked before any part's fingerprint is computed: most builds stop here
     to_write = [j for j in jobs if not taken_over(j)]
     if len(to_write) < 2:
@@ -344,6 +344,11 @@ def _processes_for_writes(workers: int, allowed: int, jobs: list[JobRef], taken_
     if sum(j.nbytes for j in to_write) < MIN_BYTES_TO_SHARE_WRITES:
         return workers
     return min(allowed, len(to_write))
+
+
+def _may_share_writes(workers: int, allowed: int) -> bool:
+    """Whether a build computed in one process may fork more to write its parts."""
+    return workers <= 1 and allowed > 1
 
 
 def _batches(items: list, workers: int) -> list[list]:

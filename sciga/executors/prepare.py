@@ -116,12 +116,11 @@ def list_inputs(opts: BuildOptions, record: Optional[dict] = None) -> tuple[list
             around[0],
         )
     recordable = not around and opts.html_from == "ar5iv"
-    listing = (
-        recorded_listing(record.get(LISTING), opts.specs, recorded_uris(record)) if recordable and record else None
-    )
-    if listing is not None:
-        warn_without_page(listing)
-        return listing.inputs, record[LISTING] if record else None
+    if recordable and record:
+        reused = recorded_listing(record.get(LISTING), opts.specs, recorded_uris(record))
+        if reused is not None:
+            warn_without_page(reused)
+            return reused.inputs, record[LISTING]
     stamps = folder_stamps(opts.specs) if recordable else None  # before listing: a page added after moves a stamp
     listing = build_input_listing(opts.specs, opts.html_from, exclude=opts.output if around else None)
     if not listing.inputs:
@@ -207,11 +206,12 @@ def prepare_build(
     # OUT is locked, since the listing may come from it, and read again once OUT is locked
     # if another build replaced it meanwhile.
     reads_record = not opts.fetch_ids and opts.html_from == "ar5iv"
-    seen = record_identity(sroot) if reads_record and not opts.rebuild else None
+    uses_record = reads_record and not opts.rebuild
+    seen = record_identity(sroot) if uses_record else None
     record = load_record(sroot) if seen is not None else {}
     inputs, listing = list_inputs(opts, record)
     staging = lock_output(out_dir, held)
-    if reads_record and not opts.rebuild and record_identity(sroot) != seen:
+    if uses_record and record_identity(sroot) != seen:
         record = load_record(sroot)
     vision = resolve_vision_options(opts, staging)
     fingerprint = results_fingerprint(opts, vision)
@@ -326,12 +326,12 @@ def record_pages(sroot: str, hashes, signature: str, fingerprint: Optional[str] 
     with the vouches for the pages' results when the results' ``fingerprint`` is given
     (``write/up_to_date.result_vouches``), written as they are made."""
     from sciga.transforms.inputs.page_index import forget_page_index, save_page_index
-    from sciga.transforms.write.up_to_date import stream_result_vouches
+    from sciga.transforms.write.up_to_date import result_vouches
 
     try:
         if hashes is not None:
             results = (
-                stream_result_vouches(sroot, hashes.sha256, fingerprint, hashes.previous_record_results(sroot))
+                result_vouches(sroot, hashes.sha256, fingerprint, hashes.previous_record_results(sroot))
                 if fingerprint is not None
                 else None
             )

@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import posixpath
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any, Optional
@@ -218,14 +218,8 @@ def save_page_index(store_root: str, hashes: PageHashes, signature: Optional[str
     record: dict = {"version": INDEX_VERSION, "build": signature, "pages": pages}
     if isinstance(results, dict):
         record[RESULTS] = results
-    elif results is not None:
-        stream = results
-
-        def members() -> Iterator[tuple[str, Any]]:
-            yield "pages", _Members(stream.pages)
-            yield "dirs", stream.dirs  # complete once the pages are written
-
-        record[RESULTS] = _Members(members())
+    elif results is not None:  # its folder list fills as its pages are written, before it is
+        record[RESULTS] = _Members([("pages", _Members(results.pages)), ("dirs", results.dirs)])
     if hashes.listing is not None:
         record[LISTING] = hashes.listing
     _write_record(store_root, record)

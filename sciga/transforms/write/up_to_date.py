@@ -189,35 +189,26 @@ def _as_entry(v: Any) -> Optional[tuple]:
     return tuple(v)
 
 
-def result_vouches(
-    store_root: str, sha256: Mapping[str, str], fingerprint: str, previous: Any = None
-) -> Optional[dict]:
-    """The record's vouches for the results of the pages in ``sha256`` (uri -> SHA-256), made
-    when a build has finished: a result whose file is the one the previous record vouched for
-    keeps its vouch (its present dependencies and folders checked again); the others' headers
-    are read. ``previous`` (the old record's vouches) is used up: its pages' entries are
-    removed as they are carried over. None where the store is not on this machine."""
-    stream = stream_result_vouches(store_root, sha256, fingerprint, previous)
-    if stream is None:
-        return None
-    pages = dict(stream.pages)
-    return {"dirs": stream.dirs, "pages": pages}
-
-
 @dataclass
 class VouchStream:
-    """``result_vouches`` made one page at a time, for a record written as they come
-    (``page_index.save_page_index``): at 145,000 pages the new vouches held whole were ~220 MB
-    of Python objects beside the old record's in the launcher finalizing the build."""
+    """The record's vouches for the pages' results, made one page at a time for a record
+    written as they come (``page_index.save_page_index``): at 145,000 pages the new vouches
+    held whole were ~220 MB of Python objects beside the old record's in the launcher
+    finalizing the build."""
 
     pages: Iterator[tuple[str, list]]  # (uri, vouch), in uri order
     dirs: list  # [[folder, mtime_ns], ...]: complete once ``pages`` is used up
 
 
-def stream_result_vouches(
+def result_vouches(
     store_root: str, sha256: Mapping[str, str], fingerprint: str, previous: Any = None
 ) -> Optional[VouchStream]:
-    """``result_vouches`` as a ``VouchStream``; None where the store is not on this machine."""
+    """The record's vouches for the results of the pages in ``sha256`` (uri -> SHA-256), made
+    when a build has finished, as they are used: a result whose file is the one the previous
+    record vouched for keeps its vouch (its present dependencies and folders checked again);
+    the others' headers are read. ``previous`` (the old record's vouches) is used up: its
+    pages' entries are removed as they are carried over. None where the store is not on this
+    machine."""
     if not is_local(store_root):
         return None
     dir_list: list[list] = []
