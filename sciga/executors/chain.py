@@ -80,9 +80,11 @@ class BuildChain:
         """One input line -> what the write stage groups by paper: its stored result's
         reference (a reused one, read from the store; or the one just computed and stored,
         dead letters included)."""
+        from sciga.transforms.common.interrupts import raise_if_received
         from sciga.transforms.common.steps import Tagged
         from sciga.transforms.inputs.build_inputs import planned_input_from_line
 
+        raise_if_received()  # a Ctrl-C that a finalizer swallowed during the last input
         out: list = []
         for planned in self._timed("plan", self.plan.process, planned_input_from_line(line)):
             if isinstance(planned, Tagged):  # reused

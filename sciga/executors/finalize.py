@@ -53,6 +53,7 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
     dataset card; remove the run's staging folder. Returns the counts and the manifest."""
     from sciga.executors.local_run import remove_if_empty
     from sciga.explore.dataset_card import write_dataset_card
+    from sciga.transforms.common.interrupts import raise_if_received
     from sciga.transforms.common.result_store import ResultStore
     from sciga.transforms.write.finalize import (
         commit_generation,
@@ -65,6 +66,7 @@ def finalize_build(f: Finalize) -> tuple[mf.BuildCounts, BuildManifest]:
         write_shard_members,
     )
 
+    raise_if_received()  # nothing is finalized after a Ctrl-C, even one a finalizer swallowed
     infos = read_part_infos(f.parts_root)
     mark_finalizing(f.out_dir, True)
     # A local build assembles its shards and manifest as the next generation and commits

@@ -376,9 +376,11 @@ def _chain_items(lines: list[str]) -> tuple[list, dict[str, float]]:
 
 def _write_parts(jobs: list[JobRef]) -> dict[str, float]:
     from sciga.executors.spill import load_job
+    from sciga.transforms.common.interrupts import raise_if_received
 
     chain: BuildChain = _FORKED["chain"]
     for ref in jobs:
+        raise_if_received()  # in the launcher: a Ctrl-C that a finalizer swallowed
         chain.write([load_job(ref)])
         # A part's tables are freed once it is written, but glibc keeps their pages: in a
         # process that writes part after part (each a different mix of row-group sizes) the

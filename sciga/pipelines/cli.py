@@ -284,6 +284,7 @@ def unknown_arguments_sentence(command: str, unknown: Sequence[str], own: Sequen
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from sciga.pipelines.cli_logging import configure_logging
+    from sciga.transforms.common import interrupts
     from sciga.transforms.common.errors import UserError
 
     started = process_started() if argv is None else time.time()
@@ -310,6 +311,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with bars_only_on_a_terminal():
             code = int(args.func(args, rest) or 0)
+            interrupts.raise_if_received()  # one a finalizer swallowed: the command did not stop for it
         sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
         return code
     except UserError as e:
@@ -320,7 +322,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     except KeyboardInterrupt as e:
         print(f"sciga {args.command}: {interrupted_sentence(args)}", file=sys.stderr)
-        return 143 if isinstance(e, Terminated) else 130
+        return 143 if isinstance(e, interrupts.Terminated) else 130
     except BrokenPipeError:
         return _closed_stdout()
     except Exception as e:
@@ -367,37 +369,13 @@ def bars_only_on_a_terminal(stream=None):
                 os.environ[k] = before
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill PID``, a scheduler stopping the job): handled as Ctrl-C is, so a
-    build stops its workers, keeps its finished results, says so in one sentence and
-    resumes; the exit status is 143 (128 + SIGTERM)."""
-
-
-_COMMAND_PID = 0  # the `sciga` process that installed the handler (forked workers inherit it)
-
-
-def _on_sigterm(signum, frame) -> None:
-    import os
-    import signal
-
-    if os.getpid() != _COMMAND_PID:  # a forked worker: end as SIGTERM ends a process
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-        return
-    raise Terminated()
-
-
 def run() -> None:
     """The ``sciga`` command: ``main``, then the process ends without the interpreter's
     slow teardown (``quick_exit.exit_now``). Tests call ``main`` itself."""
-    import os
-    import signal
-
+    from sciga.transforms.common import interrupts
     from sciga.transforms.common.quick_exit import exit_now
 
-    global _COMMAND_PID
-    _COMMAND_PID = os.getpid()
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupts.install()  # Ctrl-C and SIGTERM raised, and remembered where a finalizer swallows them
     try:
         code = main()
     except SystemExit as e:  # what the interpreter would print and return for it

@@ -268,9 +268,11 @@ def _hub_env(hub, tmp_path) -> dict:
 # Loads every config four ways (local folder, local streaming, Hub, Hub streaming) and prints
 # per way and config: the features, the row count, a digest of every row (images as bytes)
 # and how many images decoded (every pixel of every image). Every config the card declares
-# loads every way: the card declares no config without rows.
+# loads every way: the card declares no config without rows. Each dataset is freed and
+# collected once read (see LOAD_EVERY_ROW in tests/e2e/test_first_hour.py: Arrow's scanner
+# threads outliving Arrow at exit).
 LOAD_ALL_WAYS = r"""
-import hashlib, json, sys
+import gc, hashlib, json, sys
 import datasets
 from datasets import load_dataset
 folder, repo, rev = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -302,6 +304,8 @@ for way, path, kw in (("folder", folder, {}), ("folder_streaming", folder, {"str
         n, d = digest(ds)
         out[f"{way}/{config}"] = {"features": features, "rows": n, "digest": d, "image_types": sorted(image_types),
                                   "decoded": decoded}
+        del ds
+        gc.collect()
 print(json.dumps(out))
 """
 
