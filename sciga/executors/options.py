@@ -63,6 +63,7 @@ class BuildOptions:
     latexml: LatexmlOptions = field(default_factory=lambda: _default_latexml())
     workers: Optional[int] = None
     rebuild: bool = False
+    relist_inputs: bool = False  # walk the input folders even where the last listing still holds
     quiet: bool = False
     verbose: bool = False
     progress_interval: float = 10.0

@@ -116,7 +116,7 @@ def list_inputs(opts: BuildOptions, record: Optional[dict] = None) -> tuple[list
             around[0],
         )
     recordable = not around and opts.html_from == "ar5iv"
-    if recordable and record:
+    if recordable and record and not opts.relist_inputs:
         reused = recorded_listing(record.get(LISTING), opts.specs, recorded_uris(record))
         if reused is not None:
             warn_without_page(reused)

@@ -60,6 +60,15 @@ class RunFlags:
         help="recompute every paper; by default papers whose inputs, options and builder are unchanged "
         "since the last build into OUTPUT are reused, and a killed build resumes",
     )
+    relist_inputs: bool = flag(
+        "--relist-inputs",
+        default=False,
+        action="store_true",
+        help="walk the input folders even when no folder's mtime moved since the last build (by default "
+        "its list of pages is reused then); for a tool that sets a folder's mtime back after adding a page. "
+        "Nothing is recomputed for it",
+        recorded=False,
+    )
     finalize_in_job: bool = flag(
         "--finalize-in-job",
         default=False,
@@ -224,6 +233,7 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         latexml=s.latexml_options(),
         workers=r.workers,
         rebuild=r.rebuild,
+        relist_inputs=r.relist_inputs,
         quiet=r.quiet,
         progress_interval=r.progress_interval,
         finalize_in_job=r.finalize_in_job,

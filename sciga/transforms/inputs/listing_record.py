@@ -18,6 +18,10 @@ Only plain trees are recorded, and anything else is listed every time, as before
 - no folder changed in the last ``RACY_SECONDS``: a name added within the same tick of the
   file system's clock as the folder's last change could leave its mtime as it was (git calls
   such an entry racy), so a folder that recent is not trusted;
+- no folder on a network or FUSE file system (NFS, SMB, sshfs, gcsfuse, ...: ``UNTRUSTED_FS``,
+  read from Linux's ``/proc/self/mountinfo``): their clients cache a folder's attributes for
+  up to a minute, so a page another machine added can leave the mtime this one sees as it
+  was, and bucket mounts make folder mtimes up;
 - the listing refused nothing, and the record holds every page it listed (its pages, sorted,
   hash to what the listing gave).
 """
@@ -37,6 +41,10 @@ from sciga.transforms.inputs.refused import RefusedInput
 
 LISTING = "listing"  # the key of the listing record in the page index
 RACY_SECONDS = 2.0  # a folder changed this recently is not trusted (coarse clocks, NFS clock skew)
+MOUNTINFO = "/proc/self/mountinfo"  # Linux: each mount's device and file system type
+# File systems whose folder mtimes this machine may see stale (a client's attribute cache) or
+# made up (bucket mounts): "fuse" stands for every "fuse.*" (sshfs, gcsfuse, s3fs, rclone).
+UNTRUSTED_FS = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ncpfs", "davfs", "fuse", "fuseblk"})
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,7 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
         return None
     newest = (time.time_ns() if now_ns is None else now_ns) - int(RACY_SECONDS * 1e9)
     stamps: dict[str, int] = {}
+    devices: dict[int, bool] = {}  # st_dev -> whether its folder mtimes are trusted
     stack = [f for f in folders if f is not None]
     while stack:
         folder = stack.pop()
@@ -77,6 +86,10 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
             return None
         if not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns > newest:
             return None  # racy, or a clock ahead of ours: not trusted
+        if st.st_dev not in devices:
+            devices[st.st_dev] = trusted_file_system(st.st_dev)
+        if not devices[st.st_dev]:
+            return None
         stamps[folder] = st.st_mtime_ns
         for e in entries:
             if e.is_symlink() or not _plain_name(e.path):
@@ -87,6 +100,30 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
             except OSError:
                 return None
     return [[f, m] for f, m in sorted(stamps.items())]
+
+
+def trusted_file_system(device: int) -> bool:
+    """Whether folder mtimes on the file system of ``device`` (a ``st_dev``) may stand for
+    its listing: not one of ``UNTRUSTED_FS`` as ``MOUNTINFO`` names it. Trusted where that
+    says nothing (another system; a device it does not list, as btrfs's subvolumes)."""
+    fs_type = mounted_file_system_type(device)
+    return fs_type is None or fs_type.split(".", 1)[0] not in UNTRUSTED_FS
+
+
+def mounted_file_system_type(device: int) -> Optional[str]:
+    """The file system type ``MOUNTINFO`` gives the mount of ``device`` (None: not known)."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        with open(MOUNTINFO, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                # ID PARENT MAJOR:MINOR ROOT MOUNT_POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER_OPTIONS
+                fields, sep, rest = line.partition(" - ")
+                parts = fields.split()
+                if sep and len(parts) > 2 and parts[2] == wanted and rest.split():
+                    return rest.split()[0]
+    except OSError:
+        return None
+    return None
 
 
 def _plain_name(path: str) -> bool:
@@ -122,9 +159,14 @@ def recorded_listing(record: Any, specs: Sequence[str], recorded_pages: Sequence
         n, digest = record["inputs"]
         if n != len(recorded_pages) or n == 0:
             return None
+        devices: dict[int, bool] = {}
         for folder, mtime in record["folders"]:
             st = os.lstat(folder)
             if st.st_mtime_ns != int(mtime) or not stat.S_ISDIR(st.st_mode):
+                return None
+            if st.st_dev not in devices:  # the folders mounted elsewhere since (a network share)
+                devices[st.st_dev] = trusted_file_system(st.st_dev)
+            if not devices[st.st_dev]:
                 return None
         if inputs_digest(recorded_pages) != digest:
             return None

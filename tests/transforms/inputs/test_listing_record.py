@@ -251,3 +251,65 @@ def test_a_corpus_built_the_moment_it_was_made_gets_its_listing_from_a_later_bui
     age(pages)
     assert build(pages, out).up_to_date and LISTING in record(out)
     assert build(pages, out).up_to_date and len(walks) == 2
+
+
+def _mountinfo(tmp_path: Path, folder: Path, fs_type: str) -> str:
+    """A Linux mountinfo where ``folder``'s device is mounted with ``fs_type``, beside others."""
+    dev = os.stat(folder).st_dev
+    path = tmp_path / f"mountinfo-{fs_type}"
+    path.write_text(
+        "22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw\n"
+        f"97 29 {os.major(dev)}:{os.minor(dev)} /export/pages {folder} rw,relatime shared:50 - {fs_type} "
+        "server:/export rw,vers=4.2\n"
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("fs_type, trusted", [("nfs4", False), ("cifs", False), ("fuse.sshfs", False), ("ext4", True)])
+def test_folders_on_a_network_file_system_are_not_trusted(corpus, tmp_path, monkeypatch, fs_type, trusted):
+    """An NFS client caches a folder's attributes for up to a minute: a page another machine
+    just added can leave the mtime this one sees as it was. Such trees are walked every time."""
+    monkeypatch.setattr(listing_record, "MOUNTINFO", _mountinfo(tmp_path, corpus, fs_type))
+    assert (folder_stamps([str(corpus)]) is not None) is trusted
+
+
+def test_a_tree_on_nfs_is_walked_by_every_build_and_a_page_behind_a_stale_mtime_is_listed(
+    corpus, tmp_path, monkeypatch, walks
+):
+    out = tmp_path / "out"
+    assert build(corpus, out).counts.papers == 5
+    monkeypatch.setattr(listing_record, "MOUNTINFO", _mountinfo(tmp_path, corpus, "nfs4"))
+    st = os.stat(corpus)
+    _add_top(corpus)
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))  # what a client's stale attribute cache shows
+    got = build(corpus, out)
+    assert len(walks) == 2 and got.counts.papers == 6 and "2601.00901" in paper_ids(out)
+    # and a record made on a local disk is not trusted once the tree is on a share
+    monkeypatch.setattr(listing_record, "MOUNTINFO", _mountinfo(tmp_path, corpus, "ext4"))
+    assert build(corpus, out).up_to_date and len(walks) == 3
+    assert build(corpus, out).up_to_date and len(walks) == 3
+    monkeypatch.setattr(listing_record, "MOUNTINFO", _mountinfo(tmp_path, corpus, "nfs"))
+    assert build(corpus, out).up_to_date and len(walks) == 4
+
+
+def test_an_unknown_device_or_no_mountinfo_is_trusted(corpus, tmp_path, monkeypatch):
+    """Another system (no /proc), or a device mountinfo does not list (btrfs subvolumes)."""
+    monkeypatch.setattr(listing_record, "MOUNTINFO", str(tmp_path / "none"))
+    assert folder_stamps([str(corpus)]) is not None
+    other = tmp_path / "mountinfo"
+    other.write_text("97 29 254:99 / /mnt rw - nfs4 server:/x rw\nnot a mountinfo line\n")
+    monkeypatch.setattr(listing_record, "MOUNTINFO", str(other))
+    assert folder_stamps([str(corpus)]) is not None
+
+
+def test_relist_inputs_finds_a_page_hidden_by_a_folder_mtime_put_back_and_recomputes_nothing(corpus, tmp_path, walks):
+    out = tmp_path / "out"
+    build(corpus, out)
+    st = os.stat(corpus)
+    _add_top(corpus)
+    os.utime(corpus, ns=(st.st_atime_ns, st.st_mtime_ns))  # `touch -d` after adding a page
+    assert build(corpus, out).up_to_date and len(walks) == 1  # the documented blind spot
+    got = build(corpus, out, "--relist-inputs")
+    assert len(walks) == 2 and got.counts.papers == 6 and "2601.00901" in paper_ids(out)
+    assert got.counts.reused == 5 and got.counts.recomputed == 1  # only the new page was computed
+    assert build(corpus, out).up_to_date and len(walks) == 2  # its listing recorded for the next build
