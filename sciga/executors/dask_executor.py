@@ -151,6 +151,7 @@ def _answers(
     from distributed import as_completed
 
     from sciga.transforms.common.errors import UserError
+    from sciga.transforms.common.interrupts import raise_if_received
 
     pending = iter(batches)
     running = as_completed(loop=client.loop)
@@ -165,6 +166,7 @@ def _answers(
     submit(window)
     try:
         for future in running:
+            raise_if_received()  # a Ctrl-C that a finalizer swallowed while the launcher waited
             futures.discard(future)
             if window is not None:
                 submit(1)  # before the answer is used: the cluster stays busy

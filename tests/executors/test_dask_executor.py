@@ -218,6 +218,28 @@ def test_tasks_are_sent_a_window_at_a_time_and_every_answer_comes_back(dask_clus
         assert sorted(a["batch"] for a in everything) == list(range(7))
 
 
+def test_an_interrupt_a_finalizer_swallowed_stops_the_launcher_at_the_next_answer(dask_cluster, monkeypatch):
+    """Ctrl-C that landed in a finalizer while the launcher waited on the cluster is raised
+    again as the next answer comes back (``common/interrupts.py``); no task is left running."""
+    import os
+    import signal
+
+    from distributed import Client
+
+    from sciga.executors.dask_executor import _answers
+    from sciga.transforms.common import interrupts
+
+    monkeypatch.setattr(interrupts, "_owner", os.getpid())
+    with Client(dask_cluster.scheduler_address, set_as_default=False) as client:
+        got = []
+        with pytest.raises(KeyboardInterrupt):
+            for answer in _answers(client, dict, [[("batch", i)] for i in range(9)], "t", b"", "tests", window=2):
+                got.append(answer)
+                if len(got) == 2:
+                    monkeypatch.setattr(interrupts, "_received", signal.SIGINT)  # as the handler leaves it
+        assert len(got) == 2
+
+
 @pytest.mark.e2e
 def test_the_launcher_reads_part_jobs_back_a_window_at_a_time(tmp_path, monkeypatch, dask_cluster):
     """A Dask build never holds every part job: each is read back from disk when its batch
