@@ -71,6 +71,12 @@ class BuildOptions:
     executor: str = "auto"  # one of EXECUTORS
     dask_address: Optional[str] = None  # a running Dask scheduler (tcp://HOST:PORT); None: a local cluster
     recorded: dict = field(default_factory=dict)  # the options as given, for the manifest
+    # The folder every input lies under when the specs are many folders below it (``sciga
+    # update``: one folder per paper of its cache): the shards' paths are said relative to it
+    # instead of to each spec. With one root per paper, every path was compared with every
+    # root (hours at 145,000 papers) and every part's fingerprint named them all, so a new
+    # paper made every part of the build be written again.
+    input_root: Optional[str] = None
     # Every place the build reads or writes, as (flag, path) for messages: checked before
     # anything is listed or written (``remote_run.check_build_locations``).
     locations: tuple[tuple[str, str], ...] = ()
@@ -124,7 +130,7 @@ class BuildOptions:
         ga_manifest = self.vision.ga_manifest
         return normalize_roots(
             [
-                *(spec_root(s) for s in self.specs),
+                *((self.input_root,) if self.input_root else (spec_root(s) for s in self.specs)),
                 self.parse.metadata_dir,
                 *self.tex.tex_dirs,
                 spec_root(ga_manifest) if ga_manifest else None,

@@ -227,8 +227,12 @@ def test_update_publishes_v1_then_exactly_what_changed_then_nothing(tmp_path):
         in_corpus = sorted(p.id for p in w.papers if p.categories.startswith("cs") and p.versions[0][1].year == 2025)
         import pyarrow.parquet as pq
 
-        built = sorted(pq.read_table(sorted((w.out / "data" / "papers").glob("*.parquet"))[0]).column("id").to_pylist())
+        papers_table = pq.read_table(sorted((w.out / "data" / "papers").glob("*.parquet"))[0])
+        built = sorted(papers_table.column("id").to_pylist())
         assert built == in_corpus and len(built) == 6, "the math paper and the 2024 paper are not in the corpus"
+        # each page's path is said relative to the cache's papers/ folder, as a build of that folder says it
+        uris = {r["id"]: r["provenance"]["input_uri"] for r in papers_table.to_pylist()}
+        assert all(u.startswith(f"{pid}/{pid}.html") for pid, u in uris.items()), uris
         assert "## Changes in this version" not in v1["README.md"].decode()
 
         # 2. A month later: new and updated records. A dry run first: all steps, nothing sent to the Hub.
@@ -386,3 +390,28 @@ def test_a_first_run_whose_harvest_failed_saves_no_definition(tmp_path):
         assert "already defines the corpus" not in r.stderr
         assert "saved the corpus definition" in r.stdout, r.stdout
         assert json.loads((w.out / "corpus.json").read_text())["harvest"]["oai_url"] == w.oai.url
+
+
+def test_the_update_build_publishes_paths_against_one_root_whatever_the_papers(tmp_path):
+    """One spec per selected paper, but one root: the shards' paths and every part's
+    fingerprint (which names the roots) do not change with the selection. With a root per
+    paper, a path was compared with each of them (hours at 145,000 papers), and one new
+    paper changed every part's fingerprint, so every part was written again."""
+    from types import SimpleNamespace
+
+    from sciga.pipelines.update import build_run_options
+
+    cache = tmp_path / "cache"
+    ids = [f"2601.{i:05d}" for i in range(1, 6)]
+    for pid in ids:
+        (cache / "papers" / pid).mkdir(parents=True)
+    definition = SimpleNamespace(cache=str(cache), build_args=["--no-tex"], repo_id=None, private=False)
+    o = SimpleNamespace(definition=definition, run_build_args=[], out=str(tmp_path / "out"), progress=False)
+    roots = []
+    for selected in (ids[:2], ids):
+        opts, _ = build_run_options(o, SimpleNamespace(selected=selected))
+        assert len(opts.specs) == len(selected)
+        assert opts.vision.ga_roots == (str(cache / "papers"),)
+        roots.append(opts.published_roots())
+    assert roots[0] == roots[1] and str(cache / "papers") in roots[0]
+    assert not any(r.startswith(str(cache / "papers") + "/") for r in roots[0]), roots[0]
