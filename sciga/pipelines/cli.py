@@ -311,7 +311,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with bars_only_on_a_terminal():
             code = int(args.func(args, rest) or 0)
-            interrupts.raise_if_received()  # one a finalizer swallowed: the command did not stop for it
+            if code == 0:  # an interrupt a finalizer swallowed (one the command handled made it non-zero)
+                interrupts.raise_if_received()
         sys.stdout.flush()  # here, where a reader that went away (`| head`) is caught, not at exit
         return code
     except UserError as e:
