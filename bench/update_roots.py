@@ -20,7 +20,6 @@ Timing ratios need a quiet machine.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -42,11 +41,7 @@ SCIGA_PAPERS_ROWS, SCIGA_IMAGE_PATHS, SCIGA_IMAGE_ERRORS = 145_000, 1_680_677, 1
 def build(pages: Path, out: Path, ids: list[str], one_root: bool) -> tuple[float, dict]:
     flags, beam = build_flags(["--output", str(out), "--quiet", "--no-tex"], prog="bench")
     flags = replace_flags(flags, input=[str(pages / pid) for pid in ids])
-    opts = build_options(flags)
-    if one_root:  # as pipelines/update.py gives it
-        opts = dataclasses.replace(
-            opts, input_root=str(pages), vision=dataclasses.replace(opts.vision, ga_roots=(str(pages),))
-        )
+    opts = build_options(flags, input_root=str(pages) if one_root else None)  # as pipelines/update.py gives it
     t = time.perf_counter()
     r = run_build(opts, beam)
     wall = time.perf_counter() - t

@@ -190,8 +190,10 @@ def build_flags(argv: list[str], prog: str = "sciga build") -> tuple[BuildFlags,
 # ------------------------------------------------------------------ typed options
 
 
-def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
-    """The build's typed options from its flags (``verbose``: the global -v of `sciga`)."""
+def build_options(flags: BuildFlags, *, verbose: bool = False, input_root: Optional[str] = None) -> BuildOptions:
+    """The build's typed options from its flags (``verbose``: the global -v of `sciga`).
+    ``input_root``: the one folder every --input lies under, when they are many folders in
+    it (``BuildOptions.input_root``; a GA manifest's paths may lie under it too)."""
     from sciga.executors.options import BuildOptions
     from sciga.transforms.link.options import LinkOptions
     from sciga.transforms.parse.options import ParseOptions
@@ -222,7 +224,7 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         ),
         tex=s.tex_options(sample_tex_dir() if flags.sample else None),
         link=LinkOptions(sentencizer=flags.sentencizer),
-        vision=flags.vision.options(flags.max_image_mb, input_roots(specs)),
+        vision=flags.vision.options(flags.max_image_mb, (input_root,) if input_root else input_roots(specs)),
         papers_per_shard=flags.papers_per_shard,
         figures_per_shard=flags.figures_per_shard,
         no_images=flags.no_images,
@@ -242,6 +244,7 @@ def build_options(flags: BuildFlags, *, verbose: bool = False) -> BuildOptions:
         verbose=verbose,
         # the policy as applied (its default too): the card, the gate and publish read it
         recorded=dict(sorted({**flag_values(flags, recorded_only=True), "licences": flags.licence.policy}.items())),
+        input_root=input_root,
         locations=tuple(_locations(flags, specs)),
     )
 

@@ -26,7 +26,6 @@ Hub's tags. A rerun with nothing new builds nothing new and publishes nothing.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import posixpath
@@ -465,12 +464,10 @@ def build_run_options(o: UpdateOptions, plan):
     flags = replace_flags(flags, output=o.out, input=specs, quiet=flags.run.quiet or not o.progress)
     if flags.licence.licences is None:  # not in the saved build flags nor this run's
         flags = replace_flags(flags, licences=default_update_policy(d))
-    opts = build_options(flags)
     # One folder per paper, all in the cache's papers/: the shards' paths are said relative to
     # it (PAPER/PAPER.html.gz, as `sciga build --input CACHE/papers` says them), and a GA
     # manifest's paths may lie under it; not one root per paper (BuildOptions.input_root).
-    vision = dataclasses.replace(opts.vision, ga_roots=(papers,))
-    return dataclasses.replace(opts, input_root=papers, vision=vision), beam_args
+    return build_options(flags, input_root=papers), beam_args
 
 
 def default_update_policy(d: CorpusDefinition) -> str:

@@ -28,6 +28,7 @@ Only plain trees are recorded, and anything else is listed every time, as before
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -72,7 +73,7 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
         return None
     newest = (time.time_ns() if now_ns is None else now_ns) - int(RACY_SECONDS * 1e9)
     stamps: dict[str, int] = {}
-    devices: dict[int, bool] = {}  # st_dev -> whether its folder mtimes are trusted
+    trusted = _per_device()
     stack = [f for f in folders if f is not None]
     while stack:
         folder = stack.pop()
@@ -86,9 +87,7 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
             return None
         if not stat.S_ISDIR(st.st_mode) or st.st_mtime_ns > newest:
             return None  # racy, or a clock ahead of ours: not trusted
-        if st.st_dev not in devices:
-            devices[st.st_dev] = trusted_file_system(st.st_dev)
-        if not devices[st.st_dev]:
+        if not trusted(st.st_dev):
             return None
         stamps[folder] = st.st_mtime_ns
         for e in entries:
@@ -100,6 +99,12 @@ def folder_stamps(specs: Sequence[str], now_ns: Optional[int] = None) -> Optiona
             except OSError:
                 return None
     return [[f, m] for f, m in sorted(stamps.items())]
+
+
+def _per_device():
+    """``trusted_file_system``, asked once per device for one walk (mounts may change
+    between builds of one process, a notebook's)."""
+    return functools.lru_cache(maxsize=None)(trusted_file_system)
 
 
 def trusted_file_system(device: int) -> bool:
@@ -159,14 +164,12 @@ def recorded_listing(record: Any, specs: Sequence[str], recorded_pages: Sequence
         n, digest = record["inputs"]
         if n != len(recorded_pages) or n == 0:
             return None
-        devices: dict[int, bool] = {}
+        trusted = _per_device()
         for folder, mtime in record["folders"]:
             st = os.lstat(folder)
             if st.st_mtime_ns != int(mtime) or not stat.S_ISDIR(st.st_mode):
                 return None
-            if st.st_dev not in devices:  # the folders mounted elsewhere since (a network share)
-                devices[st.st_dev] = trusted_file_system(st.st_dev)
-            if not devices[st.st_dev]:
+            if not trusted(st.st_dev):  # the folders mounted elsewhere since (a network share)
                 return None
         if inputs_digest(recorded_pages) != digest:
             return None
