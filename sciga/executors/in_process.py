@@ -414,7 +414,10 @@ class _Workers:
 
         import_before_forking(self.shared_modules)
         self.pool = ProcessPoolExecutor(
-            self.n, mp_context=multiprocessing.get_context("fork"), initializer=_worker_started
+            self.n,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_started,
+            initargs=(os.getpid(),),
         )
 
     def widen(self, n: int) -> None:
@@ -460,7 +463,7 @@ class _Workers:
             p.join(5)
 
 
-def _worker_started() -> None:
+def _worker_started(launcher_pid: int) -> None:
     """A forked worker: Ctrl-C is for the launcher, which stops the workers itself; and the
     worker ends when the launcher does, however that ends (Linux: a parent-death signal)."""
     import signal
@@ -474,6 +477,11 @@ def _worker_started() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+    # The signal is asked for after the fork: a launcher killed in between (kill -9 as the
+    # workers start) never sends it, and the worker would wait on its queue for ever, since its
+    # sibling holds the queue's other end open. Its parent is then no longer the launcher.
+    if os.getppid() != launcher_pid:
+        os._exit(1)
 
 
 def _ignore_signal(signum, frame) -> None:

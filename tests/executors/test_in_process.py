@@ -6,6 +6,7 @@ step needs it; a worker killed by the system stops the build with one sentence."
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -386,6 +387,47 @@ def test_workers_end_when_their_launcher_is_killed(tmp_path):
     for w in alive:
         w.kill()  # not left behind by a failing test
     assert not alive, "a worker outlived its launcher"
+
+
+@pytest.mark.e2e  # real forked workers, their launcher killed in the moment they start
+def test_a_worker_that_starts_after_its_launcher_was_killed_ends_too():
+    """The parent-death signal is asked for in the worker, after the fork: a launcher killed in
+    between never sends it. This delays each worker's start until its launcher is gone, which
+    the CI's `kill -9` test met by chance (a worker left waiting on its queue for ever)."""
+    read_end, write_end = os.pipe()
+    launcher = os.fork()
+    if launcher == 0:  # the launcher: fork two workers, say their ids, and die as kill -9 does
+        try:
+            os.close(read_end)
+            started = in_process._worker_started
+
+            def late_start(launcher_pid: int) -> None:
+                time.sleep(1.0)  # by now the launcher is gone
+                started(launcher_pid)
+
+            in_process._worker_started = late_start
+            workers = in_process._Workers(2, chain=None)  # type: ignore[arg-type]
+            workers._fork()
+            assert workers.pool is not None
+            workers.pool.submit(int)  # the pool forks its workers on the first job
+            pids = [p.pid for p in workers.pool._processes.values()]
+            os.write(write_end, json.dumps(pids).encode() + b"\n")
+        finally:
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.close(write_end)
+    with os.fdopen(read_end) as f:  # one line: the workers hold the pipe's other end too
+        pids = json.loads(f.readline() or "[]")
+    os.waitpid(launcher, 0)
+    assert len(pids) == 2, "the launcher forked its two workers"
+    workers = []
+    for pid in pids:
+        with contextlib.suppress(psutil.NoSuchProcess):  # already gone: it ended
+            workers.append(psutil.Process(pid))
+    _, alive = psutil.wait_procs(workers, timeout=10)
+    alive = [w for w in alive if not _ended(w)]
+    for w in alive:
+        w.kill()  # not left behind by a failing test
+    assert not alive, "a worker that started after its launcher died outlived it"
 
 
 def _ended(proc) -> bool:
