@@ -479,9 +479,10 @@ def _worker_started(launcher_pid: int) -> None:
         pass
     # The signal is asked for after the fork: a launcher killed in between (kill -9 as the
     # workers start) never sends it, and the worker would wait on its queue for ever, since its
-    # sibling holds the queue's other end open. Its parent is then no longer the launcher.
+    # sibling holds the queue's other end open. Its parent is then no longer the launcher: the
+    # worker ends as the signal would have ended it.
     if os.getppid() != launcher_pid:
-        os._exit(1)
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _ignore_signal(signum, frame) -> None:
