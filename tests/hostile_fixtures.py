@@ -9,7 +9,8 @@
   Linux inotify: the check is that nothing *opened* them (a read that leaks nothing into
   the output still fails it), and their bytes must not appear in any output file either.
 * ``run_watched``: a command run as a process group under a timeout (no hang), its peak
-  RSS summed over the process tree sampled with psutil.
+  RSS summed over the process tree sampled with psutil, and the command's own process's
+  peak as the kernel counted it (which a sample on a loaded machine can miss).
 * ``accounted``: every listed input is a paper or a dead letter of the build (by URI).
 
 Used by tests/e2e/test_hostile_inputs.py (one minimal input per class, and a seeded fuzz test
@@ -50,6 +51,7 @@ class Watched:
     peak_rss: int  # bytes, summed over the process tree at its largest
     seconds: float
     timed_out: bool
+    own_peak_rss: int = 0  # bytes: the command's own process at its largest (the kernel's count)
 
 
 def sciga_cmd(*args: str) -> list[str]:
@@ -115,7 +117,13 @@ def run_watched(
     ]
     for t in threads:
         t.start()
-    while proc.poll() is None:
+    own_peak = 0
+    while True:
+        # wait4, not poll: the kernel's count of the process's peak comes with its status
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode, own_peak = os.waitstatus_to_exitcode(status), usage.ru_maxrss * 1024
+            break
         peak = max(peak, _tree_rss(ps))
         if on_tick is not None:
             on_tick(ps)
@@ -128,7 +136,9 @@ def run_watched(
     kill_group(proc.pid)  # workers left behind by a killed launcher
     for t in threads:
         t.join(timeout=10)
-    return Watched(proc.returncode, out.get("stdout", ""), out.get("stderr", ""), peak, time.time() - t0, timed_out)
+    return Watched(
+        proc.returncode, out.get("stdout", ""), out.get("stderr", ""), peak, time.time() - t0, timed_out, own_peak
+    )
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

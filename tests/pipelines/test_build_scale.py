@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from hostile_fixtures import run_watched, sciga_cmd
 
 from sciga.executors import choice, in_process
 from sciga.pipelines.build import add_arguments, run_build
@@ -360,40 +361,12 @@ def test_killed_build_resumes_where_it_stopped(tmp_path):
 
 
 def _peak_rss_of_build(argv: list[str]) -> float:
-    """Peak resident memory (MB): the build process's own peak as the kernel counted it, or
-    the build and all its children summed, sampled every 0.05 s, whichever is larger (a
+    """Peak resident memory (MB): the build and all its children summed, sampled every
+    0.05 s, or the build process's own peak as the kernel counted it, whichever is larger (a
     sample can miss a short peak on a loaded machine; the kernel's count cannot)."""
-    import psutil
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen(
-        [sys.executable, "-m", "sciga", "build", *argv],
-        cwd=str(ROOT),
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    proc = psutil.Process(p.pid)
-    peak = 0
-    while True:
-        pid, status, usage = os.wait4(p.pid, os.WNOHANG)
-        if pid:
-            break
-        total = 0
-        try:
-            for q in [proc, *proc.children(recursive=True)]:
-                try:
-                    total += q.memory_info().rss
-                except psutil.Error:
-                    pass
-        except psutil.Error:
-            pass
-        peak = max(peak, total)
-        time.sleep(0.05)
-    err = p.stderr.read() if p.stderr else b""
-    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    assert p.returncode == 0, err.decode()[-2000:]
-    return max(peak, usage.ru_maxrss * 1024) / 2**20
+    r = run_watched(sciga_cmd("build", *argv), timeout=300)
+    assert r.returncode == 0 and not r.timed_out, r.stderr[-2000:]
+    return max(r.peak_rss, r.own_peak_rss) / 2**20
 
 
 @pytest.mark.e2e
